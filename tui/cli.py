@@ -1,0 +1,222 @@
+"""`rlconsole`: the command line, one face of the core (the TUI is the other).
+
+Every subcommand loads the profile through the same loader and reports problems as one
+line on stderr with a documented exit status (0 done, 1 failed, 2 bad profile/usage).
+Heavy modules (Textual, asyncssh, ray, tbparse) are imported inside the subcommand that
+needs them, so `rlconsole render` or `check --static` start in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Callable, NoReturn
+
+from .core.errors import RlconsoleError, UsageError
+
+log = logging.getLogger("rlconsole.cli")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors already; keep its message to one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"rlconsole: {message} (see `rlconsole --help`)\n")
+
+
+def _sim_profile_fallback() -> str | None:
+    try:
+        from .core.sim.cluster import running_sim_profile
+    except ImportError:
+        return None
+    try:
+        p = running_sim_profile()
+    except Exception:  # a broken sim state must not break profile lookup
+        return None
+    return str(p) if p else None
+
+
+def _load(args: argparse.Namespace):  # -> Profile
+    from .core.profile import load_profile, resolve_profile
+
+    path = resolve_profile(getattr(args, "profile", None), _sim_profile_fallback)
+    prof = load_profile(path)
+    log.info("profile %s (%s)", prof.name, prof.path)
+    return prof
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from .core.render import render
+
+    job = render(_load(args))
+    if args.json:
+        print(json.dumps(job.to_json(), indent=2))
+    else:
+        sys.stdout.write(job.to_text())
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .core.status_cli import run_status
+
+    return run_status(_load(args), as_json=args.json)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .core.checks import run_check_cli
+
+    return run_check_cli(_load(args), as_json=args.json, static=args.static)
+
+
+def cmd_action(args: argparse.Namespace) -> int:
+    from .core.actions.cli import run_action_cli
+
+    return run_action_cli(_load(args), args)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from .core.logs_cli import run_logs
+
+    return run_logs(_load(args), job_id=args.job, follow=args.follow)
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from .core.metrics_cli import load_metrics, write_csv, write_json
+
+    try:
+        rows = load_metrics(args.source)
+    except FileNotFoundError as e:
+        raise UsageError(f"{args.source}: {e.strerror or 'not found'}") from None
+    if args.csv:
+        write_csv(rows, sys.stdout)
+    else:
+        write_json(rows, sys.stdout)
+    return 0
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from .core.sim import cluster
+
+    if args.sim_cmd == "up":
+        path = cluster.sim_up(args.nodes, args.gpus, replay_gpu=args.replay_gpu)
+        print(path)
+        return 0
+    if args.sim_cmd == "down":
+        return cluster.sim_down()
+    return cluster.sim_status(as_json=args.json)
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    from .app import run_app
+
+    return run_app(_load(args))
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .app import run_demo
+
+    return run_demo(nodes=args.nodes, gpus=args.gpus)
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--profile", "-P", metavar="P",
+                        help="profile path or name (./profiles, user config dir, packaged)")
+    common.add_argument("--verbose", "-v", action="store_true",
+                        help="mirror the debug log on stderr")
+
+    p = _Parser(prog="rlconsole", parents=[common],
+                description="Bring up and watch a multi-node VeRL run on a Ray cluster.")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, parents=[common], help=help, description=help)
+        sp.set_defaults(fn=fn)
+        return sp
+
+    sp = add("render", cmd_render, "print exactly what submit would run; changes nothing")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("status", cmd_status, "one-shot snapshot of nodes, cards, containers, Ray, job")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("check", cmd_check, "preflight checks (exit 0 pass, 1 a check failed, 2 bad profile)")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--static", action="store_true", help="only checks that open no connection")
+
+    for name, help in [
+        ("containers", "create/start the profile's container on every node"),
+        ("model", "download the HF model on the head node when absent"),
+        ("convert", "convert the HF model to a Megatron MCore checkpoint"),
+        ("setup-ray", "(re)start the Ray cluster on every node"),
+        ("submit", "submit the training job through Ray's job API"),
+        ("stop", "stop the running job (and with --cluster, Ray itself)"),
+    ]:
+        sp = add(name, cmd_action, help)
+        sp.add_argument("--yes", "-y", action="store_true", help="do not ask; needed headless")
+        sp.add_argument("--json", action="store_true", help="print progress events as JSON lines")
+        if name == "convert":
+            sp.add_argument("--force", action="store_true", help="delete and redo a complete output")
+        if name == "submit":
+            sp.add_argument("--force", action="store_true", help="submit even if a job is running")
+            sp.add_argument("--skip-checks", action="store_true", help="do not run preflight first")
+        if name == "stop":
+            sp.add_argument("--cluster", action="store_true", help="also `ray stop --force` on every node")
+            sp.add_argument("--job", metavar="ID")
+        if name == "setup-ray":
+            sp.add_argument("--no-stop", action="store_true", help="do not stop Ray first")
+
+    sp = add("logs", cmd_logs, "print the job's driver log")
+    sp.add_argument("--job", metavar="ID")
+    sp.add_argument("--follow", "-f", action="store_true")
+
+    sp = add("metrics", cmd_metrics, "step metrics from a VeRL log file or a TensorBoard run dir")
+    sp.add_argument("source", metavar="SOURCE")
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="(default) a list of {step, metrics}")
+    g.add_argument("--csv", action="store_true")
+
+    sp = add("sim", cmd_sim, "the simulated cluster in the background")
+    sp.add_argument("sim_cmd", choices=["up", "down", "status"])
+    sp.add_argument("--nodes", type=int, default=4)
+    sp.add_argument("--gpus", type=int, default=8)
+    sp.add_argument("--replay-gpu", metavar="FILE", help="every node's card tool prints FILE")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("demo", cmd_demo, "start the simulated cluster and open the console on it")
+    sp.add_argument("--nodes", type=int, default=4)
+    sp.add_argument("--gpus", type=int, default=8)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .core.debuglog import setup_logging
+
+    setup_logging(verbose=getattr(args, "verbose", False))
+    fn = getattr(args, "fn", cmd_tui)
+    log.info("command: %s", " ".join(sys.argv[1:] if argv is None else argv))
+    try:
+        return fn(args)
+    except RlconsoleError as e:
+        log.error("%s", e)
+        print(f"rlconsole: {e}" if not hasattr(e, "file") else str(e), file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("rlconsole: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

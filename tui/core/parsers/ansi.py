@@ -1,0 +1,155 @@
+"""Shared text clean-up for every parser.
+
+Command output reaches us through SSH sessions, `docker exec` and Ray's log streamer;
+any of them may colour text (ANSI CSI), set window titles or hyperlinks (OSC), end
+lines with CRLF, or redraw a line with a bare carriage return (tqdm). Parsers are
+written against plain `\\n`-separated text, so they all call `strip_ansi` first instead
+of each guessing which escape sequences to expect.
+
+The small number helpers live here too because the GPU tools all print values with
+units glued on ("81920MiB", "27C", "96.66W", "100 %") and placeholders such as
+`N/A` / `[Not Supported]`, and every parser must map those the same way: a
+placeholder is `None` ("not reported"), never zero.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "strip_ansi",
+    "parse_number",
+    "parse_mib",
+    "is_placeholder",
+    "first_error_line",
+]
+
+# CSI: ESC [ params intermediates final. OSC: ESC ] ... (BEL | ESC \). Two-char escapes.
+# A single-byte 8-bit CSI (0x9b) is also accepted.
+_CSI = r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+_OSC = r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+_TWO_CHAR = r"\x1b[@-Z\\-_]"
+# A sequence cut off by truncated output (no final byte yet) at the very end.
+_TRUNCATED = r"(?:\x1b\[|\x9b)[0-?]*[ -/]*\Z|\x1b\][^\x07\x1b]*\Z|\x1b\Z"
+_ESCAPES = re.compile(f"{_CSI}|{_OSC}|{_TWO_CHAR}|{_TRUNCATED}")
+# C0 controls other than TAB and LF (CR is handled before this), plus DEL and a lone ESC.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def strip_ansi(text: str | bytes | None) -> str:
+    """Return `text` without ANSI escape sequences and with only `\\n` line breaks.
+
+    `\\r\\n` becomes `\\n`; a bare `\\r` (a terminal "redraw this line", as tqdm does)
+    also becomes `\\n`, so each redrawn state is its own line and no two states are
+    glued together. Bytes are decoded as UTF-8 with replacement, because a cut-off
+    multi-byte character must not make a probe fail. Never raises.
+    """
+    if text is None:
+        return ""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", errors="replace")
+    elif not isinstance(text, str):
+        text = str(text)
+    text = _ESCAPES.sub("", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROLS.sub("", text)
+
+
+_PLACEHOLDERS = {
+    "", "n/a", "na", "none", "null", "unknown", "-", "--", "not supported",
+    "not found", "unknown error", "not available", "gpu requires reset",
+    "insufficient permissions", "no permission",
+}
+
+
+def is_placeholder(value: str) -> bool:
+    """True for the tools' ways of saying "no value": `[N/A]`, `N/A`, `[Not Supported]`,
+    `[Unknown Error]`, `-`, empty. Such values must become `None`, not 0."""
+    return value.strip().strip("[]()").strip().casefold() in _PLACEHOLDERS
+
+
+_NUMBER_RE = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z%°]*)\s*$")
+
+
+def parse_number(value: object, allowed_units: tuple[str, ...] | None = None) -> float | None:
+    """Parse "96.66W", "27C", "0%", "100 %", "3", 3.5 into a float.
+
+    Returns None for placeholders, for text that is not one number with an optional
+    unit, for NaN/inf, and (when `allowed_units` is given) for a unit not in it
+    (compared case-insensitively; the empty unit is always allowed). Never raises.
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        result = float(value)
+        return result if math.isfinite(result) else None
+    if not isinstance(value, str) or is_placeholder(value):
+        return None
+    match = _NUMBER_RE.match(value)
+    if not match:
+        return None
+    unit = match.group(2)
+    if unit and allowed_units is not None and unit.casefold() not in {
+        u.casefold() for u in allowed_units
+    }:
+        return None
+    try:
+        result = float(match.group(1))
+    except ValueError:  # pragma: no cover - the regex only admits valid floats
+        return None
+    return result if math.isfinite(result) else None
+
+
+_MIB_FACTORS = {
+    "": 1.0, "mib": 1.0, "mb": 1.0, "m": 1.0,
+    "gib": 1024.0, "gb": 1024.0, "g": 1024.0,
+    "tib": 1024.0 * 1024.0, "tb": 1024.0 * 1024.0,
+    "kib": 1.0 / 1024.0, "kb": 1.0 / 1024.0, "k": 1.0 / 1024.0,
+    "b": 1.0 / (1024.0 * 1024.0),
+}
+
+
+def parse_mib(value: object) -> float | None:
+    """Parse a memory quantity into MiB: "81920MiB", "512 MiB", "80GiB", "130013".
+
+    A bare number is taken as MiB because every tool we read reports MiB when it
+    drops the unit (`nounits`). The GPU tools say "MB"/"MiB" interchangeably for
+    binary megabytes, so both count as MiB. Returns None for placeholders or junk.
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return parse_number(value)
+    if not isinstance(value, str):
+        return None
+    match = _NUMBER_RE.match(value)
+    if not match or is_placeholder(value):
+        return None
+    factor = _MIB_FACTORS.get(match.group(2).casefold())
+    if factor is None:
+        return None
+    number = parse_number(match.group(1))
+    return None if number is None else number * factor
+
+
+_ERROR_LINE = re.compile(
+    r"(?i)^\s*(?:error\b|fatal\b|failed\b|failure\b)"
+    r"|\b(?:failed to|unable to|cannot|can't|could not|couldn't|not found|"
+    r"no devices? (?:were |was )?found|permission denied|command not found|"
+    r"no such file|not supported on|is not running|has failed)\b"
+)
+
+
+def first_error_line(text: str) -> str | None:
+    """The first line that reads like an error message ("Error: failed to initialize
+    MTML", "NVIDIA-SMI has failed ...", "sh: 1: mthreads-gmi: not found").
+
+    GPU tools print such messages on stdout and sometimes exit 0, so a parser that
+    found no data uses this to say why instead of a generic "could not parse".
+    """
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and _ERROR_LINE.search(stripped):
+            return stripped[:500]
+    return None

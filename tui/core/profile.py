@@ -1,0 +1,760 @@
+"""The run profile: one validated YAML file that describes a whole training run.
+
+A profile replaces the seed's hostfile, its container commands, its `setup_ray.sh` and
+its 90-line `ray job submit` script. Everything else (status, actions, checks, the TUI)
+reads a `Profile`. Validation is strict and positional: every error names the file, the
+line and the key, because a user fixing a profile should never have to guess.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import yaml
+
+from .errors import ProfileError, UsageError
+from .yamlpos import DuplicateKeyError, LocatedDict, LocatedList, load_located
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass
+class SshEndpoint:
+    """How to reach one node. `host` defaults to the node's address."""
+
+    host: str
+    port: int = 22
+    user: str | None = None
+    identity: list[str] = field(default_factory=list)
+    jump_host: str | None = None
+
+
+@dataclass
+class SshSettings:
+    known_hosts: str | None = None  # None: asyncssh's default (~/.ssh/known_hosts)
+    config: str | None = None  # None: ~/.ssh/config when it exists
+    connect_timeout_s: float = 10.0
+    keepalive_interval_s: float = 15.0
+    command_timeout_s: float = 30.0
+    max_channels: int = 4  # OpenSSH's MaxSessions is 10 by default
+
+
+@dataclass
+class Node:
+    name: str
+    address: str
+    gpus: int
+    role: str  # "head" or "worker"
+    ssh: SshEndpoint
+    ray_args: list[str] = field(default_factory=list)
+    line: int = 0
+
+    @property
+    def is_head(self) -> bool:
+        return self.role == "head"
+
+
+@dataclass
+class ContainerCreate:
+    privileged: bool = False
+    network: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    volumes: list[str] = field(default_factory=list)
+    extra_args: list[str] = field(default_factory=list)
+    command: list[str] = field(default_factory=lambda: ["sleep", "infinity"])
+
+
+@dataclass
+class Container:
+    name: str
+    image: str
+    access: str = "docker-exec"  # or "direct": the SSH endpoint already is the container
+    docker: list[str] = field(default_factory=lambda: ["docker"])
+    create: ContainerCreate = field(default_factory=ContainerCreate)
+    after_start: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Paths:
+    verl: str
+    megatron: str | None
+    hf_model: str
+    mcore_checkpoint: str
+    train_files: list[str]
+    val_files: list[str]
+    tensorboard_dir: str
+    checkpoint_dir: str
+    workdir: str | None = None
+    data_dir: str | None = None
+    shared: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModelInfo:
+    """What static checks must know about the model without reading its config."""
+
+    source: str | None = None
+    download: list[str] = field(default_factory=list)
+    num_layers: int | None = None
+    moe: bool = False
+    max_position_embeddings: int | None = None
+
+
+@dataclass
+class Convert:
+    script: str
+    python: str = "python"
+    extra_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RaySettings:
+    binary: str = "ray"
+    head_port: int = 6379
+    dashboard_host: str = "127.0.0.1"
+    dashboard_port: int = 8265
+    num_gpus: int | None = None  # None: each node's `gpus`
+    start_args: list[str] = field(default_factory=list)
+    head_args: list[str] = field(default_factory=list)
+    worker_args: list[str] = field(default_factory=list)
+    stop_before_start: bool = True
+    join_timeout_s: float = 120.0
+
+
+@dataclass
+class Override:
+    """One Hydra override: `prefix` is "", "+" or "++"; `key` is dotted."""
+
+    prefix: str
+    key: str
+    value: Any
+    line: int = 0
+
+
+@dataclass
+class Training:
+    module: str
+    config_path: str
+    config_name: str
+    overrides: list[Override]
+    python: str = "python3"
+    python_args: list[str] = field(default_factory=lambda: ["-u"])
+    submission_prefix: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Monitoring:
+    mfu_pct: tuple[float, float] | None = None
+    throughput_tokens_per_s_per_node: tuple[float, float] | None = None
+    step_time_min: tuple[float, float] | None = None
+    mem_gib_per_card: tuple[float, float] | None = None
+    total_steps: int | None = None
+    refresh_s: float = 2.0
+
+
+@dataclass
+class Profile:
+    name: str
+    path: str
+    nodes: list[Node]
+    container: Container
+    paths: Paths
+    training: Training
+    ssh: SshSettings = field(default_factory=SshSettings)
+    model: ModelInfo = field(default_factory=ModelInfo)
+    convert: Convert | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    ray: RaySettings = field(default_factory=RaySettings)
+    monitoring: Monitoring = field(default_factory=Monitoring)
+    gpu_tool: str = "auto"
+    simulated: bool = False
+    description: str = ""
+
+    @property
+    def head(self) -> Node:
+        return next(n for n in self.nodes if n.is_head)
+
+    @property
+    def workers(self) -> list[Node]:
+        return [n for n in self.nodes if not n.is_head]
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(n.gpus for n in self.nodes)
+
+    def override_value(self, key: str, default: Any = None) -> Any:
+        """The value the overrides give to a dotted key (prefix ignored)."""
+        for o in self.training.overrides:
+            if o.key == key:
+                return o.value
+        return default
+
+
+# --------------------------------------------------------------------------- reader
+
+_MISSING = object()
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    if isinstance(value, (dict, list)):
+        return _type_name(value)
+    return repr(value)
+
+
+class _Section:
+    """Reads one mapping of the profile, tracking which keys were used so that unknown
+    keys (usually typos) are reported with a suggestion instead of being ignored."""
+
+    def __init__(self, data: Any, path: str, file: str, line: int) -> None:
+        self.file = file
+        self.path = path
+        self.line = line
+        if data is None:
+            data = LocatedDict()
+            data.line = line
+            data.key_lines = {}
+        if not isinstance(data, dict):
+            raise ProfileError(file, line, path or "profile",
+                               f"expected a mapping, got {_type_name(data)}")
+        self.data: dict[Any, Any] = data
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def line_of(self, name: str) -> int:
+        d = self.data
+        return d.line_of(name) if isinstance(d, LocatedDict) else self.line
+
+    def error(self, name: str, message: str) -> ProfileError:
+        return ProfileError(self.file, self.line_of(name), self.key(name), message)
+
+    def raw(self, name: str, default: Any = _MISSING, required: bool = False) -> Any:
+        self.used.add(name)
+        if name not in self.data:
+            if required:
+                raise ProfileError(self.file, self.line, self.key(name), "required key is missing")
+            return None if default is _MISSING else default
+        return self.data[name]
+
+    def str(self, name: str, default: Any = _MISSING, required: bool = False,
+            choices: tuple[str, ...] | None = None, nonempty: bool = True) -> Any:
+        v = self.raw(name, default, required)
+        if v is None or (v is default and default is not _MISSING):
+            return v
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise self.error(name, f"expected a string, got {_type_name(v)}")
+        v = str(v)
+        if nonempty and not v.strip():
+            raise self.error(name, "expected a non-empty string")
+        if choices and v not in choices:
+            raise self.error(name, f"expected one of {', '.join(choices)}, got {_show(v)}")
+        return v
+
+    def int(self, name: str, default: Any = _MISSING, required: bool = False,
+            minimum: int | None = None, positive: bool = False) -> Any:
+        v = self.raw(name, default, required)
+        if v is None or (v is default and default is not _MISSING):
+            return v
+        if isinstance(v, bool) or not isinstance(v, int):
+            what = "a positive integer" if positive else "an integer"
+            raise self.error(name, f"expected {what}, got {_show(v)}")
+        if positive and v <= 0:
+            raise self.error(name, f"expected a positive integer, got {v}")
+        if minimum is not None and v < minimum:
+            raise self.error(name, f"expected an integer >= {minimum}, got {v}")
+        return v
+
+    def port(self, name: str, default: Any = _MISSING) -> Any:
+        v = self.int(name, default)
+        if v is not None and not 1 <= v <= 65535:
+            raise self.error(name, f"expected a port number 1-65535, got {v}")
+        return v
+
+    def number(self, name: str, default: Any = _MISSING, positive: bool = False) -> Any:
+        v = self.raw(name, default)
+        if v is None or (v is default and default is not _MISSING):
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.error(name, f"expected a number, got {_show(v)}")
+        if positive and v <= 0:
+            raise self.error(name, f"expected a positive number, got {v}")
+        return float(v)
+
+    def bool(self, name: str, default: Any = _MISSING) -> Any:
+        v = self.raw(name, default)
+        if v is None or (v is default and default is not _MISSING):
+            return v
+        if not isinstance(v, bool):
+            raise self.error(name, f"expected true or false, got {_show(v)}")
+        return v
+
+    def str_list(self, name: str, default: Any = _MISSING, required: bool = False,
+                 allow_scalar: bool = False) -> Any:
+        v = self.raw(name, default, required)
+        if v is None or (v is default and default is not _MISSING):
+            return v if v is not None else []
+        if allow_scalar and isinstance(v, str):
+            return [v]
+        if not isinstance(v, list):
+            raise self.error(name, f"expected a list of strings, got {_type_name(v)}")
+        out = []
+        for i, item in enumerate(v):
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                line = v.line_of(i) if isinstance(v, LocatedList) else self.line_of(name)
+                raise ProfileError(self.file, line, f"{self.key(name)}[{i}]",
+                                   f"expected a string, got {_type_name(item)}")
+            out.append(str(item))
+        return out
+
+    def str_map(self, name: str) -> dict[str, str]:
+        v = self.raw(name, None)
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise self.error(name, f"expected a mapping of names to values, got {_type_name(v)}")
+        out: dict[str, str] = {}
+        for k, item in v.items():
+            line = v.line_of(k) if isinstance(v, LocatedDict) else self.line_of(name)
+            if not isinstance(k, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                raise ProfileError(self.file, line, f"{self.key(name)}.{k}",
+                                   "expected an environment variable name")
+            if isinstance(item, (dict, list)):
+                raise ProfileError(self.file, line, f"{self.key(name)}.{k}",
+                                   f"expected a string, got {_type_name(item)}")
+            if item is None:
+                item = "null"
+            elif isinstance(item, bool):
+                item = "true" if item else "false"
+            out[k] = str(item)
+        return out
+
+    def range(self, name: str) -> tuple[float, float] | None:
+        v = self.raw(name, None)
+        if v is None:
+            return None
+        if (not isinstance(v, list) or len(v) != 2
+                or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v)):
+            raise self.error(name, f"expected [low, high] numbers, got {_show(v) if not isinstance(v, list) else v}")
+        lo, hi = float(v[0]), float(v[1])
+        if lo > hi:
+            raise self.error(name, f"low {lo:g} is above high {hi:g}")
+        return (lo, hi)
+
+    def section(self, name: str, required: bool = False) -> _Section:
+        v = self.raw(name, None, required)
+        return _Section(v, self.key(name), self.file, self.line_of(name))
+
+    def done(self) -> None:
+        for k in self.data:
+            if k not in self.used:
+                known = sorted(self.used)
+                hint = difflib.get_close_matches(str(k), known, n=1)
+                suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
+                raise ProfileError(self.file, self.line_of(k), self.key(str(k)),
+                                   f"unknown key{suffix}")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def expand_local(path: str) -> str:
+    """Expand `~` and `$VARS` in a path used on this machine (never in remote paths:
+    those belong to the cluster and must reach it unchanged)."""
+    return os.path.expandvars(os.path.expanduser(path))
+
+
+def _require_abs(sec: _Section, name: str, value: str | None) -> None:
+    if value is not None and not value.startswith("/"):
+        raise sec.error(name, f"expected an absolute path on the cluster, got {_show(value)}")
+
+
+_HOST_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?$")
+
+
+def _check_address(sec: _Section, name: str, value: str) -> None:
+    try:
+        ipaddress.ip_address(value)
+        return
+    except ValueError:
+        pass
+    if not _HOST_RE.match(value):
+        raise sec.error(name, f"expected an IP address or host name, got {_show(value)}")
+
+
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-@]*(\.[A-Za-z_0-9][A-Za-z0-9_\-@]*)*$")
+
+
+def _flatten_overrides(data: Any, file: str, base: str, prefix: str, parent_line: int,
+                       out: list[Override], path: str) -> None:
+    """Turn nested YAML into dotted Hydra overrides. A key written `+name` or `++name`
+    gives every leaf below it that prefix: Hydra's way to add keys absent from the
+    config (`+`) or to add-or-override (`++`)."""
+    if not isinstance(data, dict):
+        raise ProfileError(file, parent_line, path, f"expected a mapping, got {_type_name(data)}")
+    for raw_key, value in data.items():
+        line = data.line_of(raw_key) if isinstance(data, LocatedDict) else parent_line
+        if not isinstance(raw_key, str):
+            raise ProfileError(file, line, f"{path}.{raw_key}", "override keys must be strings")
+        key = raw_key
+        p = prefix
+        m = re.match(r"^(\+\+|\+)", key)
+        if m:
+            if prefix:
+                raise ProfileError(file, line, f"{path}.{raw_key}",
+                                   f"a '{m.group(1)}' inside a '{prefix}' section is redundant")
+            p = m.group(1)
+            key = key[len(p):]
+        if not _KEY_RE.match(key):
+            raise ProfileError(file, line, f"{path}.{raw_key}",
+                               "expected a dotted Hydra key (letters, digits, _ - @ .)")
+        full = f"{base}.{key}" if base else key
+        if isinstance(value, dict) and value:
+            _flatten_overrides(value, file, full, p, line, out, f"{path}.{raw_key}")
+        else:
+            if isinstance(value, dict):
+                value = {}
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str) and _CONTROL_RE.search(item):
+                    raise ProfileError(file, line, f"{path}.{raw_key}",
+                                       "Hydra cannot take a line break or control character in a value")
+                if isinstance(item, (dict, list)):
+                    raise ProfileError(file, line, f"{path}.{raw_key}",
+                                       "expected a list of plain values (no nested lists or mappings)")
+            out.append(Override(prefix=p, key=full, value=value, line=line))
+
+
+# --------------------------------------------------------------------------- loader
+
+
+def _parse_profile(data: Any, file: str) -> Profile:
+    root = _Section(data, "", file, 1)
+    version = root.int("version", 1)
+    if version != 1:
+        raise root.error("version", f"this rlconsole reads profile version 1, got {version}")
+    name = root.str("name", required=True)
+    description = root.str("description", "", nonempty=False)
+    simulated = root.bool("simulated", False)
+    gpu_tool = root.str("gpu_tool", "auto", choices=("auto", "mthreads-gmi", "nvidia-smi"))
+
+    s = root.section("ssh")
+    ssh = SshSettings(
+        known_hosts=s.str("known_hosts", None),
+        config=s.str("config", None),
+        connect_timeout_s=s.number("connect_timeout_s", 10.0, positive=True),
+        keepalive_interval_s=s.number("keepalive_interval_s", 15.0, positive=True),
+        command_timeout_s=s.number("command_timeout_s", 30.0, positive=True),
+        max_channels=s.int("max_channels", 4, positive=True),
+    )
+    if ssh.max_channels > 10:
+        raise s.error("max_channels", f"OpenSSH refuses more than 10 sessions per connection by default, got {ssh.max_channels}")
+    default_user = s.str("user", None)
+    default_port = s.port("port", 22)
+    default_identity = s.str_list("identity", [], allow_scalar=True)
+    default_jump = s.str("jump_host", None)
+    strict = s.raw("strict_host_key_checking", True)
+    if strict is not True:
+        raise s.error("strict_host_key_checking",
+                      "host keys are always verified; add the node's key to known_hosts instead")
+    s.done()
+    if ssh.known_hosts:
+        ssh.known_hosts = expand_local(ssh.known_hosts)
+    if ssh.config:
+        ssh.config = expand_local(ssh.config)
+
+    raw_nodes = root.raw("nodes", required=True)
+    if not isinstance(raw_nodes, list):
+        raise root.error("nodes", f"expected a list of nodes, got {_type_name(raw_nodes)}")
+    if not raw_nodes:
+        raise root.error("nodes", "expected at least one node")
+    nodes: list[Node] = []
+    seen_names: dict[str, int] = {}
+    seen_addrs: dict[str, int] = {}
+    for i, raw in enumerate(raw_nodes):
+        line = raw_nodes.line_of(i) if isinstance(raw_nodes, LocatedList) else 1
+        n = _Section(raw, f"nodes[{i}]", file, line)
+        nname = n.str("name", required=True)
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", nname):
+            raise n.error("name", f"expected letters, digits, '.', '_' or '-', got {_show(nname)}")
+        address = n.str("address", required=True)
+        _check_address(n, "address", address)
+        gpus = n.int("gpus", required=True, positive=True)
+        role = n.str("role", "worker", choices=("head", "worker"))
+        ray_args = n.str_list("ray_args", [])
+        e = n.section("ssh")
+        host = e.str("host", address)
+        _check_address(e, "host", host)
+        endpoint = SshEndpoint(
+            host=host,
+            port=e.port("port", default_port),
+            user=e.str("user", default_user),
+            identity=[expand_local(p) for p in e.str_list("identity", default_identity, allow_scalar=True)],
+            jump_host=e.str("jump_host", default_jump),
+        )
+        e.done()
+        n.done()
+        if nname in seen_names:
+            raise n.error("name", f"duplicate node name {_show(nname)} (also at line {seen_names[nname]})")
+        seen_names[nname] = n.line_of("name")
+        if address in seen_addrs:
+            raise n.error("address", f"duplicate node address {_show(address)} (also at line {seen_addrs[address]})")
+        seen_addrs[address] = n.line_of("address")
+        nodes.append(Node(nname, address, gpus, role, endpoint, ray_args, line))
+    heads = [nd for nd in nodes if nd.is_head]
+    if len(heads) != 1:
+        names = ", ".join(nd.name for nd in heads) or "none"
+        raise ProfileError(file, root.line_of("nodes"), "nodes",
+                           f"expected exactly one node with role: head, got {len(heads)} ({names})")
+
+    c = root.section("container", required=True)
+    cc = c.section("create")
+    create = ContainerCreate(
+        privileged=cc.bool("privileged", False),
+        network=cc.str("network", None),
+        env=cc.str_map("env"),
+        volumes=cc.str_list("volumes", []),
+        extra_args=cc.str_list("extra_args", []),
+        command=cc.str_list("command", ["sleep", "infinity"]),
+    )
+    for i, vol in enumerate(create.volumes):
+        if ":" not in vol:
+            raise cc.error("volumes", f"volumes[{i}]: expected HOST:CONTAINER[:MODE], got {_show(vol)}")
+    cc.done()
+    cname = c.str("name", required=True)
+    if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.\-]*", cname):
+        raise c.error("name", f"not a valid Docker container name: {_show(cname)}")
+    container = Container(
+        name=cname,
+        image=c.str("image", required=True),
+        access=c.str("access", "docker-exec", choices=("docker-exec", "direct")),
+        docker=c.str_list("docker", ["docker"], allow_scalar=True) or ["docker"],
+        create=create,
+        after_start=c.str_list("after_start", []),
+    )
+    c.done()
+
+    p = root.section("paths", required=True)
+    paths = Paths(
+        verl=p.str("verl", required=True),
+        megatron=p.str("megatron", None),
+        hf_model=p.str("hf_model", required=True),
+        mcore_checkpoint=p.str("mcore_checkpoint", required=True),
+        train_files=p.str_list("train_files", required=True, allow_scalar=True),
+        val_files=p.str_list("val_files", [], allow_scalar=True),
+        tensorboard_dir=p.str("tensorboard_dir", required=True),
+        checkpoint_dir=p.str("checkpoint_dir", required=True),
+        workdir=p.str("workdir", None),
+        data_dir=p.str("data_dir", None),
+        shared=p.str_list("shared", []),
+    )
+    for k in ("verl", "megatron", "hf_model", "mcore_checkpoint", "tensorboard_dir",
+              "checkpoint_dir", "workdir", "data_dir"):
+        _require_abs(p, k, getattr(paths, k))
+    for k in ("train_files", "val_files", "shared"):
+        for i, v in enumerate(getattr(paths, k)):
+            if not v.startswith("/"):
+                raise p.error(k, f"{k}[{i}]: expected an absolute path on the cluster, got {_show(v)}")
+    p.done()
+
+    m = root.section("model")
+    model = ModelInfo(
+        source=m.str("source", None),
+        download=m.str_list("download", []),
+        num_layers=m.int("num_layers", None, positive=True),
+        moe=m.bool("moe", False),
+        max_position_embeddings=m.int("max_position_embeddings", None, positive=True),
+    )
+    m.done()
+
+    convert = None
+    if "convert" in root.data:
+        cv = root.section("convert")
+        convert = Convert(
+            script=cv.str("script", required=True),
+            python=cv.str("python", "python"),
+            extra_args=cv.str_list("extra_args", []),
+        )
+        _require_abs(cv, "script", convert.script)
+        cv.done()
+
+    env = root.str_map("env")
+
+    r = root.section("ray")
+    ray = RaySettings(
+        binary=r.str("binary", "ray"),
+        head_port=r.port("head_port", 6379),
+        dashboard_host=r.str("dashboard_host", "127.0.0.1"),
+        dashboard_port=r.port("dashboard_port", 8265),
+        num_gpus=r.int("num_gpus", None, positive=True),
+        start_args=r.str_list("start_args", []),
+        head_args=r.str_list("head_args", []),
+        worker_args=r.str_list("worker_args", []),
+        stop_before_start=r.bool("stop_before_start", True),
+        join_timeout_s=r.number("join_timeout_s", 120.0, positive=True),
+    )
+    r.done()
+
+    t = root.section("training", required=True)
+    raw_over = t.raw("overrides", required=True)
+    overrides: list[Override] = []
+    _flatten_overrides(raw_over, file, "", "", t.line_of("overrides"), overrides, "training.overrides")
+    seen_keys: dict[str, int] = {}
+    for o in overrides:
+        if o.key in seen_keys:
+            raise ProfileError(file, o.line, f"training.overrides.{o.key}",
+                               f"duplicate override (also at line {seen_keys[o.key]})")
+        seen_keys[o.key] = o.line
+    training = Training(
+        module=t.str("module", "verl.trainer.main_ppo"),
+        config_path=t.str("config_path", required=True),
+        config_name=t.str("config_name", required=True),
+        overrides=overrides,
+        python=t.str("python", "python3"),
+        python_args=t.str_list("python_args", ["-u"]),
+        submission_prefix=t.str("submission_prefix", None),
+        env=t.str_map("env"),
+    )
+    if training.submission_prefix is not None and not re.fullmatch(r"[A-Za-z0-9_.\-]+", training.submission_prefix):
+        raise t.error("submission_prefix", f"expected letters, digits, '.', '_' or '-', got {_show(training.submission_prefix)}")
+    _require_abs(t, "config_path", training.config_path)
+    t.done()
+
+    mo = root.section("monitoring")
+    monitoring = Monitoring(
+        mfu_pct=mo.range("mfu_pct"),
+        throughput_tokens_per_s_per_node=mo.range("throughput_tokens_per_s_per_node"),
+        step_time_min=mo.range("step_time_min"),
+        mem_gib_per_card=mo.range("mem_gib_per_card"),
+        total_steps=mo.int("total_steps", None, positive=True),
+        refresh_s=mo.number("refresh_s", 2.0, positive=True),
+    )
+    mo.done()
+    root.done()
+
+    return Profile(
+        name=name, path=file, nodes=nodes, container=container, paths=paths,
+        training=training, ssh=ssh, model=model, convert=convert, env=env, ray=ray,
+        monitoring=monitoring, gpu_tool=gpu_tool, simulated=simulated,
+        description=description,
+    )
+
+
+def display_path(path: Path) -> str:
+    """The path as the user would recognise it: relative to the working dir if below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_profile_text(text: str, file: str) -> Profile:
+    try:
+        data = load_located(text)
+    except DuplicateKeyError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark else None
+        raise ProfileError(file, line, None, e.problem or "duplicate key") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ProfileError(file, line, None, f"YAML syntax error: {problem}") from None
+    if data is None:
+        raise ProfileError(file, 1, None, "the profile is empty")
+    return _parse_profile(data, file)
+
+
+def load_profile(path: str | Path) -> Profile:
+    path = Path(path)
+    shown = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError(shown, None, None, "no such profile file") from None
+    except UnicodeDecodeError as e:
+        raise ProfileError(shown, None, None, f"not UTF-8 text ({e.reason})") from None
+    except OSError as e:
+        raise ProfileError(shown, None, None, f"cannot read: {e.strerror}") from None
+    prof = load_profile_text(text, shown)
+    prof.path = str(path.resolve())
+    return prof
+
+
+# --------------------------------------------------------------------------- lookup
+
+
+def user_config_dir() -> Path:
+    from platformdirs import user_config_dir as _ucd
+
+    return Path(os.environ.get("RLCONSOLE_CONFIG_DIR") or _ucd("rlconsole"))
+
+
+def packaged_profiles_dir() -> Path:
+    import profiles
+
+    return Path(profiles.__file__).parent
+
+
+def profile_search_dirs() -> list[Path]:
+    return [Path.cwd() / "profiles", user_config_dir() / "profiles", packaged_profiles_dir()]
+
+
+def available_profiles() -> Iterator[tuple[str, Path]]:
+    seen: set[str] = set()
+    for d in profile_search_dirs():
+        if d.is_dir():
+            for f in sorted(d.glob("*.yaml")):
+                if f.stem not in seen:
+                    seen.add(f.stem)
+                    yield f.stem, f
+
+
+def resolve_profile(spec: str | None, fallback: Callable[[], str | None] | None = None) -> Path:
+    """Find a profile by path or by name (./profiles, the user config dir, the packaged
+    profiles, in that order). Without a spec: $RLCONSOLE_PROFILE, then `fallback` (the
+    running sim's profile). The seed's real-cluster profile is never a silent default."""
+    if not spec:
+        spec = os.environ.get("RLCONSOLE_PROFILE") or (fallback() if fallback else None)
+        if not spec:
+            raise UsageError("no profile given: pass --profile NAME|PATH, set RLCONSOLE_PROFILE, "
+                             "or start the simulated cluster with `rlconsole sim up`")
+    p = Path(expand_local(spec))
+    if p.is_file():
+        return p
+    if "/" in spec or spec.endswith((".yaml", ".yml")):
+        raise ProfileError(spec, None, None, "no such profile file")
+    for d in profile_search_dirs():
+        for ext in (".yaml", ".yml"):
+            cand = d / f"{spec}{ext}"
+            if cand.is_file():
+                return cand
+    names = ", ".join(n for n, _ in available_profiles()) or "none"
+    raise UsageError(f"no profile named {spec!r} (looked in ./profiles, {user_config_dir() / 'profiles'}, "
+                     f"the packaged profiles; known: {names})")

@@ -1,0 +1,176 @@
+"""Typed state: what probes produce and what widgets and `--json` consume.
+
+Data flows one way: probes (command output, Ray API, log stream, event files) are parsed
+into these plain dataclasses, and everything that shows state reads only these. Keeping
+them free of Textual and of I/O lets the CLI and the TUI share one model, and lets tests
+build states directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+ContainerStatus = Literal[
+    "created", "running", "paused", "restarting", "removing", "exited", "dead",
+    "absent", "unknown", "unavailable",
+]
+"""`docker inspect`'s `State.Status`, plus: `absent` (no such container), `unknown`
+(could not be asked: node down), `unavailable` (no Docker on the node)."""
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    name: str = ""
+    mem_used_mib: float | None = None
+
+
+@dataclass
+class GpuCard:
+    """One accelerator card. `None` means the tool did not report that value
+    (`[N/A]`, `[Not Supported]`, missing field), never zero."""
+
+    index: int
+    name: str = ""
+    util_pct: float | None = None
+    mem_used_mib: float | None = None
+    mem_total_mib: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
+    uuid: str | None = None
+    processes: list[GpuProcess] = field(default_factory=list)
+
+
+@dataclass
+class GpuReport:
+    """The result of parsing one card tool's output on one node.
+
+    `parsed` is False when the output could not be understood; `error` then says why,
+    and `cards` holds whatever could be salvaged (possibly nothing). A parser never
+    raises on bad input: it returns a report with `parsed=False`.
+    """
+
+    tool: str
+    cards: list[GpuCard] = field(default_factory=list)
+    parsed: bool = True
+    error: str | None = None
+    driver_version: str | None = None
+    simulated: bool = False
+
+
+@dataclass
+class ContainerState:
+    name: str
+    status: ContainerStatus = "unknown"
+    image: str | None = None
+    started_at: str | None = None
+    exit_code: int | None = None
+    oom_killed: bool | None = None
+    error: str | None = None
+
+
+@dataclass
+class RayNodeState:
+    node_id: str
+    address: str
+    alive: bool
+    gpus_total: float = 0.0
+    gpus_used: float = 0.0
+    is_head: bool = False
+
+
+@dataclass
+class RayJobState:
+    id: str
+    status: str  # PENDING RUNNING STOPPED SUCCEEDED FAILED
+    entrypoint: str = ""
+    start_time: float | None = None
+    end_time: float | None = None
+    message: str | None = None
+
+
+@dataclass
+class RayState:
+    """Ray as seen from the head. `available` False: no Ray answered (not started,
+    or head unreachable); `error` says which."""
+
+    available: bool = False
+    nodes_alive: int = 0
+    nodes_dead: int = 0
+    gpus_total: float = 0.0
+    gpus_used: float = 0.0
+    nodes: list[RayNodeState] = field(default_factory=list)
+    jobs: list[RayJobState] = field(default_factory=list)
+    source: str | None = None  # "api", "ray status"
+    error: str | None = None
+
+
+@dataclass
+class NodeState:
+    name: str
+    address: str
+    role: str
+    reachable: bool = False
+    error: str | None = None
+    container: ContainerState | None = None
+    gpu: GpuReport | None = None
+    updated_at: float | None = None
+
+    @property
+    def gpus(self) -> list[GpuCard]:
+        return self.gpu.cards if self.gpu else []
+
+
+@dataclass
+class JobState:
+    id: str
+    status: str
+    step: int | None = None
+    total_steps: int | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    last_checkpoint: int | None = None
+
+
+@dataclass
+class ClusterState:
+    profile: str
+    simulated: bool
+    nodes: list[NodeState] = field(default_factory=list)
+    ray: RayState = field(default_factory=RayState)
+    job: JobState | None = None
+    taken_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `status --json` contract (DESIGN.md): keep these keys stable."""
+        return {
+            "profile": self.profile,
+            "simulated": self.simulated,
+            "taken_at": self.taken_at,
+            "nodes": [
+                {
+                    "name": n.name,
+                    "address": n.address,
+                    "role": n.role,
+                    "reachable": n.reachable,
+                    "error": n.error,
+                    "container": asdict(n.container) if n.container else {"status": "unknown"},
+                    "gpu_tool": n.gpu.tool if n.gpu else None,
+                    "gpus_parsed": n.gpu.parsed if n.gpu else None,
+                    "gpus_error": n.gpu.error if n.gpu else None,
+                    "gpus": [asdict(c) for c in n.gpus],
+                }
+                for n in self.nodes
+            ],
+            "ray": {
+                "available": self.ray.available,
+                "nodes_alive": self.ray.nodes_alive,
+                "nodes_dead": self.ray.nodes_dead,
+                "gpus_total": self.ray.gpus_total,
+                "gpus_used": self.ray.gpus_used,
+                "source": self.ray.source,
+                "error": self.ray.error,
+                "jobs": [asdict(j) for j in self.ray.jobs],
+            },
+            "job": asdict(self.job) if self.job else None,
+        }
