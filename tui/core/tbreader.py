@@ -33,6 +33,7 @@ filesystem; an SFTP source only needs `list_files()` and `read(path, offset)`.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import struct
@@ -146,11 +147,12 @@ _VARINT = rb"[\x80-\xff]{0,9}[\x00-\x7f]"
 # of another shape (or garbage, or a partial frame) after a single extra tuple.
 _REC_ONE = re.compile(
     rb"(.{12})(\x09.{8})?(\x10" + _VARINT + rb")?"
-    rb"(\x2a[\x00-\x7f]\x0a[\x00-\x7f]\x0a[\x00-\x7f])([\x20-\x7e]*)\x15(.{4}).{4}"
-    rb"|(.)(?:.*)",
+    rb"(\x2a[\x00-\x7f]\x0a[\x00-\x7f]\x0a[\x00-\x7f][\x20-\x7e]*)\x15(.{4}).{4}"
+    rb"|.+",
     re.S,
 )
-# The three length bytes a one-value summary of a tag of length n must carry.
+# The six bytes before the tag that a one-value summary for a tag of length n carries:
+# summary (field 5) length n+9, value (field 1) length n+7, tag (field 1) length n.
 _ONE_LENS = tuple(bytes([0x2A, n + 9, 0x0A, n + 7, 0x0A, n]) for n in range(128 - 9))
 # The head of a frame holding one event whose last field is a summary (any size).
 _REC_HEAD = re.compile(
@@ -232,14 +234,17 @@ def _tensor_scalar(t: Any) -> float | None:
 
 
 class _FileState:
-    __slots__ = ("offset", "plugins", "error", "prefix", "keys")
+    __slots__ = ("offset", "plugins", "error", "prefix", "keys", "vkeys")
 
     def __init__(self, prefix: str) -> None:
         self.offset = 0
         self.plugins: dict[str, str] = {}  # tag -> plugin_name (TF writes it only once)
         self.error: str | None = None
         self.prefix = prefix
-        self.keys: dict[bytes, str] = {}  # raw tag bytes -> (prefixed) tag
+        # Decoded tags: keyed by the 6 length bytes + tag of a one-value frame (only
+        # validated ones are stored, so a hit proves the lengths), and by raw tag.
+        self.keys: dict[bytes, str] = {}
+        self.vkeys: dict[bytes, str] = {}
 
 
 class ScalarReader:
@@ -290,6 +295,18 @@ class ScalarReader:
 
     def update(self) -> int:
         """Read what was appended since the last call; return the number of new scalars."""
+        # Decoding allocates hundreds of thousands of small tuples and none of them form
+        # reference cycles; the cyclic GC would otherwise rescan them over and over
+        # (about a third of the first load's time).
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._update()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _update(self) -> int:
         new = 0
         for path in sorted(self.source.list_files()):
             st = self._files.get(path)
@@ -367,13 +384,12 @@ class ScalarReader:
         """Decode complete frames from `data`; return (bytes consumed, scalars added)."""
         n = len(data)
         pos = 0
-        count = 0
         records = 0
         keycache = st.keys
         by_step = self._by_step
         wall_times = self.wall_times
-        crc_ok = self._crc_ok
         log = self._log
+        count0 = len(log)
         unpack_q, unpack_f, unpack_d = _unpack_q, _unpack_f, _unpack_d
         findall = _REC_ONE.findall
         one_lens = _ONE_LENS
@@ -381,22 +397,29 @@ class ScalarReader:
         hlen = self._hdr_len
         log_append = log.append
         while pos + 12 <= n:
-            # Fast path: a run of one-scalar frames, matched in C in one call.
+            before = len(log)
+            # Fast path: a run of one-scalar frames, matched in C in one call. The
+            # catch-all alternative yields one tuple of empty groups and ends the run.
             last_stp: bytes | None = None
             step = 0
             mm: dict[str, float] = {}
-            for h12, wt, stp, lens, tag, val, rest in findall(data, pos):
-                if rest:
-                    break
-                ltag = len(tag)
-                if ltag >= n_lens or lens != one_lens[ltag]:
-                    break
-                size = len(wt) + len(stp) + ltag + 11
+            for h12, wt, stp, lt, val in findall(data, pos):
+                key = keycache.get(lt)
+                if key is None:
+                    if not h12:
+                        break
+                    ltag = len(lt) - 6
+                    if ltag >= n_lens or lt[:6] != one_lens[ltag]:
+                        break
+                    key = keycache[lt] = st.prefix + lt[6:].decode()
+                size = len(wt) + len(stp) + len(lt) + 5
                 if hlen.get(h12) != size:
+                    if not h12:
+                        break
                     if not self._header_ok(h12[:8], h12[8:]):
                         self._bad_frame(path, st, pos)
                         self.records_read += records
-                        return pos, count
+                        return pos, len(log) - count0
                     if unpack_q(h12[:8])[0] != size:
                         break
                     hlen[h12] = size
@@ -408,15 +431,11 @@ class ScalarReader:
                     mm = by_step.get(step)  # type: ignore[assignment]
                     if mm is None:
                         mm = by_step[step] = {}
-                key = keycache.get(tag)
-                if key is None:
-                    key = keycache[tag] = st.prefix + tag.decode()
                 value = unpack_f(val)[0]
                 mm[key] = value
                 log_append((step, key, value))
-                count += 1
-                records += 1
                 pos += size + 16
+            records += len(log) - before
             if pos + 12 > n:
                 break
             # Any other frame: one at a time.
@@ -429,14 +448,12 @@ class ScalarReader:
             end = start + length
             if end + 4 > n:
                 break  # partial frame: the writer has not finished it yet
-            added = self._multi_fast(data, pos, start, end, st)
-            if added is None:
-                added = self._decode_generic(data[start:end], st, path, pos)
-            count += added
+            if self._multi_fast(data, pos, start, end, st) is None:
+                self._decode_generic(data[start:end], st, path, pos)
             records += 1
             pos = end + 4
         self.records_read += records
-        return pos, count
+        return pos, len(log) - count0
 
     def _multi_fast(self, data: bytes, pos: int, start: int, end: int,
                     st: _FileState) -> int | None:
@@ -466,7 +483,7 @@ class ScalarReader:
         if wt is not None and step not in self.wall_times:
             self.wall_times[step] = _unpack_d(wt)[0]
         values = struct.unpack(f"<{len(found)}f", b"".join([f[3] for f in found]))
-        keycache = st.keys
+        keycache = st.vkeys
         keys = []
         for f in found:
             key = keycache.get(f[2])

@@ -19,7 +19,9 @@ Imports of tensorboard happen inside the class, so importing this module is free
 
 from __future__ import annotations
 
+import itertools
 import os
+import socket
 import struct
 import time
 from collections.abc import Mapping
@@ -30,6 +32,48 @@ Encoding = Literal["simple", "tensor", "tensor_content"]
 __all__ = ["ScalarWriter", "Encoding"]
 
 
+_uid = itertools.count()
+
+
+class _SyncEventFileWriter:
+    """`EventFileWriter` without its background thread.
+
+    tensorboard's writer hands every event to a thread through a queue; with one event
+    per scalar (325k events for the reference run) the hand-offs cost ~30 s. This writes
+    the same bytes - same file name scheme, same first `file_version` event, frames
+    from tensorboard's own `RecordWriter` - synchronously, in ~8 s.
+    """
+
+    def __init__(self, logdir: str, filename_suffix: str = "") -> None:
+        from tensorboard.compat.proto import event_pb2
+        from tensorboard.summary.writer.record_writer import RecordWriter
+
+        os.makedirs(logdir, exist_ok=True)
+        self._file_name = os.path.join(
+            logdir,
+            "events.out.tfevents.%010d.%s.%s.%s"
+            % (time.time(), socket.gethostname(), os.getpid(), next(_uid)),
+        ) + filename_suffix
+        self._file = open(self._file_name, "wb")  # noqa: SIM115 - closed in close()
+        self._records = RecordWriter(self._file)
+        self.add_event(event_pb2.Event(
+            wall_time=time.time(),
+            file_version="brain.Event:2",
+            source_metadata=event_pb2.SourceMetadata(
+                writer="tensorboard.summary.writer.event_file_writer"),
+        ))
+        self.flush()
+
+    def add_event(self, event: Any) -> None:
+        self._records.write(event.SerializeToString())
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
 class ScalarWriter:
     """Append scalars to a new event file in `logdir`.
 
@@ -37,6 +81,9 @@ class ScalarWriter:
     it calls ``add_scalar`` once per key), `False` one event per step holding every value
     (what ``tf.summary`` with a shared step, or a hand-rolled writer, tends to do). Both
     layouts must be read identically, so both are producible.
+
+    `sync=True` writes in the calling thread (see `_SyncEventFileWriter`): same bytes,
+    4x faster for bulk generation, and `flush()` is then a plain file flush.
     """
 
     def __init__(
@@ -48,6 +95,7 @@ class ScalarWriter:
         filename_suffix: str = "",
         flush_secs: float = 120,
         max_queue_size: int = 1000,
+        sync: bool = False,
     ) -> None:
         from tensorboard.compat.proto import event_pb2, summary_pb2
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -59,13 +107,17 @@ class ScalarWriter:
         self.logdir = os.fspath(logdir)
         self.per_scalar = per_scalar
         self.encoding: Encoding = encoding
-        self._writer = EventFileWriter(
-            self.logdir,
-            max_queue_size=max_queue_size,
-            flush_secs=flush_secs,
-            filename_suffix=filename_suffix,
-        )
+        self.sync = sync
         self._closed = False
+        if sync:
+            self._writer = _SyncEventFileWriter(self.logdir, filename_suffix)
+        else:
+            self._writer = EventFileWriter(
+                self.logdir,
+                max_queue_size=max_queue_size,
+                flush_secs=flush_secs,
+                filename_suffix=filename_suffix,
+            )
 
     @property
     def path(self) -> str:

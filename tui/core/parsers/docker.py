@@ -37,7 +37,8 @@ _DAEMON_DOWN_RE = re.compile(
 )
 _ABSENT_RE = re.compile(r"No such (?:container|object)", re.IGNORECASE)
 _STATE_START_RE = re.compile(r'"State"\s*:\s*\{')
-_PAIR_RE = re.compile(r'"(\w+)"\s*:\s*("(?:[^"\\\n]|\\.)*"|true|false|null|-?\d+(?:\.\d+)?)')
+# A value must be followed by a delimiter: at the cut end of a capture "137" may be "1".
+_PAIR_RE = re.compile(r'"(\w+)"\s*:\s*("(?:[^"\\\n]|\\.)*"|(?:true|false|null|-?\d+(?:\.\d+)?)(?=[\s,}]))')
 
 
 def _first_message(clean: str) -> str:

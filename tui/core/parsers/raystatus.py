@@ -168,7 +168,7 @@ _REPR_VALUE = (
     r"|'(?:[^'\\]|\\.)*'"               # a single-quoted str repr
     r'|"(?:[^"\\]|\\.)*"'               # a double-quoted str repr
     r"|None|True|False"
-    r"|-?\d+(?:\.\d+)?"
+    r"|-?\d+(?:\.\d+)?(?=[\s,)\]])"     # a number, only when complete (cut output)
 )
 _REPR_PAIR_RE = re.compile(rf"\b(\w+)=({_REPR_VALUE})")
 _JOB_KEYS = {"job_id", "submission_id", "status", "entrypoint", "message", "start_time", "end_time"}
@@ -275,11 +275,12 @@ def _parse_ray_job_list(text: str) -> list[RayJobState]:
     return []
 
 
-_STATUS_FOR_RE = re.compile(r"Status for job '([^']+)':\s*(?:JobStatus\.)?([A-Z]+)")
+_STATUS_WORD = r"(PENDING|RUNNING|STOPPED|SUCCEEDED|FAILED)\b"  # whole words: "RUNN" is a cut line
+_STATUS_FOR_RE = re.compile(rf"Status for job '([^']+)':\s*(?:JobStatus\.)?{_STATUS_WORD}")
 _BANNER_RE = re.compile(
     r"Job '([^']+)' (succeeded|failed|was stopped|submitted successfully)", re.IGNORECASE
 )
-_NOT_EXITED_RE = re.compile(r"Job has not exited yet\. Status:\s*(?:JobStatus\.)?([A-Z]+)")
+_NOT_EXITED_RE = re.compile(rf"Job has not exited yet\. Status:\s*(?:JobStatus\.)?{_STATUS_WORD}")
 _STOPPING_RE = re.compile(r"(?:Attempting to stop|Waiting for) job '([^']+)'")
 _MESSAGE_RE = re.compile(r"^Status message:\s*(.*)$", re.MULTILINE)
 _BANNER_STATUS = {

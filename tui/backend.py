@@ -1,0 +1,435 @@
+"""The one seam between the Textual app and everything that produces data.
+
+The app never talks to SSH, Ray or event files itself: it takes its data through the
+small `Backend` protocol below. `LiveBackend` (tui/live.py) implements it over the real
+core (probes, log stream, TensorBoard reader, actions); `StaticBackend` here implements it
+over fixed data so that snapshot tests, Pilot tests, the README screenshot and the
+benchmark are deterministic and need no cluster.
+
+Contract every backend keeps:
+- Callbacks are called on the event loop that called `start()` (the app's loop), or
+  from another thread only if the callback is thread-safe: the app's callbacks only
+  `post_message`, which Textual makes thread-safe, so both work.
+- Callbacks must be cheap to call and never block; the app coalesces on its side.
+- Log lines are numbered 0, 1, 2, ... in the order they were delivered over the whole
+  run; `Alert.line` and `log_search` use that numbering.
+- `stop()` stops *watching*. It never stops the training job or Ray: quitting the
+  console must leave a 20-hour run alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, AsyncIterator, Callable, Iterable, Protocol, TypedDict, runtime_checkable
+
+from .core.actions.events import ActionEvent
+from .core.alerts import Alert
+from .core.profile import Node, Profile, SshEndpoint
+from .core.state import (
+    ClusterState, ContainerState, GpuCard, GpuReport, JobState, NodeState, RayJobState,
+    RayNodeState, RayState,
+)
+
+Series = dict[str, list[tuple[int, float]]]
+StateCallback = Callable[[ClusterState], None]
+LogCallback = Callable[[list[str]], None]
+MetricsCallback = Callable[[dict[str, Any], Series], None]
+AlertCallback = Callable[[Alert], None]
+
+ACTION_NAMES = ("containers", "model", "convert", "setup-ray", "submit", "stop", "check")
+"""Names `run_action` accepts. Options the app passes: convert(force=True),
+stop(cluster=True). "check" is the preflight."""
+
+SERIES_KEYS = ("reward", "throughput", "response_length")
+"""Series the metrics pane plots: `throughput` is tokens/s per node."""
+
+
+class MetricsSummary(TypedDict, total=False):
+    """What the metrics pane reads from the summary dict (all optional; a missing key
+    shows as "—"). Units are fixed here so that every backend agrees on them."""
+
+    step: int
+    total_steps: int
+    step_time_s: float  # seconds per step (mean of recent steps)
+    eta_s: float  # seconds to the last step
+    throughput_per_gpu: float  # tokens/s per card
+    throughput_per_node: float  # tokens/s per node (the profile's expected range unit)
+    reward: float  # mean critic score of the last step
+    reward_trend: float  # last minus a window's mean: > 0 rising
+    mfu_pct: float  # actor MFU in percent (0-100)
+    response_length: float  # mean response length in tokens
+    last_checkpoint: int  # step of latest_checkpointed_iteration.txt
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Everything the console needs from the world. Keep it small: each method here is
+    one thing the screen shows or one key the user presses."""
+
+    profile: Profile
+    simulated: bool  # the cluster is the simulator: the header says so
+
+    async def start(self) -> None:
+        """Begin watching (probes, log, scalars). Returns quickly; data arrives through
+        the subscriptions. Called once, after the app subscribed."""
+
+    async def stop(self) -> None:
+        """Stop watching and close connections. Never stops the job or Ray."""
+
+    def subscribe_state(self, cb: StateCallback) -> None:
+        """`cb(state)` with a whole new ClusterState at every probe round (1-2 Hz)."""
+
+    def subscribe_log(self, cb: LogCallback) -> None:
+        """`cb(lines)` with batches of new job log lines (no trailing newlines)."""
+
+    def subscribe_metrics(self, cb: MetricsCallback) -> None:
+        """`cb(summary, series)`: summary as in `MetricsSummary`, series keyed by
+        `SERIES_KEYS` as (step, value) lists, already thinned to a few hundred points."""
+
+    def subscribe_alerts(self, cb: AlertCallback) -> None:
+        """`cb(alert)` once per new alert."""
+
+    def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
+        """Run one of `ACTION_NAMES` and stream its progress. It ends with a `done`,
+        `fail` or `skip` event; an exception is shown as a failure. For "check" each
+        result is one event with `data["check"]` (the check's name) and `status` in
+        pass/fail/warn/skip."""
+
+    def describe_stop(self, cluster: bool = False) -> str:
+        """What `x` (or `X` with cluster=True) would do, named exactly, e.g.
+        "stop job raysubmit_8Hk2 at step 812; last checkpoint at step 800"."""
+
+    async def describe_convert(self) -> str | None:
+        """None when converting has nothing in its way; else what already exists, e.g.
+        "/data/.../Qwen3-8B-MCore holds a checkpoint (64 .distcp shards)". The app then
+        asks before offering convert --force."""
+
+    async def log_search(self, pattern: str, start_line: int, backwards: bool) -> int | None:
+        """Search the whole run's log (the spool, beyond the lines the screen keeps) for
+        a case-insensitive substring, from `start_line` exclusive; the index or None."""
+
+
+# --------------------------------------------------------------------------- demo data
+
+T0 = 1_750_000_000.0
+"""Fixed epoch for every timestamp in demo data: nothing rendered may read a clock."""
+
+JOB_ID = "raysubmit_8Hk2xQ4vTnB1"
+
+
+def demo_profile(nodes: int = 4, gpus: int = 8) -> Profile:
+    """The packaged seed profile (4 x 8), reshaped to `nodes` x `gpus` for benchmarks.
+    Using the real profile keeps names, ranges and paths honest in screenshots."""
+    from .core.profile import load_profile, packaged_profiles_dir
+
+    prof = load_profile(packaged_profiles_dir() / "qwen3-8b-grpo-32gpu.yaml")
+    if nodes == len(prof.nodes) and all(n.gpus == gpus for n in prof.nodes):
+        return prof
+    new: list[Node] = []
+    for i in range(nodes):
+        base = prof.nodes[i] if i < len(prof.nodes) else None
+        name = base.name if base else f"node{200 + i}"
+        addr = base.address if base else f"10.10.143.{(i % 250) + 1}"
+        new.append(Node(name=name, address=addr, gpus=gpus, role="head" if i == 0 else "worker",
+                        ssh=SshEndpoint(host=addr)))
+    return replace(prof, nodes=new)
+
+
+def _card(node_i: int, j: int, step: int, busy: bool = True) -> GpuCard:
+    """A deterministic, plausible card: values from a formula, not a random generator."""
+    k = node_i * 8 + j
+    if not busy:
+        return GpuCard(index=j, name="MTT S5000", util_pct=0.0, mem_used_mib=0.0,
+                       mem_total_mib=81920.0, temp_c=38.0 + (k % 5), power_w=62.0 + (k % 7))
+    phase = math.sin((step + k * 3) / 5.0)
+    util = 72 + 20 * phase
+    mem = 58_000 + (k * 997) % 9_000
+    temp = 63 + (k * 7) % 12 + 4 * phase
+    power = 380 + (k * 13) % 90
+    return GpuCard(index=j, name="MTT S5000", util_pct=round(util), mem_used_mib=float(mem),
+                   mem_total_mib=81920.0, temp_c=round(temp), power_w=float(power))
+
+
+def demo_state(profile: Profile, step: int = 812, down: Iterable[str] = (),
+               job_status: str | None = "RUNNING", busy: bool = True) -> ClusterState:
+    """A ClusterState for `profile`: every node up and running the job, except `down`.
+    Node 1 card 3 runs hot and node 2 card 5 has its memory nearly full, so the trouble
+    colours show in screenshots."""
+    down = set(down)
+    nodes: list[NodeState] = []
+    ray_nodes: list[RayNodeState] = []
+    for i, n in enumerate(profile.nodes):
+        if n.name in down:
+            nodes.append(NodeState(name=n.name, address=n.address, role=n.role, reachable=False,
+                                   error="ssh: connection timed out",
+                                   container=ContainerState(name=profile.container.name, status="unknown"),
+                                   gpu=None, updated_at=T0))
+            ray_nodes.append(RayNodeState(node_id=f"{i:02x}" * 4, address=n.address, alive=False,
+                                          gpus_total=float(n.gpus), is_head=n.is_head))
+            continue
+        cards = [_card(i, j, step, busy) for j in range(n.gpus)]
+        if busy and i == 1 and n.gpus > 3:
+            cards[3].temp_c = 88.0
+        if busy and i == 2 and n.gpus > 5:
+            cards[5].mem_used_mib = 79_200.0
+        nodes.append(NodeState(
+            name=n.name, address=n.address, role=n.role, reachable=True,
+            container=ContainerState(name=profile.container.name, status="running",
+                                     image=profile.container.image),
+            gpu=GpuReport(tool=profile.gpu_tool, cards=cards, simulated=True), updated_at=T0))
+        ray_nodes.append(RayNodeState(node_id=f"{i:02x}" * 4, address=n.address, alive=True,
+                                      gpus_total=float(n.gpus),
+                                      gpus_used=float(n.gpus) if job_status == "RUNNING" else 0.0,
+                                      is_head=n.is_head))
+    alive = [r for r in ray_nodes if r.alive]
+    jobs = [RayJobState(id="raysubmit_Zt9mW0aLq3Pc", status="FAILED", start_time=T0 - 86_400,
+                        end_time=T0 - 80_000, message="RuntimeError: Parent directory /mnt/... does not exist.")]
+    job = None
+    if job_status:
+        jobs.append(RayJobState(id=JOB_ID, status=job_status, start_time=T0 - 50_000,
+                                entrypoint="python3 -u -m verl.trainer.main_ppo"))
+        job = JobState(id=JOB_ID, status=job_status, step=step,
+                       total_steps=profile.monitoring.total_steps, last_checkpoint=(step // 100) * 100)
+    ray = RayState(available=True, nodes_alive=len(alive), nodes_dead=len(ray_nodes) - len(alive),
+                   gpus_total=sum(r.gpus_total for r in alive),
+                   gpus_used=sum(r.gpus_used for r in alive), nodes=ray_nodes, jobs=jobs, source="api")
+    return ClusterState(profile=profile.name, simulated=profile.simulated, nodes=nodes, ray=ray,
+                        job=job, taken_at=T0)
+
+
+def demo_log(step: int = 812, count: int = 40) -> list[str]:
+    """VeRL-looking driver log lines ending at `step`, as Ray prints them."""
+    out: list[str] = ["(TaskRunner pid=48211) Total training steps: 2710"]
+    first = max(1, step - count // 4 + 1)
+    for s in range(first, step + 1):
+        r = 0.30 + 0.12 * math.tanh(s / 600)
+        out.append(f"(TaskRunner pid=48211) step:{s} - actor/pg_loss:{0.0195 - s * 1e-6:.4f} - "
+                   f"actor/entropy:{0.41 - s * 1e-5:.4f} - critic/score/mean:{r:.4f} - "
+                   f"response_length/mean:{4800 + (s * 37) % 700:.1f} - perf/mfu/actor:{0.31:.4f} - "
+                   f"perf/throughput:{92.0 + (s % 7):.2f} - timing_s/step:{1032.0 + (s % 11) * 3:.1f}")
+        out.append(f"(WorkerDict pid=5{s % 10}77, ip=10.10.134.71) [rollout] sglang: generated 512 "
+                   f"sequences, max len {15000 + (s * 91) % 1300}")
+        out.append(f"Training Progress:  {100 * s // 2710}%|###       | {s}/2710 [{s // 4}:00:00<452:00:00]")
+    return out
+
+
+def demo_metrics(profile: Profile, step: int = 812) -> tuple[dict[str, Any], Series]:
+    """A summary and three series up to `step`, smooth and deterministic."""
+    steps = list(range(max(1, step - 239), step + 1))
+    reward = [(s, round(0.30 + 0.12 * math.tanh(s / 600) + 0.01 * math.sin(s / 3), 4)) for s in steps]
+    tput = [(s, round(742 + 40 * math.sin(s / 9), 1)) for s in steps]
+    rlen = [(s, round(4800 + (s * 37) % 700, 1)) for s in steps]
+    total = profile.monitoring.total_steps or 2710
+    step_time = 1032.0
+    nodes = len(profile.nodes) or 1
+    gpn = profile.nodes[0].gpus if profile.nodes else 8
+    summary: dict[str, Any] = {
+        "step": step, "total_steps": total, "step_time_s": step_time,
+        "eta_s": (total - step) * step_time,
+        "throughput_per_node": tput[-1][1], "throughput_per_gpu": round(tput[-1][1] / gpn, 1),
+        "reward": reward[-1][1], "reward_trend": 0.012, "mfu_pct": 31.4,
+        "response_length": rlen[-1][1], "last_checkpoint": (step // 100) * 100,
+    }
+    del nodes
+    return summary, {"reward": reward, "throughput": tput, "response_length": rlen}
+
+
+def demo_alerts() -> list[Alert]:
+    return [
+        Alert("warning", "probe", "node71 card 3 at 88°C (hot >= 85°C)", at=T0 - 120),
+        Alert("warning", "probe", "node116 card 5 memory 97% of 80 GiB", at=T0 - 60),
+    ]
+
+
+# --------------------------------------------------------------------------- static backend
+
+
+@dataclass
+class StaticBackend:
+    """A backend over fixed data: the screen shows exactly what it is given.
+
+    Tests change the world with `push_state`, `push_log`, `push_metrics` and
+    `push_alert`, and read `calls` to see which actions ran. `action_delay` spaces the
+    fake action events (0 in tests); `action_gate`, when set, makes every action wait for
+    it after its first event so a test can observe an action that is still running.
+    """
+
+    profile: Profile
+    state: ClusterState
+    log_lines: list[str] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    series: Series = field(default_factory=dict)
+    alerts: list[Alert] = field(default_factory=list)
+    simulated: bool = True
+    action_delay: float = 0.0
+    action_gate: asyncio.Event | None = None
+    convert_exists: str | None = None
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    started: bool = False
+    _state_cbs: list[StateCallback] = field(default_factory=list)
+    _log_cbs: list[LogCallback] = field(default_factory=list)
+    _metrics_cbs: list[MetricsCallback] = field(default_factory=list)
+    _alert_cbs: list[AlertCallback] = field(default_factory=list)
+    _all_lines: list[str] = field(default_factory=list)
+
+    # -- lifecycle
+    async def start(self) -> None:
+        """Deliver the fixed data once, as a live backend's first round would."""
+        self.started = True
+        self.push_state(self.state)
+        if self.log_lines:
+            self.push_log(self.log_lines)
+        if self.summary or self.series:
+            self.push_metrics(self.summary, self.series)
+        for a in self.alerts:
+            self._emit_alert(a)
+
+    async def stop(self) -> None:
+        self.started = False
+
+    # -- subscriptions
+    def subscribe_state(self, cb: StateCallback) -> None:
+        self._state_cbs.append(cb)
+
+    def subscribe_log(self, cb: LogCallback) -> None:
+        self._log_cbs.append(cb)
+
+    def subscribe_metrics(self, cb: MetricsCallback) -> None:
+        self._metrics_cbs.append(cb)
+
+    def subscribe_alerts(self, cb: AlertCallback) -> None:
+        self._alert_cbs.append(cb)
+
+    # -- test/bench hooks: change the world
+    def push_state(self, state: ClusterState) -> None:
+        self.state = state
+        for cb in self._state_cbs:
+            cb(state)
+
+    def push_log(self, lines: list[str]) -> None:
+        self._all_lines.extend(lines)
+        for cb in self._log_cbs:
+            cb(list(lines))
+
+    def push_metrics(self, summary: dict[str, Any], series: Series) -> None:
+        self.summary, self.series = summary, series
+        for cb in self._metrics_cbs:
+            cb(summary, series)
+
+    def push_alert(self, alert: Alert) -> None:
+        self.alerts.append(alert)
+        self._emit_alert(alert)
+
+    def _emit_alert(self, alert: Alert) -> None:
+        for cb in self._alert_cbs:
+            cb(alert)
+
+    # -- actions
+    def describe_stop(self, cluster: bool = False) -> str:
+        job = self.state.job
+        parts: list[str] = []
+        if job and job.status in ("RUNNING", "PENDING"):
+            ck = f"last checkpoint at step {job.last_checkpoint}" if job.last_checkpoint is not None \
+                else "no checkpoint saved yet"
+            parts.append(f"stop job {job.id} at step {job.step}; {ck}")
+        else:
+            parts.append("no job is running")
+        if cluster:
+            parts.append(f"then `ray stop --force` on all {len(self.profile.nodes)} nodes "
+                         f"({', '.join(n.name for n in self.profile.nodes[:6])}"
+                         f"{', ...' if len(self.profile.nodes) > 6 else ''})")
+        return "; ".join(parts)
+
+    async def describe_convert(self) -> str | None:
+        return self.convert_exists
+
+    async def log_search(self, pattern: str, start_line: int, backwards: bool) -> int | None:
+        p = pattern.lower()
+        rng = range(start_line - 1, -1, -1) if backwards else range(start_line + 1, len(self._all_lines))
+        for i in rng:
+            if p in self._all_lines[i].lower():
+                return i
+        return None
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self.action_delay)
+
+    async def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
+        """Fake actions: the same event shapes the real ones produce, in a few steps."""
+        self.calls.append((name, dict(opts)))
+        at = T0
+
+        def ev(kind: str, message: str = "", node: str | None = None, status: str | None = None,
+               **data: Any) -> ActionEvent:
+            return ActionEvent(action=name, kind=kind, message=message, node=node,  # type: ignore[arg-type]
+                               status=status, data=data, at=at)
+
+        yield ev("start", f"{name} {' '.join(f'--{k}' for k, v in opts.items() if v)}".strip())
+        if self.action_gate is not None:
+            await self.action_gate.wait()
+        if name in ("containers", "setup-ray"):
+            for n in self.profile.nodes:
+                yield ev("node", "pending", node=n.name, status="pending")
+            for n in self.profile.nodes:
+                await self._pause()
+                yield ev("node", "running", node=n.name, status="running")
+                yield ev("output", f"{'train-rl: running' if name == 'containers' else 'ray start: ok'}",
+                         node=n.name)
+                yield ev("node", "ok", node=n.name, status="ok")
+            yield ev("done", f"{len(self.profile.nodes)} nodes ready")
+        elif name == "convert" and not opts.get("force") and self.convert_exists:
+            yield ev("skip", f"output not empty: {self.convert_exists}")
+        elif name == "check":
+            for check, status, msg in [
+                ("profile", "pass", "profile valid"),
+                ("ssh", "pass", f"{len(self.profile.nodes)}/{len(self.profile.nodes)} nodes reachable"),
+                ("pipeline-layers", "fail", "PP=8 does not divide 36 layers"),
+                ("dashboard-bind", "pass", "dashboard on 127.0.0.1"),
+                ("expert-parallel", "warn", "expert_model_parallel_size=8 on a dense model"),
+            ]:
+                await self._pause()
+                yield ev("step", msg, status=status, check=check)
+            yield ev("fail", "1 check failed")
+        elif name == "stop":
+            job = self.state.job
+            await self._pause()
+            if job:
+                yield ev("output", f"Job '{job.id}' stopped")
+            st = demo_state(self.profile, step=job.step if job and job.step else 0, job_status="STOPPED",
+                            busy=False)
+            if opts.get("cluster"):
+                st.ray = RayState(available=False, error="ray is not running")
+            self.push_state(st)
+            yield ev("done", "stopped")
+        else:
+            for i in range(3):
+                await self._pause()
+                yield ev("output", f"{name}: step {i + 1}/3")
+            if name == "submit":
+                self.push_state(demo_state(self.profile, step=0))
+            yield ev("done", f"{name} finished")
+
+
+def demo_backend(nodes: int = 4, gpus: int = 8, step: int = 812, **kw: Any) -> StaticBackend:
+    """The deterministic backend the snapshots, screenshot and benchmark share."""
+    prof = demo_profile(nodes, gpus)
+    summary, series = demo_metrics(prof, step)
+    return StaticBackend(profile=prof, state=demo_state(prof, step), log_lines=demo_log(step),
+                         summary=summary, series=series, alerts=demo_alerts(), **kw)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def clean_line(line: str) -> str:
+    """Strip ANSI colour and keep what a terminal would show after carriage returns
+    (tqdm redraws): the Log widget would otherwise print escape codes as garbage."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "\r" in line:
+        line = line.rstrip("\r")
+        line = line.rsplit("\r", 1)[-1]
+    return line

@@ -1,0 +1,163 @@
+"""`submit` (seed 7 + 8.3) and `stop` (the job), through Ray's job API.
+
+The API is reached at the dashboard on the head through the SSH connection (a local
+port forward), so the dashboard never has to listen beyond loopback. Ray's
+`JobSubmissionClient` is synchronous and slow to import, so it is imported here, lazily,
+and called in a thread: the TUI's event loop never waits on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, AsyncIterator
+
+from ..history import RunRecord, last_run, record_run
+from ..parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
+from ..profile import Profile
+from ..render import render
+from .base import Remote, gather_nodes
+from .events import ActionEvent
+
+ACTIVE = {"PENDING", "RUNNING"}
+
+
+def _client(url: str) -> Any:
+    from ray.job_submission import JobSubmissionClient
+
+    return JobSubmissionClient(url)
+
+
+async def job_client(remote: Remote) -> Any:
+    url = await remote.dashboard_url()  # type: ignore[attr-defined]
+    return await asyncio.to_thread(_client, url)
+
+
+async def list_jobs(client: Any) -> list[dict[str, Any]]:
+    jobs = await asyncio.to_thread(client.list_jobs)
+    out = []
+    for j in jobs:
+        out.append({
+            "id": j.submission_id or j.job_id,
+            "status": str(getattr(j.status, "value", j.status)),
+            "entrypoint": j.entrypoint,
+            "start_time": j.start_time,
+            "end_time": j.end_time,
+        })
+    out.sort(key=lambda j: j["start_time"] or 0)
+    return out
+
+
+async def submit(profile: Profile, remote: Remote, force: bool = False) -> AsyncIterator[ActionEvent]:
+    job = render(profile)
+    yield ActionEvent("submit", "start", f"submitting {job.submission_id}")
+    try:
+        client = await job_client(remote)
+        jobs = await list_jobs(client)
+    except Exception as e:  # noqa: BLE001 - any failure to reach Ray is the same one-line story
+        yield ActionEvent("submit", "fail", f"cannot reach Ray's job API on {profile.head.name}: {e}; run setup-ray first")
+        return
+    running = [j for j in jobs if j["status"] in ACTIVE]
+    if running and not force:
+        ids = ", ".join(j["id"] for j in running)
+        yield ActionEvent("submit", "fail", f"a job is already running on this cluster ({ids}); stop it first or use --force")
+        return
+    yield ActionEvent("submit", "step", "$ " + job.entrypoint_str[:300] + ("..." if len(job.entrypoint_str) > 300 else ""))
+    try:
+        job_id = await asyncio.to_thread(client.submit_job, entrypoint=job.entrypoint_str,
+                                         submission_id=job.submission_id, runtime_env=job.runtime_env)
+    except Exception as e:  # noqa: BLE001
+        yield ActionEvent("submit", "fail", f"Ray refused the job: {str(e).splitlines()[0] if str(e) else e!r}")
+        return
+    record_run(RunRecord(
+        profile=profile.name, profile_path=profile.path, job_id=job_id, submitted_at=time.time(),
+        entrypoint=job.entrypoint, runtime_env=job.runtime_env,
+        tensorboard_dir=job.runtime_env["env_vars"].get("TENSORBOARD_DIR"),
+        checkpoint_dir=profile.paths.checkpoint_dir,
+    ))
+    yield ActionEvent("submit", "done", f"submitted {job_id}", data={"job_id": job_id})
+
+
+async def _wait_status(client: Any, job_id: str, want: set[str], timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        st = await asyncio.to_thread(client.get_job_status, job_id)
+        s = str(getattr(st, "value", st))
+        if s in want or time.monotonic() > deadline:
+            return s
+        await asyncio.sleep(0.5)
+
+
+async def leftover_processes(profile: Profile, remote: Remote) -> dict[str, list[str]]:
+    """Cards still holding memory or processes after a stop, by node (Ray can leave
+    GPU processes behind after a cancel: ray-project/ray#23638)."""
+    found: dict[str, list[str]] = {}
+
+    async def one(n: Any) -> None:
+        ok, _ = remote.reachable(n.name)
+        if not ok:
+            return
+        r = await remote.run(n.name, ["sh", "-c", GPU_PROBE_SCRIPT], container=True, timeout=60)
+        rep = parse_probe_output(r.stdout)
+        busy = []
+        for c in rep.cards:
+            procs = ", ".join(f"pid {p.pid} {p.name}".strip() for p in c.processes)
+            if c.processes or (c.mem_used_mib or 0) > 1024:
+                busy.append(f"card {c.index}: " + (procs or f"{c.mem_used_mib:.0f} MiB in use"))
+        if busy:
+            found[n.name] = busy
+
+    await gather_nodes(profile.nodes, one)
+    return found
+
+
+async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
+                   wait_s: float = 120.0, settle_s: float = 10.0) -> AsyncIterator[ActionEvent]:
+    yield ActionEvent("stop", "start", "stopping the job")
+    try:
+        client = await job_client(remote)
+        jobs = await list_jobs(client)
+    except Exception as e:  # noqa: BLE001
+        yield ActionEvent("stop", "skip", f"Ray's job API does not answer ({e}); no job to stop")
+        return
+    if job_id is None:
+        running = [j for j in jobs if j["status"] in ACTIVE]
+        rec = last_run(profile.name)
+        pick = [j for j in running if rec and j["id"] == rec.job_id] or running[-1:]
+        if not pick:
+            yield ActionEvent("stop", "skip", "no job is running; nothing to stop")
+            return
+        job_id = pick[0]["id"]
+    else:
+        known = {j["id"]: j for j in jobs}
+        if job_id not in known:
+            yield ActionEvent("stop", "fail", f"Ray knows no job {job_id}")
+            return
+        if known[job_id]["status"] not in ACTIVE:
+            yield ActionEvent("stop", "skip", f"{job_id} is already {known[job_id]['status']}; nothing to stop")
+            return
+    yield ActionEvent("stop", "step", f"stopping {job_id}")
+    await asyncio.to_thread(client.stop_job, job_id)
+    status = await _wait_status(client, job_id, {"STOPPED", "SUCCEEDED", "FAILED"}, wait_s)
+    if status in ACTIVE:
+        yield ActionEvent("stop", "fail", f"{job_id} is still {status} after {wait_s:.0f} s")
+        return
+    yield ActionEvent("stop", "step", f"{job_id} is {status}; checking that the cards are free")
+    deadline = time.monotonic() + settle_s
+    while True:
+        left = await leftover_processes(profile, remote)
+        if not left or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(1.0)
+    if left:
+        for node, items in left.items():
+            yield ActionEvent("stop", "warn", "cards not freed: " + "; ".join(items), node=node)
+        yield ActionEvent("stop", "fail", f"{job_id} stopped but cards are still busy on {', '.join(sorted(left))}",
+                          data={"job_id": job_id, "leftovers": left})
+        return
+    yield ActionEvent("stop", "done", f"{job_id} {status}; every card is free", data={"job_id": job_id})
+
+
+async def wait_running(remote: Remote, job_id: str, timeout: float = 60) -> str:
+    client = await job_client(remote)
+    return await _wait_status(client, job_id, {"RUNNING", "FAILED", "STOPPED", "SUCCEEDED"}, timeout)

@@ -1,0 +1,204 @@
+"""`setup-ray` (seed 8.1-8.2) and `stop --cluster`.
+
+The seed starts the nodes one after another over `ssh -o StrictHostKeyChecking=no` and
+binds the dashboard to 0.0.0.0. Here: stop everywhere at once, start the head, start
+every worker at once, then wait until Ray itself reports every node and every GPU; a
+node that did not join is named, with the tail of its `ray start` output. The dashboard
+listens on loopback unless the profile explicitly says otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import AsyncIterator
+
+from ..parsers.raystatus import parse_ray_status
+from ..profile import Node, Profile
+from ..state import RayState
+from .base import CmdResult, EventQueue, Remote, gather_nodes
+from .events import ActionEvent
+
+NAME = "setup-ray"
+
+
+def _gpus(profile: Profile, node: Node) -> int:
+    return profile.ray.num_gpus or node.gpus
+
+
+def expected_gpus(profile: Profile) -> int:
+    return sum(_gpus(profile, n) for n in profile.nodes)
+
+
+def gcs_address(profile: Profile) -> str:
+    return f"{profile.head.address}:{profile.ray.head_port}"
+
+
+def head_argv(profile: Profile) -> list[str]:
+    r, h = profile.ray, profile.head
+    return [r.binary, "start", "--head", f"--node-ip-address={h.address}", f"--port={r.head_port}",
+            f"--num-gpus={_gpus(profile, h)}", f"--dashboard-host={r.dashboard_host}",
+            f"--dashboard-port={r.dashboard_port}", *r.start_args, *r.head_args, *h.ray_args]
+
+
+def worker_argv(profile: Profile, node: Node) -> list[str]:
+    r = profile.ray
+    return [r.binary, "start", f"--address={gcs_address(profile)}", f"--node-ip-address={node.address}",
+            f"--num-gpus={_gpus(profile, node)}", *r.start_args, *r.worker_args, *node.ray_args]
+
+
+def stop_argv(profile: Profile) -> list[str]:
+    return [profile.ray.binary, "stop", "--force"]
+
+
+async def ray_state(profile: Profile, remote: Remote) -> RayState:
+    """Ask the head's Ray (`ray status`, run where Ray runs: in the container)."""
+    r = await remote.run(profile.head.name, [profile.ray.binary, "status", f"--address={gcs_address(profile)}"],
+                         container=True, timeout=60)
+    if not r.ok:
+        return RayState(available=False, error=r.tail(1) or f"ray status exited {r.rc}")
+    return parse_ray_status(r.stdout)
+
+
+async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
+    """Node IPs Ray reports alive, from the state API CLI; None when it cannot say."""
+    dash = profile.ray.dashboard_host
+    if dash in ("0.0.0.0", "::"):
+        dash = profile.head.address
+    r = await remote.run(profile.head.name, [profile.ray.binary, "list", "nodes", "--format=json",
+                                             f"--address=http://{dash}:{profile.ray.dashboard_port}"],
+                         container=True, timeout=60)
+    if not r.ok:
+        return None
+    try:
+        start = r.stdout.index("[")
+        nodes = json.loads(r.stdout[start:])
+        return {n.get("node_ip") for n in nodes if n.get("state") == "ALIVE"}
+    except (ValueError, AttributeError):
+        return None
+
+
+def cluster_is_right(profile: Profile, st: RayState) -> bool:
+    return st.available and st.nodes_alive == len(profile.nodes) and int(st.gpus_total) == expected_gpus(profile)
+
+
+async def stop_everywhere(profile: Profile, remote: Remote, action: str) -> AsyncIterator[ActionEvent]:
+    q = EventQueue()
+    failed: list[str] = []
+
+    async def one(n: Node) -> None:
+        ok, why = remote.reachable(n.name)
+        if not ok:
+            failed.append(n.name)
+            q.put(ActionEvent(action, "fail", f"unreachable: {why}", node=n.name, status="failed"))
+            return
+        q.put(ActionEvent(action, "node", "ray stop --force", node=n.name, status="running"))
+        r = await remote.run(n.name, stop_argv(profile), container=True, timeout=120)
+        if r.ok:
+            q.put(ActionEvent(action, "node", "Ray stopped", node=n.name, status="ok"))
+        else:
+            failed.append(n.name)
+            q.put(ActionEvent(action, "fail", f"ray stop exited {r.rc}: {r.tail(1)}", node=n.name, status="failed"))
+
+    async for ev in q.drain_while(gather_nodes(profile.nodes, one)):
+        yield ev
+    if failed:
+        yield ActionEvent(action, "warn", f"ray stop failed on {', '.join(sorted(failed))}")
+
+
+async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = None,
+                    poll_s: float = 1.0) -> AsyncIterator[ActionEvent]:
+    want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
+    yield ActionEvent(NAME, "start", f"Ray on {want_nodes} nodes, {want_gpus} GPUs, head {profile.head.name}")
+    if profile.ray.dashboard_host in ("0.0.0.0", "::"):
+        yield ActionEvent(NAME, "warn", f"the dashboard will listen on {profile.ray.dashboard_host}: anyone who "
+                                        f"reaches port {profile.ray.dashboard_port} can submit jobs (no authentication)")
+    st = await ray_state(profile, remote)
+    if cluster_is_right(profile, st):
+        yield ActionEvent(NAME, "skip", f"Ray already up: {st.nodes_alive} nodes, {st.gpus_total:g} GPUs; nothing changed")
+        return
+    stop_first = profile.ray.stop_before_start if stop_first is None else stop_first
+    if stop_first:
+        yield ActionEvent(NAME, "step", "stopping Ray on every node")
+        async for ev in stop_everywhere(profile, remote, NAME):
+            yield ev
+    head = profile.head
+    yield ActionEvent(NAME, "node", "starting head", node=head.name, status="running")
+    r = await remote.run(head.name, head_argv(profile), container=True, timeout=180)
+    if not r.ok:
+        yield ActionEvent(NAME, "node", "head failed", node=head.name, status="failed")
+        yield ActionEvent(NAME, "fail", f"ray start --head exited {r.rc}: {r.tail(3)}", node=head.name)
+        return
+    yield ActionEvent(NAME, "node", "head started", node=head.name, status="ok")
+
+    outputs: dict[str, CmdResult] = {}
+    q = EventQueue()
+
+    async def start_worker(n: Node) -> None:
+        ok, why = remote.reachable(n.name)
+        if not ok:
+            outputs[n.name] = CmdResult(255, "", f"unreachable: {why}")
+            q.put(ActionEvent(NAME, "node", f"unreachable: {why}", node=n.name, status="failed"))
+            return
+        q.put(ActionEvent(NAME, "node", "starting worker", node=n.name, status="running"))
+        res = await remote.run(n.name, worker_argv(profile, n), container=True, timeout=180)
+        outputs[n.name] = res
+        if res.ok:
+            q.put(ActionEvent(NAME, "node", "worker started; joining", node=n.name, status="running"))
+        else:
+            q.put(ActionEvent(NAME, "node", f"ray start exited {res.rc}", node=n.name, status="failed"))
+
+    async for ev in q.drain_while(gather_nodes(profile.workers, start_worker)):
+        yield ev
+
+    yield ActionEvent(NAME, "step", f"waiting for {want_nodes} nodes and {want_gpus} GPUs")
+    started = time.monotonic()
+    deadline = started + profile.ray.join_timeout_s
+    last = (-1, -1.0)
+    while True:
+        st = await ray_state(profile, remote)
+        if (st.nodes_alive, st.gpus_total) != last:
+            last = (st.nodes_alive, st.gpus_total)
+            yield ActionEvent(NAME, "step", f"Ray reports {st.nodes_alive}/{want_nodes} nodes, "
+                                            f"{st.gpus_total:g}/{want_gpus} GPUs", data={"nodes": st.nodes_alive})
+        if cluster_is_right(profile, st):
+            break
+        failed_start = [n for n, res in outputs.items() if not res.ok]
+        # Workers whose `ray start` failed will not join: once all the others have, stop
+        # waiting (after a short grace) instead of sitting out the whole timeout.
+        gave_up = failed_start and st.nodes_alive >= want_nodes - len(failed_start) and time.monotonic() - started > 5
+        if time.monotonic() > deadline or gave_up:
+            alive = await alive_addresses(profile, remote)
+            if alive is not None:
+                missing = [n for n in profile.nodes if n.address not in alive]
+            else:
+                missing = [n for n in profile.workers if not outputs.get(n.name, CmdResult(0, "")).ok] or profile.workers
+            for n in missing:
+                res = outputs.get(n.name)
+                yield ActionEvent(NAME, "node", "did not join", node=n.name, status="failed",
+                                  data={"tail": res.tail(5) if res else ""})
+            names = ", ".join(n.name for n in missing) or "?"
+            tails = "; ".join(f"{n.name}: {outputs[n.name].tail(2)}" for n in missing
+                              if n.name in outputs and outputs[n.name].output)
+            yield ActionEvent(NAME, "fail", f"{st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs "
+                                            f"after waiting; did not join: {names}" + (f" -- {tails}" if tails else ""))
+            return
+        await asyncio.sleep(poll_s)
+    for n in profile.workers:
+        yield ActionEvent(NAME, "node", "joined", node=n.name, status="ok")
+    yield ActionEvent(NAME, "done", f"Ray up: {st.nodes_alive} nodes, {st.gpus_total:g} GPUs "
+                                    f"(dashboard {profile.ray.dashboard_host}:{profile.ray.dashboard_port})")
+
+
+async def stop_cluster(profile: Profile, remote: Remote) -> AsyncIterator[ActionEvent]:
+    yield ActionEvent("stop", "step", "ray stop --force on every node")
+    st = await ray_state(profile, remote)
+    async for ev in stop_everywhere(profile, remote, "stop"):
+        yield ev
+    after = await ray_state(profile, remote)
+    if after.available and after.nodes_alive:
+        yield ActionEvent("stop", "fail", f"Ray still reports {after.nodes_alive} nodes alive")
+        return
+    yield ActionEvent("stop", "done" if st.available else "skip",
+                      "Ray stopped on every node" if st.available else "Ray was not running; nothing to stop")

@@ -1,0 +1,110 @@
+"""Names to actions: the one table the CLI, the TUI's keys and its command palette share."""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator
+
+from ..profile import Profile
+from .base import Remote
+from .events import ActionEvent
+
+ACTIONS = ("containers", "model", "convert", "setup-ray", "submit", "stop", "check")
+
+
+def describe(name: str, profile: Profile, **opts: Any) -> str:
+    """What the action will do, as the confirmation question names it."""
+    n = len(profile.nodes)
+    c = profile.container.name
+    if name == "containers":
+        return f"Create/start container {c} on {n} nodes ({profile.container.image})?"
+    if name == "model":
+        return f"Download the model to {profile.paths.hf_model} on {profile.head.name} if it is missing?"
+    if name == "convert":
+        if opts.get("force"):
+            return f"DELETE {profile.paths.mcore_checkpoint} on {profile.head.name} and convert again?"
+        return f"Convert {profile.paths.hf_model} to MCore at {profile.paths.mcore_checkpoint}?"
+    if name == "setup-ray":
+        stop = profile.ray.stop_before_start if opts.get("stop_first") is None else opts["stop_first"]
+        pre = "Stop Ray on every node (any running job dies), then start" if stop else "Start"
+        return f"{pre} Ray on {n} nodes with head {profile.head.name}?"
+    if name == "submit":
+        return f"Submit the training job of {profile.name} to Ray on {profile.head.name}?"
+    if name == "stop":
+        what = f"job {opts['job_id']}" if opts.get("job_id") else "the running job"
+        more = ", then `ray stop --force` on every node" if opts.get("cluster") else ""
+        return f"Stop {what}{more}?"
+    return f"Run {name}?"
+
+
+async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -> AsyncIterator[ActionEvent]:
+    if name == "containers":
+        from .containers import containers
+
+        async for ev in containers(profile, remote):
+            yield ev
+    elif name == "model":
+        from .model import model
+
+        async for ev in model(profile, remote):
+            yield ev
+    elif name == "convert":
+        from .model import convert
+
+        async for ev in convert(profile, remote, force=bool(opts.get("force"))):
+            yield ev
+    elif name == "setup-ray":
+        from .ray_setup import setup_ray
+
+        async for ev in setup_ray(profile, remote, stop_first=opts.get("stop_first")):
+            yield ev
+    elif name == "submit":
+        if not opts.get("skip_checks"):
+            from ..checks import run_checks
+
+            yield ActionEvent("submit", "step", "preflight checks")
+            results = await run_checks(profile, remote=remote, before_submit=True)
+            failed = [r for r in results if r.status == "fail"]
+            for r in results:
+                if r.status != "pass":
+                    yield ActionEvent("submit", "warn" if r.status == "warn" else "output",
+                                      f"check {r.id}: {r.status}: {r.message}")
+            if failed:
+                yield ActionEvent("submit", "fail", f"{len(failed)} preflight check(s) failed "
+                                                    f"({', '.join(r.id for r in failed)}); fix them or use --skip-checks")
+                return
+        from .jobs import submit
+
+        async for ev in submit(profile, remote, force=bool(opts.get("force"))):
+            yield ev
+    elif name == "stop":
+        from .jobs import stop_job
+
+        final: ActionEvent | None = None
+        async for ev in stop_job(profile, remote, job_id=opts.get("job_id")):
+            if ev.node is None and ev.kind in ("done", "skip", "fail"):
+                final = ev
+                if opts.get("cluster"):
+                    # the job's verdict is not the last word when the cluster goes too
+                    yield ActionEvent(ev.action, "warn" if ev.kind == "fail" else "step", ev.message)
+                    continue
+            yield ev
+        if opts.get("cluster"):
+            from .ray_setup import stop_cluster
+
+            async for ev in stop_cluster(profile, remote):
+                yield ev
+        del final
+    elif name == "check":
+        from ..checks import run_checks
+
+        yield ActionEvent("check", "start", "preflight checks")
+        results = await run_checks(profile, remote=remote)
+        for r in results:
+            yield ActionEvent("check", "warn" if r.status != "pass" else "output",
+                              f"{r.status.upper()} {r.id}: {r.message}", node=r.node, data=r.to_json())
+        nfail = sum(r.status == "fail" for r in results)
+        yield ActionEvent("check", "fail" if nfail else "done",
+                          f"{nfail} failed, {sum(r.status == 'warn' for r in results)} warnings, "
+                          f"{sum(r.status == 'pass' for r in results)} passed")
+    else:
+        raise ValueError(f"unknown action {name!r}")

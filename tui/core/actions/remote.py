@@ -1,0 +1,79 @@
+"""The `Remote` that actions use, over the SSH layer's `SessionPool`.
+
+It turns the SSH layer's exceptions (node down, timeout) into results with an exit code
+and a message, because for an action a node that cannot be reached is one more way for a
+step to fail on that node, reported in the same one line.
+"""
+
+from __future__ import annotations
+
+from typing import AsyncIterator
+
+from ..profile import Profile
+from ..ssh import CommandTimeout, NodeDown, SessionPool, SshError
+from .base import CmdResult, Command
+
+
+class PoolStream:
+    def __init__(self, pool: SessionPool, node: str, cmd: Command, container: bool) -> None:
+        self._pool, self._node, self._cmd, self._container = pool, node, cmd, container
+        self.rc: int | None = None
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        sess = self._pool.session(self._node)
+        # The exit code is not part of the SSH layer's line stream: ask the shell to
+        # print it as a last marker line.
+        text = self._cmd if isinstance(self._cmd, str) else None
+        from shlex import join
+
+        inner = text if text is not None else join(list(self._cmd))
+        wrapped = f"{inner}; echo \"@@rc=$?\""
+        try:
+            async for line in sess.stream(["sh", "-c", wrapped], container=self._container):
+                if line.startswith("@@rc="):
+                    try:
+                        self.rc = int(line[5:])
+                    except ValueError:
+                        self.rc = -1
+                    continue
+                yield line
+        except NodeDown as e:
+            self.rc = 255
+            yield f"[{self._node} went down: {e}]"
+        if self.rc is None:
+            self.rc = -1
+
+
+class PoolRemote:
+    def __init__(self, pool: SessionPool, profile: Profile) -> None:
+        self.pool = pool
+        self.profile = profile
+
+    def reachable(self, node: str) -> tuple[bool, str | None]:
+        s = self.pool.session(node)
+        return s.connected, s.reason
+
+    async def run(self, node: str, cmd: Command, *, container: bool = False,
+                  timeout: float | None = None) -> CmdResult:
+        sess = self.pool.session(node)
+        try:
+            r = await sess.run(cmd, timeout=timeout if timeout is not None else None, container=container)
+        except CommandTimeout as e:
+            return CmdResult(124, e.result.stdout, (e.result.stderr + f"\n(timed out after {timeout}s)").strip())
+        except NodeDown as e:
+            return CmdResult(255, "", f"node down: {e}")
+        except SshError as e:
+            return CmdResult(255, "", str(e))
+        return CmdResult(r.rc, r.stdout, r.stderr)
+
+    def stream(self, node: str, cmd: Command, *, container: bool = False,
+               timeout: float | None = None) -> PoolStream:
+        return PoolStream(self.pool, node, cmd, container)
+
+    async def dashboard_url(self) -> str:
+        """The head's dashboard, through the SSH connection: http://127.0.0.1:<forwarded>."""
+        host = self.profile.ray.dashboard_host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        port = await self.pool.head.forward_local_port(host, self.profile.ray.dashboard_port)
+        return f"http://127.0.0.1:{port}"

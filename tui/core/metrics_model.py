@@ -1,0 +1,384 @@
+"""What the user sees about a training run: a few numbers, each judged against the
+profile's expected range.
+
+Inputs are deliberately plain - rows of ``{"step": N, "metrics": {key: value}}`` (from
+the log parser or the TensorBoard reader), the total step count, the last checkpoint,
+and the profile's expected ranges as a dict of ``(low, high)`` - so the same model serves
+the TUI's metrics pane, ``status --json`` (`summary()` becomes ``job.metrics``) and tests.
+
+VeRL's metric keys and units (verl/trainer/ppo/metric_utils.py, ray_trainer.py):
+
+- ``timing_s/step``: wall seconds of one training step;
+- ``perf/throughput``: tokens/s **per GPU** (total tokens / (step time x #GPUs)), so the
+  per-node figure the reference run quotes (600-900) is this x GPUs per node;
+- ``perf/mfu/actor`` (``mfu/actor`` in early-2025 runs): a fraction 0..1, shown as %;
+- ``perf/max_memory_allocated_gb`` / ``perf/max_memory_reserved_gb``: GiB per card
+  (torch's counters / 1024**3); reserved is what the card's own tool shows, so it is the
+  one judged against the expected per-card memory;
+- ``critic/rewards/mean``, ``critic/score/mean``, ``response_length/mean``;
+- validation: ``val-core/<source>/<var>/<metric>`` (``val/...`` in older runs), printed
+  only every ``test_freq`` steps - so "latest" means the latest step that has the key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+__all__ = ["RunMetrics", "Indicator", "Flag", "judge", "downsample", "json_safe"]
+
+Flag = Literal["low", "high", "ok"]
+
+K_STEP_TIME = "timing_s/step"
+K_THROUGHPUT = "perf/throughput"
+K_MFU = ("perf/mfu/actor", "mfu/actor")
+K_REWARD = "critic/rewards/mean"
+K_SCORE = "critic/score/mean"
+K_RESP_LEN = "response_length/mean"
+K_MEM_ALLOC = "perf/max_memory_allocated_gb"
+K_MEM_RESERVED = "perf/max_memory_reserved_gb"
+VALIDATION_PREFIXES = ("val-core/", "val/")
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def judge(value: float | None, rng: Sequence[float] | None) -> Flag | None:
+    """"low" / "high" / "ok" against an inclusive (low, high) range; None when either
+    side is unknown (no value, NaN, no range) - unknown is not the same as fine."""
+    if rng is None or value is None or not _finite(value):
+        return None
+    lo, hi = rng[0], rng[1]
+    if lo is not None and value < lo:
+        return "low"
+    if hi is not None and value > hi:
+        return "high"
+    return "ok"
+
+
+def json_safe(x: Any) -> Any:
+    """Numbers stay numbers; NaN/inf (not JSON) become None; containers recurse."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, Mapping):
+        return {str(k): json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x
+
+
+def downsample(points: Sequence[tuple[int, float]], max_points: int = 500
+               ) -> list[tuple[int, float]]:
+    """At most `max_points` points for a plot a few hundred cells wide.
+
+    All but the last point are cut into `max_points - 1` equal runs, each shown as the
+    mean of its values at its last step (means keep the trend honest where picking
+    every k-th point would alias the step-to-step noise); the last point is kept exactly,
+    because the latest value is the one the user is watching.
+    """
+    n = len(points)
+    if max_points <= 0:
+        return []
+    if n <= max_points:
+        return list(points)
+    if max_points == 1:
+        return [points[-1]]
+    body = n - 1
+    buckets = max_points - 1
+    out: list[tuple[int, float]] = []
+    for b in range(buckets):
+        lo = b * body // buckets
+        hi = (b + 1) * body // buckets
+        if hi <= lo:
+            continue
+        chunk = points[lo:hi]
+        out.append((chunk[-1][0], sum(v for _, v in chunk) / len(chunk)))
+    out.append(points[-1])
+    return out
+
+
+@dataclass
+class Indicator:
+    """One displayed number: its value, unit, the metric key it came from, the
+    expected range and the verdict. `step` is the step the value was read at."""
+
+    name: str
+    label: str
+    value: float | None
+    unit: str = ""
+    flag: Flag | None = None
+    range: tuple[float, float] | None = None
+    source: str | None = None
+    step: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["range"] = list(self.range) if self.range is not None else None
+        return json_safe(d)
+
+
+def _rows_to_steps(rows: Iterable[Mapping[str, Any]] | Mapping[int, Mapping[str, float]]
+                   ) -> dict[int, Mapping[str, float]]:
+    if isinstance(rows, Mapping):
+        return {int(k): v for k, v in sorted(rows.items())}
+    out: dict[int, dict[str, float]] = {}
+    for row in rows:
+        step = int(row["step"])
+        cur = out.get(step)
+        if cur is None:
+            out[step] = dict(row.get("metrics") or {})
+        else:
+            cur.update(row.get("metrics") or {})
+    return dict(sorted(out.items()))
+
+
+def _range(v: Any) -> tuple[float, float] | None:
+    if v is None:
+        return None
+    if isinstance(v, Mapping):
+        lo, hi = v.get("min", v.get("low")), v.get("max", v.get("high"))
+    else:
+        lo, hi = v[0], v[1]
+    return (float(lo) if lo is not None else None,  # type: ignore[return-value]
+            float(hi) if hi is not None else None)
+
+
+class RunMetrics:
+    """A snapshot of a run's metrics, with derived figures and range verdicts.
+
+    Args:
+      rows: ``[{"step": N, "metrics": {...}}]`` (any order) or a ``{step: metrics}`` map.
+      total_steps: from ``Total training steps: N`` or the tqdm bar; None if unknown.
+      last_checkpoint: the last saved step (``latest_checkpointed_iteration.txt``).
+      expected: the profile's ranges, e.g. ``{"mfu_pct": (25, 40),
+        "throughput_tokens_per_s_per_node": (600, 900), "step_time_s": (900, 1200),
+        "mem_gib_per_card": (50, 70)}``; any indicator name may be given a range.
+      gpus_per_node: to turn VeRL's per-GPU throughput into the per-node figure.
+      wall_times: ``{step: unix time}`` (event wall times, or when a log line was seen)
+        - the fallback clock when ``timing_s/step`` is absent.
+      now: the current time, for elapsed time since `started_at`.
+      window: how many recent steps the step time and trends are averaged over.
+    """
+
+    def __init__(
+        self,
+        rows: Iterable[Mapping[str, Any]] | Mapping[int, Mapping[str, float]],
+        *,
+        total_steps: int | None = None,
+        last_checkpoint: int | None = None,
+        expected: Mapping[str, Any] | None = None,
+        gpus_per_node: int = 8,
+        wall_times: Mapping[int, float] | None = None,
+        started_at: float | None = None,
+        now: float | None = None,
+        window: int = 10,
+    ) -> None:
+        self.by_step = _rows_to_steps(rows)
+        self.steps: list[int] = list(self.by_step)
+        self.total_steps = total_steps
+        self.last_checkpoint = last_checkpoint
+        self.expected: dict[str, tuple[float, float] | None] = {
+            k: _range(v) for k, v in (expected or {}).items()
+        }
+        self.gpus_per_node = max(1, int(gpus_per_node))
+        self.wall_times = dict(wall_times or {})
+        self.started_at = started_at
+        self.now = now
+        self.window = max(1, int(window))
+        self._series_cache: dict[str, list[tuple[int, float]]] = {}
+
+    # -- raw access ---------------------------------------------------------------------
+
+    @property
+    def last_step(self) -> int | None:
+        return self.steps[-1] if self.steps else None
+
+    def keys(self) -> list[str]:
+        """Every metric key seen, sorted."""
+        seen: set[str] = set()
+        for m in self.by_step.values():
+            seen.update(m)
+        return sorted(seen)
+
+    def raw_series(self, key: str) -> list[tuple[int, float]]:
+        """Every finite (step, value) of a metric key, in step order."""
+        got = self._series_cache.get(key)
+        if got is None:
+            got = [(s, float(m[key])) for s, m in self.by_step.items()
+                   if key in m and _finite(m[key])]
+            self._series_cache[key] = got
+        return got
+
+    def latest(self, *keys: str) -> tuple[float, int] | tuple[None, None]:
+        """(value, step) of the most recent finite value of the first key that has one."""
+        for key in keys:
+            for step in reversed(self.steps):
+                v = self.by_step[step].get(key)
+                if v is not None and _finite(v):
+                    return float(v), step
+        return None, None
+
+    def recent_mean(self, key: str, n: int | None = None) -> float | None:
+        pts = self.raw_series(key)[-(n or self.window):]
+        return sum(v for _, v in pts) / len(pts) if pts else None
+
+    # -- derived figures ----------------------------------------------------------------
+
+    def step_time_s(self) -> float | None:
+        """Mean seconds per step over the recent window: `timing_s/step`, else the
+        spacing of the steps' wall times."""
+        mean = self.recent_mean(K_STEP_TIME)
+        if mean is not None:
+            return mean
+        wt = [(s, self.wall_times[s]) for s in self.steps if s in self.wall_times]
+        wt = wt[-(self.window + 1):]
+        if len(wt) >= 2 and wt[-1][0] > wt[0][0]:
+            return (wt[-1][1] - wt[0][1]) / (wt[-1][0] - wt[0][0])
+        return None
+
+    def elapsed_s(self) -> float | None:
+        """Training time so far: the sum of `timing_s/step`, else wall clock."""
+        pts = self.raw_series(K_STEP_TIME)
+        if pts:
+            return sum(v for _, v in pts)
+        if self.started_at is not None:
+            end = self.now if self.now is not None else (
+                max(self.wall_times.values()) if self.wall_times else None)
+            if end is not None:
+                return max(0.0, end - self.started_at)
+        if len(self.wall_times) >= 2:
+            return max(self.wall_times.values()) - min(self.wall_times.values())
+        return None
+
+    def remaining_steps(self) -> int | None:
+        if self.total_steps is None or self.last_step is None:
+            return None
+        return max(0, self.total_steps - self.last_step)
+
+    def eta_s(self) -> float | None:
+        rem = self.remaining_steps()
+        st = self.step_time_s()
+        if rem is None or st is None:
+            return None
+        return rem * st
+
+    def progress_pct(self) -> float | None:
+        if not self.total_steps or self.last_step is None:
+            return None
+        return 100.0 * min(self.last_step, self.total_steps) / self.total_steps
+
+    def mfu_pct(self) -> tuple[float, int, str] | tuple[None, None, None]:
+        """VeRL logs MFU as a fraction; a value above 1 is taken as already a percent."""
+        for key in K_MFU:
+            v, step = self.latest(key)
+            if v is not None:
+                return (v * 100.0 if v <= 1.0 else v), step, key  # type: ignore[return-value]
+        return None, None, None
+
+    def trend(self, key: str = K_REWARD) -> Literal["rising", "falling", "flat"] | None:
+        """Compare the mean of the last window with the window before it. The threshold
+        (2% of the earlier mean, at least 0.005) keeps noise from reading as a trend."""
+        pts = self.raw_series(key)
+        w = self.window
+        if len(pts) < 4:
+            return None
+        w = min(w, len(pts) // 2)
+        recent = [v for _, v in pts[-w:]]
+        before = [v for _, v in pts[-2 * w:-w]]
+        a = sum(before) / len(before)
+        b = sum(recent) / len(recent)
+        eps = max(0.005, 0.02 * abs(a))
+        if b > a + eps:
+            return "rising"
+        if b < a - eps:
+            return "falling"
+        return "flat"
+
+    def validation(self) -> dict[str, dict[str, Any]]:
+        """Latest value of every validation key: {key: {"value": v, "step": s}}."""
+        out: dict[str, dict[str, Any]] = {}
+        for step in reversed(self.steps):
+            for key, v in self.by_step[step].items():
+                if key.startswith(VALIDATION_PREFIXES) and key not in out and _finite(v):
+                    out[key] = {"value": float(v), "step": step}
+        return dict(sorted(out.items()))
+
+    def indicators(self) -> list[Indicator]:
+        """The headline numbers, in display order, each judged against its range."""
+        exp = self.expected
+        out: list[Indicator] = []
+
+        def add(name: str, label: str, value: float | None, unit: str,
+                source: str | None, step: int | None) -> None:
+            rng = exp.get(name)
+            out.append(Indicator(name, label, value, unit, judge(value, rng), rng,
+                                 source, step))
+
+        st = self.step_time_s()
+        add("step_time_s", "Step time", st, "s",
+            K_STEP_TIME if self.raw_series(K_STEP_TIME) else ("wall clock" if st else None),
+            self.last_step)
+        tp, tp_step = self.latest(K_THROUGHPUT)
+        add("throughput_tokens_per_s_per_gpu", "Throughput / GPU", tp, "tok/s",
+            K_THROUGHPUT if tp is not None else None, tp_step)
+        add("throughput_tokens_per_s_per_node", "Throughput / node",
+            tp * self.gpus_per_node if tp is not None else None, "tok/s",
+            K_THROUGHPUT if tp is not None else None, tp_step)
+        mfu, mfu_step, mfu_key = self.mfu_pct()
+        add("mfu_pct", "Actor MFU", mfu, "%", mfu_key, mfu_step)
+        rw, rw_step = self.latest(K_REWARD)
+        add("reward_mean", "Reward", rw, "", K_REWARD if rw is not None else None, rw_step)
+        sc, sc_step = self.latest(K_SCORE)
+        add("score_mean", "Score", sc, "", K_SCORE if sc is not None else None, sc_step)
+        rl, rl_step = self.latest(K_RESP_LEN)
+        add("response_length_mean", "Response length", rl, "tok",
+            K_RESP_LEN if rl is not None else None, rl_step)
+        mr, mr_step = self.latest(K_MEM_RESERVED)
+        ma, ma_step = self.latest(K_MEM_ALLOC)
+        mem, mem_step, mem_key = (mr, mr_step, K_MEM_RESERVED) if mr is not None else (
+            ma, ma_step, K_MEM_ALLOC if ma is not None else None)
+        add("mem_gib_per_card", "Peak memory / card", mem, "GiB", mem_key, mem_step)
+        return out
+
+    # -- outputs ------------------------------------------------------------------------
+
+    def series(self, key: str, max_points: int = 500) -> list[tuple[int, float]]:
+        """A plot-ready series. `key` is a metric key, or a derived name:
+        ``mfu_pct``, ``throughput_tokens_per_s_per_node``, ``step_time_s``."""
+        if key == "mfu_pct":
+            src = next((k for k in K_MFU if self.raw_series(k)), K_MFU[0])
+            pts = [(s, v * 100.0 if v <= 1.0 else v) for s, v in self.raw_series(src)]
+        elif key == "throughput_tokens_per_s_per_node":
+            pts = [(s, v * self.gpus_per_node) for s, v in self.raw_series(K_THROUGHPUT)]
+        elif key in ("step_time_s",):
+            pts = self.raw_series(K_STEP_TIME)
+        else:
+            pts = self.raw_series(key)
+        return downsample(pts, max_points)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able snapshot (``job.metrics`` in ``status --json``): numbers stay
+        numbers, unknown is null, NaN/inf are null."""
+        inds = self.indicators()
+        values = {i.name: i.value for i in inds}
+        d: dict[str, Any] = {
+            "step": self.last_step,
+            "total_steps": self.total_steps,
+            "steps_seen": len(self.steps),
+            "progress_pct": self.progress_pct(),
+            "last_checkpoint": self.last_checkpoint,
+            "elapsed_s": self.elapsed_s(),
+            "eta_s": self.eta_s(),
+            **values,
+            "reward_trend": self.trend(K_REWARD),
+            "mem_allocated_gib": self.latest(K_MEM_ALLOC)[0],
+            "mem_reserved_gib": self.latest(K_MEM_RESERVED)[0],
+            "validation": {k: v["value"] for k, v in self.validation().items()},
+            "flags": {i.name: i.flag for i in inds if i.range is not None},
+            "expected": {k: list(v) if v else None for k, v in self.expected.items()},
+            "gpus_per_node": self.gpus_per_node,
+        }
+        return json_safe(d)

@@ -1,0 +1,277 @@
+"""The simulated `mthreads-gmi`: what a sim node's card tool prints.
+
+It prints the real formats of Moore Threads' tool on an MTT S5000 node (gmi 2.4.1,
+driver 5.1.0-server; layouts from `samples/mthreads-gmi/01_*` and `09_*`), so that
+everything downstream (parsers, probes, status, the TUI) is exercised on the shapes a
+real cluster produces, not on a friendlier invention.
+
+It answers only the invocations the real tool has and the console uses:
+
+    mthreads-gmi                  the plain card table and the process table
+    mthreads-gmi -q --json        the JSON query (also `-q -j`, `--query --json`)
+    mthreads-gmi -h | --help      usage
+    mthreads-gmi -v | --version   version line
+
+Anything else gets a usage error on stdout (where the real tool prints its errors) and
+exit code 1. It never pretends to act on a card (the real top-level `-r` resets one).
+
+Honesty contract (the stand-in trainer relies on it): a card is idle (0 %, 0 MiB,
+~48 C, ~97 W) unless a simulated job uses it. A card is busy while the file
+
+    $RLCONSOLE_SIM_NODE_DIR/gpu-load/<index>.json
+
+exists with `{"pid": P, "util": 0-100, "mem_mib": N, "name": "process name"}` AND
+process P is alive (checked in the node's own PID namespace, where the tool runs). A
+dead writer's file is ignored, so a crashed job frees its cards as a real one does.
+
+Per-node settings come from `$RLCONSOLE_SIM_NODE_DIR/gmi.json`:
+`{"gpus": 8, "node_index": 0, "replay": null}`. With `replay` set (`sim up
+--replay-gpu FILE`), every invocation prints that file's content verbatim instead, so
+a user's "my cards don't parse" output can be reproduced in one command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GMI_VERSION = "2.4.1"
+DRIVER_VERSION = "5.1.0-server"
+MTBIOS_VERSION = "4.3.41"
+PRODUCT = "MTT S5000"
+MEM_TOTAL_MIB = 81920
+POWER_LIMIT_W = 950.0
+_BUS = ["18", "3a", "4b", "5c", "9a", "ba", "ca", "da"]
+_RULE = "-" * 69
+_BOX = "+" + "-" * 67 + "+"
+
+
+@dataclass
+class CardLoad:
+    util: float = 0.0
+    mem_mib: float = 0.0
+    processes: list[tuple[int, str, float]] = field(default_factory=list)
+
+
+@dataclass
+class Card:
+    index: int
+    bus_id: str
+    uuid: str
+    serial: str
+    util: float
+    mem_used: float
+    temp: float
+    power: float
+    processes: list[tuple[int, str, float]]
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is dead for our purpose
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def read_loads(node_dir: Path, gpus: int) -> dict[int, CardLoad]:
+    """The live `gpu-load/<index>.json` files of this node (see the module doc)."""
+    loads: dict[int, CardLoad] = {}
+    d = node_dir / "gpu-load"
+    if not d.is_dir():
+        return loads
+    for f in d.glob("*.json"):
+        try:
+            idx = int(f.stem)
+            data = json.loads(f.read_text())
+            pid = int(data["pid"])
+        except (ValueError, KeyError, TypeError, OSError):
+            continue
+        if not 0 <= idx < gpus or not _pid_alive(pid):
+            continue
+        util = max(0.0, min(100.0, float(data.get("util", 0) or 0)))
+        mem = max(0.0, min(float(MEM_TOTAL_MIB), float(data.get("mem_mib", 0) or 0)))
+        load = loads.setdefault(idx, CardLoad())
+        load.util = max(load.util, util)
+        load.mem_mib = min(float(MEM_TOTAL_MIB), load.mem_mib + mem)
+        load.processes.append((pid, str(data.get("name") or "python3"), mem))
+    return loads
+
+
+def cards(node_index: int, gpus: int, loads: dict[int, CardLoad]) -> list[Card]:
+    """Card values: fixed per-card idle figures (like real idle cards, a degree or a
+    watt apart) plus what the live loads add."""
+    out = []
+    for i in range(gpus):
+        load = loads.get(i, CardLoad())
+        bus = _BUS[i % len(_BUS)] if gpus <= len(_BUS) else f"{(0x18 + i * 0x11) % 256:02x}"
+        idle_temp = 48 + ((node_index * 7 + i * 5) % 3)
+        idle_power = 96.5 + ((node_index * 13 + i * 5) % 10) / 10
+        out.append(Card(
+            index=i,
+            bus_id=f"00000000:{bus}:00.0",
+            uuid=str(uuid.uuid5(uuid.NAMESPACE_OID, f"rlconsole-sim/{node_index}/{i}")),
+            serial=f"MY10YL225BF{node_index % 100:02d}{i:03d}",
+            util=load.util,
+            mem_used=load.mem_mib,
+            temp=idle_temp + round(load.util * 0.32),
+            power=idle_power + load.util * 5.5,
+            processes=load.processes,
+        ))
+    return out
+
+
+def _timestamp(now: float | None = None) -> str:
+    return time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now))
+
+
+def _num(v: float) -> str:
+    return f"{int(v)}" if float(v).is_integer() else f"{v:g}"
+
+
+def render_plain(cs: list[Card], now: float | None = None) -> str:
+    """Bare `mthreads-gmi` (gmi 2.4.1 on S5000: with the ECC Mode row)."""
+    lines = [
+        _timestamp(now),
+        _RULE,
+        f"    mthreads-gmi:{GMI_VERSION}           Driver Version:{DRIVER_VERSION}",
+        _RULE,
+        "ID   Name                 |PCIe                |%GPU  Mem",
+        "     Device Type   Perf   |Pcie Lane Width     |Temp  MPC Capable",
+        "                                               |      ECC Mode",
+    ]
+    for c in cs:
+        lines.append(_BOX)
+        mem = f"{_num(c.mem_used)}MiB({MEM_TOTAL_MIB}MiB)"
+        lines.append(f"{c.index:<5}{PRODUCT:<21}|{c.bus_id:<20}|{_num(c.util) + '%':<6}{mem}")
+        lines.append(f"     {'Physical':<14}{'P0':<7}|{'16x(16x)':<20}|{_num(c.temp) + 'C':<6}YES")
+        lines.append(" " * 47 + "|      On-die, EDC")
+    lines += [_RULE, "", _RULE, "Processes:",
+              "ID   PID           Process name                           GPU Memory",
+              "                                                               Usage",
+              _BOX]
+    procs = [(c.index, p) for c in cs for p in c.processes]
+    if not procs:
+        lines.append("   No running processes found")
+    for idx, (pid, name, mem) in procs:
+        lines.append(f"{idx:<5}{pid:<14}{name:<39}{_num(mem)}MiB")
+    lines.append(_RULE)
+    return "\n".join(lines) + "\n"
+
+
+def render_json(cs: list[Card], now: float | None = None) -> str:
+    """`mthreads-gmi -q --json`: values carry units, "Power Draw " has a trailing
+    space, the driver version is top-level (as in the real tool)."""
+    gpus: list[dict[str, Any]] = []
+    for c in cs:
+        bus = c.bus_id.split(":")[1]
+        gpus.append({
+            "Index": str(c.index),
+            "Product Name": PRODUCT,
+            "Product Brand": "MTT",
+            "GPU UUID": c.uuid,
+            "Serial Number": c.serial,
+            "MTBios Version": MTBIOS_VERSION,
+            "PCI": {
+                "Bus": f"0x{bus.upper()}",
+                "Bus ID": c.bus_id,
+                "Vendor ID": "0x1ED5",
+                "Device ID": "0x0400",
+                "GPU Link Info": {
+                    "PCIe Generation": {"Max": "5", "Current": "5"},
+                    "Link Width": {"Max": "16x", "Current": "16x"},
+                },
+            },
+            "FB Memory Usage": {
+                "Total": f"{MEM_TOTAL_MIB}MiB",
+                "Used": f"{_num(c.mem_used)}MiB",
+                "Free": f"{_num(MEM_TOTAL_MIB - c.mem_used)}MiB",
+            },
+            "Utilization": {
+                "Gpu": f"{_num(c.util)}%",
+                "Memory": f"{round(100 * c.mem_used / MEM_TOTAL_MIB)}%",
+            },
+            "Temperature": {"GPU Current Temp": f"{_num(c.temp)}C"},
+            "Power Readings": {
+                "Power Draw ": f"{c.power:.2f}W",
+                "Current Power Limit": f"{POWER_LIMIT_W:.2f}W",
+            },
+            "Clocks": {"Graphics": "1600MHz" if c.util else "400MHz", "Memory": "3200MHz"},
+            "ECC Mode": {"Current": "On-die, EDC"},
+        })
+    doc = {
+        "Timestamp": _timestamp(now),
+        "Driver Version": DRIVER_VERSION,
+        "Attached GPUs": str(len(cs)),
+        "GPU": gpus,
+    }
+    return json.dumps(doc, indent=4) + "\n"
+
+
+USAGE = f"""mthreads-gmi version: {GMI_VERSION}
+
+Usage: mthreads-gmi [OPTION]...
+
+    -h, --help          Print usage information and exit.
+    -v, --version       Print the version and exit.
+    -q, --query         Display GPU information.
+    -j, --json          Use with -q: print the query as JSON.
+"""
+
+
+def main(argv: list[str] | None = None, node_dir: str | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    nd = Path(node_dir or os.environ.get("RLCONSOLE_SIM_NODE_DIR") or ".")
+    try:
+        cfg = json.loads((nd / "gmi.json").read_text())
+    except (OSError, ValueError):
+        cfg = {}
+    replay = cfg.get("replay")
+    if replay:
+        try:
+            sys.stdout.write(Path(replay).read_text(errors="replace"))
+        except OSError as exc:
+            sys.stdout.write(f"Failed to read replay file {replay}: {exc.strerror}\n")
+            return 1
+        return 0
+    gpus = int(cfg.get("gpus", 8))
+    node_index = int(cfg.get("node_index", 0))
+    if argv in (["-h"], ["--help"]):
+        sys.stdout.write(USAGE)
+        return 0
+    if argv in (["-v"], ["--version"]):
+        sys.stdout.write(f"mthreads-gmi version: {GMI_VERSION}\n")
+        return 0
+    cs = cards(node_index, gpus, read_loads(nd, gpus))
+    if not argv:
+        sys.stdout.write(render_plain(cs))
+        return 0
+    if sorted(argv) in (sorted(["-q", "--json"]), sorted(["-q", "-j"]), sorted(["--query", "--json"]),
+                        sorted(["--query", "-j"])):
+        sys.stdout.write(render_json(cs))
+        return 0
+    bad = next((a for a in argv if a not in ("-q", "--query", "-j", "--json")), None)
+    if bad is not None:
+        sys.stdout.write(f"Invalid option: {bad}\n")
+    else:
+        sys.stdout.write("Invalid combination of input arguments.\n")
+    sys.stdout.write("Please run 'mthreads-gmi -h' for help.\n")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

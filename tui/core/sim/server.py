@@ -1,0 +1,253 @@
+"""One simulated node's SSH server: a real SSH peer (asyncssh) running commands in a
+real `/bin/sh`.
+
+Why it is built this way (LAB.md):
+
+* An in-process asyncssh server is a genuine SSH endpoint: host key, public-key auth,
+  exec channels, signals, direct-tcpip forwarding. The console's SSH layer is tested
+  against it exactly as against OpenSSH.
+* Output is moved by explicit read/write pumps and the channel is finished with
+  `process.exit(rc)`; `process.redirect()` hung OpenSSH ControlMaster clients.
+* When the client goes away (closed channel, timeout, Ctrl-C) before the command
+  ends, the command's whole process group is killed, or commands would leak. A
+  command that ended on its own may leave daemons behind on purpose (`ray start`),
+  like on a real host.
+* With `ns_pid`, each command enters that node's PID and mount namespace
+  (`nsenter --target PID --pid --mount`), so `ps`, `ray stop --force` and crashes stay
+  on that node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+log = logging.getLogger("rlconsole.sim")
+
+__all__ = ["SimNodeServer"]
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class _Server(asyncssh.SSHServer):
+    def __init__(self, owner: "SimNodeServer") -> None:
+        self._owner = owner
+        self._conn: asyncssh.SSHServerConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        self._conn = conn
+        self._owner._conns.add(conn)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._conn is not None:
+            self._owner._conns.discard(self._conn)
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def password_auth_supported(self) -> bool:
+        return False
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        return username == self._owner.user and key.public_data in self._owner._authorized
+
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
+        # Local port forwarding (the Ray dashboard): loopback destinations only.
+        return dest_host in ("localhost",) or dest_host.startswith("127.")
+
+    def server_requested(self, listen_host: str, listen_port: int) -> bool:
+        return False
+
+
+class SimNodeServer:
+    """An SSH server for one simulated node.
+
+    `authorized_keys`: OpenSSH public key lines (or paths to .pub files) accepted for
+    `user`. `env` is the whole environment commands get. `port=0` picks a free port
+    (read `port` after `start()`); a restart reuses the port it got.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        host_key: str | Path | asyncssh.SSHKey,
+        authorized_keys: list[str | Path],
+        env: dict[str, str] | None = None,
+        port: int = 0,
+        user: str | None = None,
+        cwd: str | None = None,
+        ns_pid: int | None = None,
+    ) -> None:
+        self.name = name
+        self.address = address
+        self.port = port
+        self.user = user or getpass.getuser()
+        self.env = dict(env if env is not None else os.environ)
+        self.cwd = cwd or self.env.get("HOME") or "/"
+        self.ns_pid = ns_pid
+        self._host_key = host_key if isinstance(host_key, asyncssh.SSHKey) else asyncssh.read_private_key(str(host_key))
+        self._authorized: set[bytes] = set()
+        for k in authorized_keys:
+            text = Path(k).read_text() if isinstance(k, Path) or (isinstance(k, str) and os.path.isfile(k)) else str(k)
+            for line in text.splitlines():
+                if line.strip() and not line.startswith("#"):
+                    self._authorized.add(asyncssh.import_public_key(line).public_data)
+        self._acceptor: Any = None
+        self._conns: set[asyncssh.SSHServerConnection] = set()
+        self._pgids: set[int] = set()
+        self.active = 0
+        self.max_active = 0
+        self.commands = 0
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @property
+    def running(self) -> bool:
+        return self._acceptor is not None
+
+    async def start(self) -> int:
+        """Listen; returns the port."""
+        if self._acceptor is not None:
+            return self.port
+        self._acceptor = await asyncssh.listen(
+            host=self.address,
+            port=self.port,
+            server_host_keys=[self._host_key],
+            server_factory=lambda: _Server(self),
+            process_factory=self._handle,
+            encoding=None,
+            line_editor=False,
+            allow_pty=False,
+            x11_forwarding=False,
+            agent_forwarding=False,
+            reuse_address=True,
+            keepalive_interval=0,
+        )
+        self.port = self._acceptor.get_port()
+        log.info("%s: sshd on %s:%s", self.name, self.address, self.port)
+        return self.port
+
+    async def stop(self, kill_commands: bool = True) -> None:
+        """Stop listening and drop every connection: what a client sees when the node's
+        sshd dies. Commands still running are killed (their channels are gone)."""
+        acceptor, self._acceptor = self._acceptor, None
+        if acceptor is not None:
+            acceptor.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(acceptor.wait_closed(), 2)
+        for conn in list(self._conns):
+            conn.abort()
+        self._conns.clear()
+        if kill_commands:
+            for pgid in list(self._pgids):
+                _killpg(pgid, signal.SIGKILL)
+
+    # ---------------------------------------------------------------- commands
+
+    def argv(self, command: str | None) -> list[str]:
+        sh = ["/bin/sh", "-c", command] if command is not None else ["/bin/sh"]
+        if self.ns_pid:
+            return ["nsenter", f"--target={self.ns_pid}", "--pid", "--mount", f"--wd={self.cwd}", "--", *sh]
+        return sh
+
+    async def _handle(self, process: asyncssh.SSHServerProcess) -> None:
+        self.commands += 1
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv(process.command),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            process.stderr.write(f"sh: cannot start: {exc}\n".encode())
+            process.exit(127)
+            return
+        pgid = proc.pid
+        self._pgids.add(pgid)
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        assert proc.stdin and proc.stdout and proc.stderr
+
+        async def pump_out(src: asyncio.StreamReader, dst: Any) -> None:
+            with contextlib.suppress(Exception):
+                while True:
+                    chunk = await src.read(65536)
+                    if not chunk:
+                        break
+                    dst.write(chunk)
+
+        async def pump_in() -> None:
+            while True:
+                try:
+                    data = await process.stdin.read(65536)
+                except asyncssh.SignalReceived as exc:
+                    sig = getattr(signal, f"SIG{exc.signal}", None) if isinstance(exc.signal, str) else exc.signal
+                    if sig:
+                        _killpg(pgid, int(sig))
+                    continue
+                except (asyncssh.BreakReceived, asyncssh.TerminalSizeChanged):
+                    continue
+                except Exception:  # noqa: BLE001 - channel gone
+                    break
+                if not data:
+                    break
+                try:
+                    proc.stdin.write(data)
+                    await proc.stdin.drain()
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+            with contextlib.suppress(Exception):
+                proc.stdin.close()
+
+        out_t = asyncio.ensure_future(pump_out(proc.stdout, process.stdout))
+        err_t = asyncio.ensure_future(pump_out(proc.stderr, process.stderr))
+        in_t = asyncio.ensure_future(pump_in())
+        wait_t = asyncio.ensure_future(proc.wait())
+        closed_t = asyncio.ensure_future(process.channel.wait_closed())
+        try:
+            await asyncio.wait({wait_t, closed_t}, return_when=asyncio.FIRST_COMPLETED)
+            if not wait_t.done():
+                # The client went away first: end the command and everything it started.
+                _killpg(pgid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(asyncio.shield(wait_t), 1.0)
+                except asyncio.TimeoutError:
+                    _killpg(pgid, signal.SIGKILL)
+                    await wait_t
+                return
+            # Finished: collect what is left in the pipes. Daemons it started (ray)
+            # may hold them open forever, so stop after a short grace.
+            await asyncio.wait({out_t, err_t}, timeout=2.0)
+            rc = proc.returncode if proc.returncode is not None else 255
+            if rc < 0:
+                rc = 128 - rc
+            with contextlib.suppress(Exception):
+                process.exit(rc)
+        except asyncio.CancelledError:
+            _killpg(pgid, signal.SIGKILL)
+            raise
+        finally:
+            for t in (out_t, err_t, in_t, closed_t):
+                if not t.done():
+                    t.cancel()
+            self._pgids.discard(pgid)
+            self.active -= 1

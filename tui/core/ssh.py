@@ -1,0 +1,632 @@
+"""The SSH layer: one persistent asyncssh connection per node.
+
+Why this shape (LAB.md has the measurements):
+
+* A fresh `ssh` process per command costs ~200 ms; one asyncssh connection runs a
+  command in ~3 ms. Everything the console does to a node (probes, actions, log
+  streams, the Ray dashboard port forward) therefore goes through one long-lived
+  `NodeSession`, which reconnects by itself with capped exponential backoff.
+* A dead link can hang a read forever: connections get a connect timeout and
+  keepalives, and a dropped connection turns the node "down" (with the reason) at once
+  while the other nodes keep working. When the node answers again it is picked up
+  without user action.
+* OpenSSH refuses more than `MaxSessions` (10) channels per connection, so a
+  semaphore caps concurrent channels at `profile.ssh.max_channels`.
+* A command the console stops waiting for (timeout, cancellation, a closed stream) is
+  ended on the node: the channel gets a TERM signal and is closed. Nothing is left
+  running because the console lost interest in it.
+* Host keys are always verified, against `profile.ssh.known_hosts` or
+  `~/.ssh/known_hosts`. An unknown or changed key makes the node "down" with a message
+  saying what to do; there is no switch that turns verification off.
+
+Every remote command is logged on the "rlconsole.ssh" logger (an audit trail), with
+the values of variables named like secrets (TOKEN, SECRET, PASSWORD, KEY) masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+
+import asyncssh
+
+from .errors import RlconsoleError
+from .profile import Container, Node, Profile, SshSettings
+
+log = logging.getLogger("rlconsole.ssh")
+
+__all__ = [
+    "CommandFailed",
+    "CommandTimeout",
+    "NodeDown",
+    "NodeSession",
+    "Result",
+    "SessionPool",
+    "SshError",
+    "mask_secrets",
+    "wrap_command",
+]
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Result:
+    """What a remote command did. `rc` is -1 when the command ended without an exit
+    status (killed by a signal, `signal` then names it)."""
+
+    rc: int
+    stdout: str
+    stderr: str
+    signal: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    @property
+    def output(self) -> str:
+        """stdout then stderr: what a person would have seen in a terminal."""
+        if self.stdout and self.stderr and not self.stdout.endswith("\n"):
+            return self.stdout + "\n" + self.stderr
+        return self.stdout + self.stderr
+
+
+class SshError(RlconsoleError):
+    """An SSH-level failure on one node (not a command's non-zero exit)."""
+
+    def __init__(self, node: str, message: str) -> None:
+        self.node = node
+        self.message = message
+        super().__init__(f"{node}: {message}")
+
+
+class NodeDown(SshError):
+    """The node's connection is down; `message` says why (and what to do)."""
+
+
+class CommandTimeout(SshError, TimeoutError):
+    """A command ran longer than its timeout; it was ended on the node. `result`
+    holds whatever it printed before that."""
+
+    def __init__(self, node: str, command: str, timeout: float, result: Result) -> None:
+        self.command = command
+        self.timeout = timeout
+        self.result = result
+        super().__init__(node, f"command timed out after {timeout:g}s and was stopped: {_short(command)}")
+
+
+class CommandFailed(SshError):
+    """`check=True` and the command exited non-zero."""
+
+    def __init__(self, node: str, command: str, result: Result) -> None:
+        self.command = command
+        self.result = result
+        tail = " ".join(result.output.strip().splitlines()[-3:])
+        super().__init__(node, f"exit code {result.rc}: {_short(command)}" + (f" -- {tail}" if tail else ""))
+
+
+def _short(cmd: str, limit: int = 120) -> str:
+    cmd = mask_secrets(" ".join(cmd.split()))
+    return cmd if len(cmd) <= limit else cmd[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- helpers
+
+_SECRET_NAME = r"[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|KEY)[A-Za-z0-9_]*"
+_SECRET_RE = re.compile(rf"(?i)(\b{_SECRET_NAME}=)('[^']*'|\"[^\"]*\"|\S+)")
+
+
+def mask_secrets(text: str) -> str:
+    """Hide the values of `NAME=value` pairs whose NAME looks like a secret, so the
+    audit log can be kept and shared."""
+    return _SECRET_RE.sub(lambda m: m.group(1) + "***", text)
+
+
+def _is_secret(name: str) -> bool:
+    return re.fullmatch(_SECRET_NAME, name, re.IGNORECASE) is not None
+
+
+def wrap_command(
+    cmd: str | Sequence[str],
+    container: Container | None = None,
+    in_container: bool = False,
+    env: dict[str, str] | None = None,
+) -> str:
+    """The command line the node's login shell gets.
+
+    A list is an argv and is quoted with `shlex.join`; a string is shell text and is
+    passed as it is. `in_container=True` sends it into the profile's container: with
+    `access: docker-exec` as `<docker> exec [-e K=V] NAME sh -c CMD` on the host, with
+    `access: direct` (the SSH endpoint already is the container) unchanged. `env` is
+    given to the command (`docker exec -e` or `env K=V sh -c`)."""
+    text = shlex.join(list(cmd)) if not isinstance(cmd, str) else cmd
+    env = dict(env or {})
+    if in_container and container is not None and container.access == "docker-exec":
+        argv = [*container.docker, "exec"]
+        for k, v in env.items():
+            argv += ["-e", f"{k}={v}"]
+        argv += [container.name, "sh", "-c", text]
+        return shlex.join(argv)
+    if env:
+        return shlex.join(["env", *[f"{k}={v}" for k, v in env.items()], "sh", "-c", text])
+    return text
+
+
+def _parse_jump(spec: str) -> tuple[str | None, str, int]:
+    """`[user@]host[:port]` -> (user, host, port)."""
+    user = None
+    if "@" in spec:
+        user, spec = spec.rsplit("@", 1)
+    port = 22
+    if spec.startswith("[") and "]" in spec:
+        host, _, rest = spec[1:].partition("]")
+        if rest.startswith(":"):
+            port = int(rest[1:])
+    elif spec.count(":") == 1:
+        host, p = spec.split(":")
+        port = int(p)
+    else:
+        host = spec
+    return user, host, port
+
+
+def default_known_hosts() -> list[str]:
+    """The files OpenSSH would read. Passed explicitly to asyncssh: left to itself it
+    disables verification when `~/.ssh/config` says `UserKnownHostsFile none`."""
+    files = [os.path.expanduser("~/.ssh/known_hosts"), "/etc/ssh/ssh_known_hosts"]
+    return [f for f in files if os.path.isfile(f)]
+
+
+def host_key_message(host: str, port: int, known_hosts: Sequence[str], peer_addr: str | None = None) -> str:
+    """Why a host key was refused, and what to do about it: an unknown key (add it
+    after verifying it) reads differently from a changed key (possible attack)."""
+    shown = ", ".join(known_hosts) if known_hosts else "~/.ssh/known_hosts (missing)"
+    target = known_hosts[0] if known_hosts else os.path.expanduser("~/.ssh/known_hosts")
+    pattern = f"[{host}]:{port}" if port != 22 else host
+    known = False
+    for f in known_hosts:
+        try:
+            kh = asyncssh.read_known_hosts(f)
+            keys = kh.match(host, peer_addr or host, port if port != 22 else None)
+        except (OSError, ValueError, asyncssh.KeyImportError):
+            continue
+        if keys[0] or keys[1]:
+            known = True
+            break
+    keyscan = f"ssh-keyscan -p {port} {host}" if port != 22 else f"ssh-keyscan {host}"
+    if known:
+        return (f"host key for {host}:{port} does NOT match known_hosts {shown}: the node was "
+                f"reinstalled, or someone is intercepting the connection. Verify the new key "
+                f"with the node's administrator, then replace the old entry: "
+                f"ssh-keygen -f {target} -R '{pattern}' && {keyscan} >> {target}")
+    return (f"host key for {host}:{port} not in known_hosts {shown}: verify it (compare its "
+            f"fingerprint with the node's `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`) "
+            f"and add it with: {keyscan} >> {target}")
+
+
+def _describe_connect_error(exc: BaseException, node: Node, settings: SshSettings) -> str:
+    ep = node.ssh
+    where = f"{ep.host}:{ep.port}"
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        files = [settings.known_hosts] if settings.known_hosts else default_known_hosts()
+        return host_key_message(ep.host, ep.port, files)
+    if isinstance(exc, asyncssh.PermissionDenied):
+        keys = ", ".join(ep.identity) if ep.identity else "the agent and ~/.ssh/id_*"
+        return f"authentication failed as {ep.user or 'the local user'} on {where} (keys tried: {keys})"
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return f"no answer from {where} within {settings.connect_timeout_s:g}s (connect timeout)"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"connection refused by {where} (no SSH server listening?)"
+    if isinstance(exc, asyncssh.DisconnectError):
+        return f"{where} disconnected: {exc.reason or exc}"
+    if isinstance(exc, OSError):
+        return f"cannot connect to {where}: {exc.strerror or exc}"
+    return f"cannot connect to {where}: {exc}"
+
+
+class _Client(asyncssh.SSHClient):
+    """Records why a connection ended, for the "down" reason."""
+
+    def __init__(self, session: "NodeSession") -> None:
+        self._session = session
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._session._lost_reason = f"connection lost: {exc}" if exc else "connection closed by the node"
+
+
+# --------------------------------------------------------------------------- session
+
+StateCallback = Callable[["NodeSession"], None]
+
+
+class NodeSession:
+    """One node's persistent SSH connection, kept up by a background task.
+
+    `state` is "connecting" (first attempt under way), "connected", "down" (with
+    `reason`) or "closed". Subscribers (`on_state_change`) are called on every change,
+    from the event loop, so a monitor can mark the node down at once instead of
+    waiting for a command to fail.
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        settings: SshSettings | None = None,
+        container: Container | None = None,
+        *,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        keepalive_count_max: int = 3,
+    ) -> None:
+        self.node = node
+        self.name = node.name
+        self.settings = settings or SshSettings()
+        self.container = container
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.keepalive_count_max = keepalive_count_max
+        self.state = "connecting"
+        self.reason: str | None = None
+        self.changed_at = time.time()
+        self.connects = 0  # successful connections so far (a reconnect bumps it)
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._tunnel: asyncssh.SSHClientConnection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._kick = asyncio.Event()
+        self._first_attempt = asyncio.Event()
+        self._sem = asyncio.Semaphore(self.settings.max_channels)
+        self._callbacks: list[StateCallback] = []
+        self._lost_reason: str | None = None
+        self._forwards: dict[tuple[str, int], tuple[int, Any]] = {}
+
+    # ----------------------------------------------------------------- lifecycle
+
+    @property
+    def connected(self) -> bool:
+        return self.state == "connected" and self._conn is not None
+
+    def on_state_change(self, callback: StateCallback) -> None:
+        self._callbacks.append(callback)
+
+    def start(self) -> None:
+        """Start the background task that connects and keeps reconnecting."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._maintain(), name=f"ssh-{self.name}")
+
+    async def wait_connected(self, timeout: float | None = None) -> bool:
+        """Wait for the first connection attempt and, if it failed, up to the rest of
+        `timeout` for a reconnect. True when connected."""
+        self.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._first_attempt.wait(), timeout)
+        while not self.connected and self.state != "closed":
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.05)
+        return self.connected
+
+    async def _wait_first_attempt(self) -> None:
+        self.start()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._first_attempt.wait(), self.settings.connect_timeout_s + 1)
+
+    def reconnect_now(self) -> None:
+        """Skip the rest of the backoff (e.g. the user pressed refresh)."""
+        self._kick.set()
+
+    def drop(self, reason: str = "connection dropped by the console") -> None:
+        """Abort the current connection (a liveness check found it dead); the
+        background task reconnects."""
+        self._lost_reason = reason
+        if self._conn is not None:
+            self._conn.abort()
+
+    async def close(self) -> None:
+        """Close the connection and stop reconnecting."""
+        self._set_state("closed", None)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        await self._close_conn()
+
+    async def _close_conn(self) -> None:
+        conn, self._conn = self._conn, None
+        tunnel, self._tunnel = self._tunnel, None
+        self._forwards.clear()
+        for c in (conn, tunnel):
+            if c is not None:
+                c.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(c.wait_closed(), 2)
+
+    def _set_state(self, state: str, reason: str | None) -> None:
+        if state == self.state and reason == self.reason:
+            return
+        if self.state == "closed" and state != "closed":
+            return
+        self.state, self.reason, self.changed_at = state, reason, time.time()
+        if state == "down":
+            log.warning("%s: down: %s", self.name, reason)
+        elif state == "connected":
+            log.info("%s: connected to %s:%s", self.name, self.node.ssh.host, self.node.ssh.port)
+        for cb in list(self._callbacks):
+            try:
+                cb(self)
+            except Exception:  # noqa: BLE001 - a subscriber's bug must not kill SSH
+                log.exception("%s: state callback failed", self.name)
+
+    def _known_hosts(self) -> list[str] | bytes:
+        if self.settings.known_hosts:
+            return [self.settings.known_hosts]
+        return default_known_hosts() or b""  # empty: every host key is refused
+
+    def _options(self, host: str, port: int, user: str | None) -> dict[str, Any]:
+        opts: dict[str, Any] = dict(
+            host=host,
+            port=port,
+            known_hosts=self._known_hosts(),
+            connect_timeout=self.settings.connect_timeout_s,
+            keepalive_interval=self.settings.keepalive_interval_s,
+            keepalive_count_max=self.keepalive_count_max,
+        )
+        if self.settings.config:
+            opts["config"] = [self.settings.config]
+        if user:
+            opts["username"] = user
+        if self.node.ssh.identity:
+            opts["client_keys"] = list(self.node.ssh.identity)
+        return opts
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        ep = self.node.ssh
+        tunnel = None
+        if ep.jump_host:
+            juser, jhost, jport = _parse_jump(ep.jump_host)
+            tunnel = await asyncssh.connect(**self._options(jhost, jport, juser or ep.user))
+        try:
+            opts = self._options(ep.host, ep.port, ep.user)
+            if tunnel is not None:
+                opts["tunnel"] = tunnel
+            conn = await asyncssh.connect(client_factory=lambda: _Client(self), **opts)
+        except BaseException:
+            if tunnel is not None:
+                tunnel.close()
+            raise
+        self._tunnel = tunnel
+        return conn
+
+    async def _maintain(self) -> None:
+        attempt = 0
+        while self.state != "closed":
+            try:
+                conn = await self._connect()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure is a "down" reason
+                self._set_state("down", _describe_connect_error(exc, self.node, self.settings))
+            else:
+                attempt = 0
+                self._conn = conn
+                self._lost_reason = None
+                self.connects += 1
+                self._set_state("connected", None)
+                self._first_attempt.set()
+                await conn.wait_closed()
+                self._conn = None
+                self._forwards.clear()
+                if self._tunnel is not None:
+                    self._tunnel.close()
+                    self._tunnel = None
+                if self.state == "closed":
+                    return
+                self._set_state("down", self._lost_reason or "connection closed")
+            self._first_attempt.set()
+            delay = min(self.backoff_initial_s * (2 ** attempt), self.backoff_max_s)
+            attempt += 1
+            self._kick.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), delay)
+
+    async def _require_conn(self) -> asyncssh.SSHClientConnection:
+        if self.state == "connecting":
+            await self._wait_first_attempt()
+        conn = self._conn
+        if conn is None or self.state != "connected":
+            raise NodeDown(self.name, self.reason or self.state)
+        return conn
+
+    # ----------------------------------------------------------------- commands
+
+    def wrap(self, cmd: str | Sequence[str], container: bool = False, env: dict[str, str] | None = None) -> str:
+        return wrap_command(cmd, self.container, container, env)
+
+    def _audit(self, command: str, env: dict[str, str] | None) -> None:
+        if log.isEnabledFor(logging.INFO):
+            shown = mask_secrets(command)
+            if env:
+                for k, v in env.items():
+                    if _is_secret(k) and v:
+                        shown = shown.replace(v, "***")
+            log.info("%s $ %s", self.name, shown)
+
+    @staticmethod
+    def _end(proc: Any) -> None:
+        """End a remote command we stopped waiting for: TERM, then close the channel
+        (OpenSSH and the sim server both kill the command when the channel goes)."""
+        with contextlib.suppress(Exception):
+            proc.send_signal("TERM")
+        with contextlib.suppress(Exception):
+            proc.close()
+
+    async def run(
+        self,
+        cmd: str | Sequence[str],
+        timeout: float | None = None,
+        check: bool = False,
+        container: bool = False,
+        env: dict[str, str] | None = None,
+        input: str | None = None,
+    ) -> Result:
+        """Run one command and return its Result.
+
+        `timeout` defaults to `profile.ssh.command_timeout_s`; 0 means no timeout.
+        Raises NodeDown (not connected, or the connection dropped mid-command),
+        CommandTimeout (the command was ended on the node), CommandFailed (`check`
+        and a non-zero exit)."""
+        command = self.wrap(cmd, container, env)
+        if timeout is None:
+            timeout = self.settings.command_timeout_s
+        conn = await self._require_conn()
+        self._audit(command, env)
+        async with self._sem:
+            t0 = time.monotonic()
+            try:
+                proc = await conn.create_process(command, encoding="utf-8", errors="replace")
+            except (asyncssh.ChannelOpenError, asyncssh.DisconnectError, OSError) as exc:
+                raise NodeDown(self.name, self.reason or f"cannot open a channel: {exc}") from None
+            try:
+                if input is not None:
+                    proc.stdin.write(input)
+                proc.stdin.write_eof()
+                if timeout and timeout > 0:
+                    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+                else:
+                    out, err = await proc.communicate()
+            except asyncio.TimeoutError:
+                self._end(proc)
+                out, err = proc.collect_output()
+                res = Result(-1, out or "", err or "", "TERM", time.monotonic() - t0)
+                log.info("%s: timeout after %.1fs", self.name, res.duration_s)
+                raise CommandTimeout(self.name, command, timeout or 0, res) from None
+            except BaseException:
+                self._end(proc)
+                raise
+            dur = time.monotonic() - t0
+            if proc.exit_status is None and proc.exit_signal is None:
+                # The channel went away without an exit status: the connection dropped.
+                raise NodeDown(self.name, self._lost_reason or self.reason or "connection lost during a command")
+            rc = proc.exit_status if proc.exit_status is not None else -1
+            sig = proc.exit_signal[0] if proc.exit_signal else None
+            res = Result(rc, out or "", err or "", sig, dur)
+            log.debug("%s: rc=%s in %.3fs", self.name, rc, dur)
+            if check and rc != 0:
+                raise CommandFailed(self.name, command, res)
+            return res
+
+    async def stream(
+        self,
+        cmd: str | Sequence[str],
+        container: bool = False,
+        env: dict[str, str] | None = None,
+        merge_stderr: bool = True,
+        check: bool = False,
+    ) -> AsyncIterator[str]:
+        """Yield a long command's output line by line (without the newline).
+
+        Use it with `contextlib.aclosing` (or `async for` to the end): leaving the
+        loop ends the command on the node. stderr is merged into the lines unless
+        `merge_stderr=False` (then it is discarded). Raises NodeDown if the connection
+        drops, CommandFailed at the end if `check` and the exit code is not 0."""
+        command = self.wrap(cmd, container, env)
+        conn = await self._require_conn()
+        self._audit(command, env)
+        async with self._sem:
+            try:
+                proc = await conn.create_process(
+                    command, encoding="utf-8", errors="replace",
+                    stderr=asyncssh.STDOUT if merge_stderr else asyncssh.DEVNULL)
+            except (asyncssh.ChannelOpenError, asyncssh.DisconnectError, OSError) as exc:
+                raise NodeDown(self.name, self.reason or f"cannot open a channel: {exc}") from None
+            finished = False
+            try:
+                proc.stdin.write_eof()
+                while True:
+                    line = await proc.stdout.readline()
+                    if not line:
+                        break
+                    yield line.rstrip("\r\n")
+                await proc.wait_closed()
+                finished = True
+            finally:
+                if not finished:
+                    self._end(proc)
+            if proc.exit_status is None and proc.exit_signal is None:
+                raise NodeDown(self.name, self._lost_reason or self.reason or "connection lost during a command")
+            if check and proc.exit_status != 0:
+                raise CommandFailed(self.name, command, Result(proc.exit_status or -1, "", ""))
+
+    async def forward_local_port(self, remote_host: str, remote_port: int, local_port: int = 0) -> int:
+        """Forward a local loopback port to `remote_host:remote_port` as seen from the
+        node (e.g. the Ray dashboard on the head's loopback) and return the local
+        port. Reused while the connection lives; after a reconnect call it again."""
+        conn = await self._require_conn()
+        key = (remote_host, remote_port)
+        if key in self._forwards and self._forwards[key][1] is conn:
+            return self._forwards[key][0]
+        listener = await conn.forward_local_port("127.0.0.1", local_port, remote_host, remote_port)
+        port = listener.get_port()
+        self._forwards[key] = (port, conn)
+        log.info("%s: forward 127.0.0.1:%s -> %s:%s", self.name, port, remote_host, remote_port)
+        return port
+
+
+# --------------------------------------------------------------------------- pool
+
+
+class SessionPool:
+    """One NodeSession per node of a profile, opened concurrently."""
+
+    def __init__(self, profile: Profile, **session_kwargs: Any) -> None:
+        self.profile = profile
+        self.sessions: dict[str, NodeSession] = {
+            n.name: NodeSession(n, profile.ssh, profile.container, **session_kwargs) for n in profile.nodes
+        }
+
+    def __iter__(self) -> Iterable[NodeSession]:  # type: ignore[override]
+        return iter(self.sessions.values())
+
+    def session(self, node_name: str) -> NodeSession:
+        try:
+            return self.sessions[node_name]
+        except KeyError:
+            raise KeyError(f"no node named {node_name!r} in profile {self.profile.name}") from None
+
+    @property
+    def head(self) -> NodeSession:
+        return self.sessions[self.profile.head.name]
+
+    def start(self) -> None:
+        for s in self.sessions.values():
+            s.start()
+
+    async def open(self, timeout: float | None = None) -> dict[str, bool]:
+        """Start every session and wait (concurrently) for each first attempt.
+        Returns {node: connected}; nodes that failed keep retrying in the background."""
+        self.start()
+        t = timeout if timeout is not None else self.profile.ssh.connect_timeout_s + 1
+        names = list(self.sessions)
+        results = await asyncio.gather(*(self.sessions[n].wait_connected(t) for n in names))
+        return dict(zip(names, results))
+
+    async def close(self) -> None:
+        await asyncio.gather(*(s.close() for s in self.sessions.values()), return_exceptions=True)
+
+    async def __aenter__(self) -> "SessionPool":
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

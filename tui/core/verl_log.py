@@ -1,0 +1,369 @@
+"""Parse VeRL's console output: step metric lines, tqdm progress, total steps.
+
+VeRL's console logger prints one line per training step::
+
+    (TaskRunner pid=2016251) step:19 - actor/pg_loss:0.0195 - perf/mfu/actor:0.0426 - ...
+
+What arrives here has been through Ray's log forwarding and, often, a terminal or an
+issue tracker, so the parser must cope with:
+
+- the Ray prefix, ``(TaskRunner pid=N)`` today and ``(main_task pid=N)`` in early-2025
+  runs, possibly with ``, ip=...``, and ANSI colour codes around it;
+- Ray's de-duplication suffix ``[repeated 3x across cluster]``;
+- values printed as ``0.0195``, ``0.020`` (older runs: 3 decimals), ``3e-06``, ``nan``,
+  ``inf``, or numpy reprs ``np.float64(0.12)`` / ``np.int64(3)`` (pprint under numpy 2);
+- keys with ``/``, ``@``, ``-`` and ``_`` (``val-core/openai/gsm8k/reward/mean@1``);
+- lines cut short: a segment that is cut (no ``:``, an unclosed ``np.float64(``, an empty
+  value) is dropped and counted, the complete metrics before it are kept. When a line
+  was wrapped (a copy from a terminal or an issue), the next line continues it
+  (``...response_length/mean:235.7`` / ``8125 - response_length/max:...``):
+  `LogMetricsParser` joins such continuations and re-parses, so the value becomes
+  235.78125 rather than a silently wrong 235.7;
+- tqdm's ``Training Progress:  0%|   | 1/624 [10:00<103:53:21, 600.32s/it]``, several
+  of them joined by ``\\r`` on one physical line (the last one is the current state).
+
+Speed matters (a log of a long run is millions of lines, and it is re-read when the
+console attaches): lines are pre-filtered with substring tests that are much cheaper
+than any regex, and only candidate lines are parsed.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = [
+    "parse_step_line",
+    "parse_value",
+    "parse_tqdm",
+    "LogMetricsParser",
+    "TqdmProgress",
+    "strip_ansi",
+]
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]")
+# `step:N` as the first field of a step line: not part of a longer key such as
+# `training/global_step:19` or `timing_s/step:12.5`, and followed by ` - ` or the end.
+_STEP_RE = re.compile(r"(?<![\w/@.\-])step:\s*(-?\d+)(?:\s+-\s+|\s*$)")
+_TQDM_RE = re.compile(
+    r"Training Progress:\s*(\d+)%\|[^|\r\n]*\|\s*(\d+)/(\d+)\s*(?:\[([^\]\r\n]*)\])?"
+)
+_TOTAL_RE = re.compile(r"Total training steps:\s*(\d+)")
+_CKPT_RE = re.compile(r"global_step_(\d+)")
+# A line that is nothing but metric segments (a wrapped/cut piece of a step line).
+_FRAGMENT_RE = re.compile(r"\s*[\w./@\-]+:\S+ - \S")
+
+# Numeric wrappers whose inner text is the number (numpy 2 reprs, torch tensors).
+_WRAPPERS = frozenset(
+    f"{mod}.{t}"
+    for mod in ("np", "numpy")
+    for t in ("float64", "float32", "float16", "longdouble", "int64", "int32", "int16",
+              "int8", "uint64", "uint32", "uint16", "uint8", "intp", "float_", "int_")
+) | {"tensor", "float", "int"}
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI escape sequences (Ray colours its prefixes)."""
+    return _ANSI_RE.sub("", text) if "\x1b" in text else text
+
+
+def parse_value(text: str) -> float | None:
+    """A metric value as printed by VeRL, or None if it is not (or no longer) a number.
+
+    `np.float64(0.12)` and friends are unwrapped; an unclosed wrapper (a cut line) is
+    rejected rather than guessed.
+    """
+    if text.endswith(")"):
+        i = text.find("(")
+        if i <= 0 or text[:i] not in _WRAPPERS:
+            return None
+        text = text[i + 1:-1]
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _parse(line: str) -> tuple[int, dict[str, float], int, bool] | None:
+    """Core of `parse_step_line`: (step, metrics, bad segment count, last segment bad)."""
+    if "\x1b" in line:
+        line = _ANSI_RE.sub("", line)
+    m = _STEP_RE.search(line)
+    if m is None:
+        return None
+    step = int(m.group(1))
+    rest = line[m.end():]
+    if "[repeated" in rest:
+        rest = _REPEATED_RE.sub("", rest)
+    rest = rest.strip()
+    metrics: dict[str, float] = {}
+    if not rest:
+        return step, metrics, 0, False
+    bad = 0
+    last_bad = False
+    for seg in rest.split(" - "):
+        key, _, val = seg.rpartition(":")
+        last_bad = True
+        if not key or " " in key:
+            bad += 1
+            continue
+        try:
+            metrics[key] = float(val)
+        except ValueError:
+            num = parse_value(val.strip())
+            if num is None:
+                bad += 1
+                continue
+            metrics[key] = num
+        last_bad = False
+    return step, metrics, bad, last_bad
+
+
+def parse_step_line(line: str) -> tuple[int, dict[str, float]] | None:
+    """`(step, {key: value})` for a VeRL step line, else None. Never raises.
+
+    Segments that are not `key:number` (a cut last segment, a non-numeric value) are
+    dropped; the complete ones are kept.
+    """
+    if "step:" not in line:
+        return None
+    got = _parse(line)
+    if got is None:
+        return None
+    return got[0], got[1]
+
+
+_INTERVAL_RE = re.compile(r"^(?:(\d+)d\s*)?(?:(\d+):)?(\d+):(\d+)$")
+
+
+def _interval(text: str) -> float | None:
+    """tqdm's `MM:SS`, `H:MM:SS` (hours may exceed 24) or `Dd H:MM:SS`, in seconds."""
+    m = _INTERVAL_RE.match(text.strip())
+    if m is None:
+        return None
+    d, h, mi, s = m.groups()
+    return int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi) * 60 + int(s)
+
+
+@dataclass
+class TqdmProgress:
+    """The last `Training Progress` bar seen. `s_per_it` is tqdm's own estimate."""
+
+    n: int
+    total: int
+    percent: int
+    elapsed_s: float | None = None
+    remaining_s: float | None = None
+    s_per_it: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_tqdm(line: str) -> TqdmProgress | None:
+    """The last `Training Progress` bar on a line (bars redrawn with `\\r` pile up on
+    one physical line), else None."""
+    if "Training Progress" not in line:
+        return None
+    found = _TQDM_RE.findall(strip_ansi(line))
+    if not found:
+        return None
+    pct, n, total, bracket = found[-1]
+    prog = TqdmProgress(n=int(n), total=int(total), percent=int(pct))
+    if bracket:
+        times, _, rate = bracket.partition(",")
+        elapsed, _, remaining = times.partition("<")
+        prog.elapsed_s = _interval(elapsed)
+        prog.remaining_s = _interval(remaining) if remaining.strip() != "?" else None
+        rate = rate.strip()
+        try:
+            if rate.endswith("s/it"):
+                prog.s_per_it = float(rate[:-4])
+            elif rate.endswith("it/s"):
+                r = float(rate[:-4])
+                prog.s_per_it = 1.0 / r if r > 0 else None
+        except ValueError:
+            pass
+    return prog
+
+
+class LogMetricsParser:
+    """Accumulate what a VeRL driver log says, one line at a time.
+
+    `feed` takes complete lines; `feed_text` takes arbitrary chunks of a stream (it
+    keeps an unterminated tail until its newline arrives - a line being written must not
+    be parsed half-way) and `flush` processes that tail at end of input.
+
+    State: `steps` (step -> metrics, in order of first appearance; a step printed again
+    updates its metrics), `total_steps`, `progress` (last tqdm bar), `last_checkpoint`
+    (from `global_step_N` in checkpoint messages), `malformed` (step lines that lost a
+    segment, plus stray metric fragments that belong to no step line), `lines`.
+    `seen_at[step]` is the wall-clock time the step line was fed, for ETA from a live
+    stream (pass `clock=None` to disable).
+    """
+
+    def __init__(self, clock: Callable[[], float] | None = time.time) -> None:
+        self.steps: dict[int, dict[str, float]] = {}
+        self.total_steps: int | None = None
+        self.progress: TqdmProgress | None = None
+        self.last_checkpoint: int | None = None
+        self.malformed = 0
+        self.lines = 0
+        self.seen_at: dict[int, float] = {}
+        self._clock = clock
+        self._tail = ""
+        # The raw text of the last step line, kept until the next line shows whether it
+        # was wrapped; with its step, bad count and whether it counted as malformed.
+        self._pending: str | None = None
+        self._pending_step = 0
+        self._pending_bad = 0
+        self._pending_last_bad = False
+
+    # -- input --------------------------------------------------------------------------
+
+    def feed(self, line: str) -> int | None:
+        """Process one line; return the step number if it was a step line."""
+        self.lines += 1
+        if "\r" in line:
+            return self._parts(line)
+        return self._one(line.rstrip("\n"))
+
+    def feed_many(self, lines: Iterable[str]) -> int:
+        """Process many lines; return how many were step lines."""
+        n = 0
+        count = 0
+        one = self._one
+        for line in lines:
+            count += 1
+            if "\r" in line:
+                if self._parts(line) is not None:
+                    n += 1
+            elif one(line.rstrip("\n")) is not None:
+                n += 1
+        self.lines += count
+        return n
+
+    def _parts(self, line: str) -> int | None:
+        """A physical line holding several `\r`-separated redraws: each in turn."""
+        got = None
+        for part in line.split("\r"):
+            part = part.rstrip("\n")
+            if part.strip():
+                r = self._one(part)
+                got = r if r is not None else got
+        return got
+
+    def feed_text(self, chunk: str) -> int:
+        """Process a chunk of a stream; a trailing partial line waits for its end."""
+        if not chunk:
+            return 0
+        text = self._tail + chunk
+        lines = text.split("\n")
+        self._tail = lines.pop()
+        return self.feed_many(lines)
+
+    def flush(self) -> int:
+        """End of input: process a final line that had no newline."""
+        tail, self._tail = self._tail, ""
+        return self.feed_many([tail]) if tail else 0
+
+    # -- results ------------------------------------------------------------------------
+
+    @property
+    def last_step(self) -> int | None:
+        return max(self.steps) if self.steps else None
+
+    def rows(self) -> list[dict[str, Any]]:
+        """``[{"step": N, "metrics": {...}}]`` sorted by step (copies)."""
+        return [{"step": s, "metrics": dict(self.steps[s])} for s in sorted(self.steps)]
+
+    def summary(self) -> dict[str, Any]:
+        """Counters for status displays and tests."""
+        return {
+            "lines": self.lines,
+            "steps": len(self.steps),
+            "last_step": self.last_step,
+            "total_steps": self.total_steps,
+            "malformed": self.malformed,
+            "last_checkpoint": self.last_checkpoint,
+            "progress": self.progress.to_dict() if self.progress else None,
+        }
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _one(self, line: str) -> int | None:
+        if "\x1b" in line:
+            line = _ANSI_RE.sub("", line)
+        if self._pending is not None:
+            if self._continue(line):
+                return None
+            self._pending = None
+        if "step:" in line:
+            got = _parse(line)
+            if got is not None:
+                step, metrics, bad, last_bad = got
+                self._record(step, metrics)
+                if bad:
+                    self.malformed += 1
+                self._pending = line
+                self._pending_step = step
+                self._pending_bad = bad
+                self._pending_last_bad = last_bad
+                return step
+        if "Training Progress" in line:
+            prog = parse_tqdm(line)
+            if prog is not None:
+                self.progress = prog
+            return None
+        if "Total training steps" in line:
+            m = _TOTAL_RE.search(line)
+            if m:
+                self.total_steps = int(m.group(1))
+            return None
+        if "global_step_" in line and ("checkpoint" in line.lower()
+                                       or "local_global_step_folder" in line):
+            found = _CKPT_RE.findall(line)
+            if found:
+                self.last_checkpoint = int(found[-1])
+            return None
+        if " - " in line and _FRAGMENT_RE.match(line):
+            self.malformed += 1  # metrics with no step line to belong to
+        return None
+
+    def _record(self, step: int, metrics: dict[str, float]) -> None:
+        cur = self.steps.get(step)
+        if cur is None:
+            self.steps[step] = dict(metrics)
+            if self._clock is not None:
+                self.seen_at[step] = self._clock()
+        else:
+            cur.update(metrics)
+
+    def _continue(self, line: str) -> bool:
+        """Join `line` to the pending step line if it is the rest of a wrapped line."""
+        if not line or line[0] in " \t([" or "Training Progress" in line:
+            return False
+        if _STEP_RE.search(line):
+            return False
+        if " - " not in line and not self._pending_last_bad:
+            return False
+        assert self._pending is not None
+        joined = self._pending + line.rstrip()
+        got = _parse(joined)
+        if got is None:
+            return False
+        step, metrics, bad, last_bad = got
+        inner_bad = bad - (1 if last_bad else 0)
+        old_inner_bad = self._pending_bad - (1 if self._pending_last_bad else 0)
+        if step != self._pending_step or inner_bad > old_inner_bad:
+            return False
+        self._record(step, metrics)
+        self.malformed += (1 if bad else 0) - (1 if self._pending_bad else 0)
+        self._pending = joined
+        self._pending_bad = bad
+        self._pending_last_bad = last_bad
+        return True
