@@ -44,7 +44,7 @@ def test_static_opens_no_connection(monkeypatch: pytest.MonkeyPatch, capsys: pyt
 
 
 def _with(overrides: str) -> list:
-    text = GOOD.replace("    trainer:\n      nnodes: 2\n", overrides)
+    text = GOOD.replace("    trainer:\n      nnodes: 2\n      logger: [console, tensorboard]\n", overrides)
     text = text.replace("name: tiny\n", "name: tiny\nmodel: {num_layers: 36, max_position_embeddings: 4096}\n")
     return static_checks(load_profile_text(text, "x.yaml"))
 

@@ -41,7 +41,7 @@ _POWER_RE = re.compile(r"(?<![\w.:])(\d+(?:\.\d+)?)\s*W\b")
 _CARD_HEAD_RE = re.compile(r"^\s*(\d+)\s+(\S.*?)\s*$")
 _PROCESSES_RE = re.compile(r"^\s*\|?\s*Processes\s*:", re.IGNORECASE)
 _PROCESS_ROW_RE = re.compile(
-    r"^\s*(\d+)\s+(\d+)\s+(.*?)\s+"
+    r"^\s*(\d+)\s+(\d+)\s+(\S.*?)\s+"  # the name is never empty: "N/A" at the end of a cut row is it
     r"(\d+(?:\.\d+)?\s*[KMGT]?i?B|N/A|\[N/A\]|-|--|Not\s+Supported)\s*$",
     re.IGNORECASE,
 )
