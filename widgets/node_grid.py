@@ -19,7 +19,6 @@ from rich.text import Text
 from textual.app import ComposeResult, RenderResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.markup import escape
-from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -32,6 +31,7 @@ MEM_FULL_PCT = 95.0
 HISTORY = 60
 """Samples of utilisation kept per card for its sparkline (a minute or two)."""
 
+SPARK_BARS = "▁▂▃▄▅▆▇█"
 LOAD_CLASSES = ("-load-idle", "-load-low", "-load-mid", "-load-high")
 TROUBLE_CLASSES = ("-hot", "-memfull", "-unparsed", "-down", "-na")
 
@@ -157,19 +157,24 @@ class CardCell(Widget):
                 l2.append(temp, t_style)
             lines = [l1, l2]
         out = Text("\n").join(lines[:max(1, h)])
-        if h >= 3 and self.history and not self.node_down:
-            _, base = self.background_colors
-            lo = base + self.get_component_styles("cardcell--spark-min").color
-            hi = base + self.get_component_styles("cardcell--spark-max").color
-            # Fixed 0-100 scale: pad with the extremes' bounds out of view by using the
-            # data as is but anchoring min/max with a hidden copy would distort; the
-            # renderable scales to the data's own range, which shows the shape well.
-            spark = SparklineRenderable(list(self.history), width=w, height=1,
-                                        min_color=lo.rich_color, max_color=hi.rich_color)
-            from rich.console import Group
-
-            return Group(out, spark)
+        if h >= 3 and not self.node_down:
+            out.append("\n")
+            out.append_text(self._spark(w))
         return out
+
+    def _spark(self, width: int) -> Text:
+        """Utilisation history on a fixed 0-100 scale. Textual's Sparkline rescales to the
+        data's own min..max, which would draw a card steady at 99% like an idle one; here
+        the bar height is the utilisation itself, coloured min->max like Sparkline."""
+        _, base = self.background_colors
+        lo = base + self.get_component_styles("cardcell--spark-min").color
+        hi = base + self.get_component_styles("cardcell--spark-max").color
+        data = list(self.history)[-width:]
+        text = Text(" " * (width - len(data)))
+        for v in data:
+            f = min(1.0, max(0.0, v / 100.0))
+            text.append(SPARK_BARS[min(7, int(f * 8))], lo.blend(hi, f).rich_color)
+        return text
 
 
 class NodeHeader(Static):
@@ -248,7 +253,7 @@ class NodeGrid(VerticalScroll):
         super().__init__(**kw)
         self._rows: dict[str, NodeRow] = {}
 
-    def update_state(self, state: ClusterState) -> None:
+    async def update_state(self, state: ClusterState) -> None:
         """Apply one probe round. New nodes are mounted in one batch; existing rows update
         in place, so scrolling position and focus survive."""
         new_rows: list[NodeRow] = []
@@ -258,11 +263,8 @@ class NodeGrid(VerticalScroll):
                 self._rows[node.name] = row
                 new_rows.append(row)
         if new_rows:
-            self.mount_all(new_rows)
-            # Mounting is asynchronous: fill the rows once they exist.
-            self.call_after_refresh(self._apply, state)
-        else:
-            self._apply(state)
+            await self.mount_all(new_rows)
+        self._apply(state)
         up = sum(1 for n in state.nodes if n.reachable)
         cards = sum(len(n.gpus) for n in state.nodes)
         self.border_title = f"Nodes {up}/{len(state.nodes)} up · {cards} cards"

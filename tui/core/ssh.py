@@ -217,6 +217,8 @@ def host_key_message(host: str, port: int, known_hosts: Sequence[str], peer_addr
 def _describe_connect_error(exc: BaseException, node: Node, settings: SshSettings) -> str:
     ep = node.ssh
     where = f"{ep.host}:{ep.port}"
+    if isinstance(exc, _Refused):
+        return str(exc)
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         files = [settings.known_hosts] if settings.known_hosts else default_known_hosts()
         return host_key_message(ep.host, ep.port, files)
@@ -232,6 +234,10 @@ def _describe_connect_error(exc: BaseException, node: Node, settings: SshSetting
     if isinstance(exc, OSError):
         return f"cannot connect to {where}: {exc.strerror or exc}"
     return f"cannot connect to {where}: {exc}"
+
+
+class _Refused(Exception):
+    """A connection we refuse to try; the message is the whole reason."""
 
 
 class _Client(asyncssh.SSHClient):
@@ -316,10 +322,17 @@ class NodeSession:
             await asyncio.sleep(0.05)
         return self.connected
 
-    async def _wait_first_attempt(self) -> None:
+    async def wait_first_attempt(self, timeout: float | None = None) -> bool:
+        """Wait only for the outcome of the first connection attempt (a one-shot
+        `status` must not wait out the reconnect backoff). True when connected."""
         self.start()
+        if timeout is None:
+            timeout = self.settings.connect_timeout_s + 1
+        if self.settings.known_hosts is None and self.node.ssh.jump_host:
+            timeout *= 2
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._first_attempt.wait(), self.settings.connect_timeout_s + 1)
+            await asyncio.wait_for(self._first_attempt.wait(), timeout)
+        return self.connected
 
     def reconnect_now(self) -> None:
         """Skip the rest of the backoff (e.g. the user pressed refresh)."""
@@ -392,6 +405,13 @@ class NodeSession:
 
     async def _connect(self) -> asyncssh.SSHClientConnection:
         ep = self.node.ssh
+        kh = self.settings.known_hosts
+        if kh and not os.path.isfile(kh):
+            raise _Refused(f"known_hosts file {kh} does not exist: create it with the nodes' verified "
+                           f"keys, e.g. ssh-keyscan -p {ep.port} {ep.host} >> {kh}")
+        for ident in ep.identity:
+            if not os.path.isfile(ident):
+                raise _Refused(f"identity file {ident} not found (nodes[].ssh.identity / ssh.identity)")
         tunnel = None
         if ep.jump_host:
             juser, jhost, jport = _parse_jump(ep.jump_host)
@@ -442,7 +462,7 @@ class NodeSession:
 
     async def _require_conn(self) -> asyncssh.SSHClientConnection:
         if self.state == "connecting":
-            await self._wait_first_attempt()
+            await self.wait_first_attempt()
         conn = self._conn
         if conn is None or self.state != "connected":
             raise NodeDown(self.name, self.reason or self.state)

@@ -130,6 +130,7 @@ class JobState:
     total_steps: int | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     last_checkpoint: int | None = None
+    summary: dict[str, Any] = field(default_factory=dict)  # RunMetrics.summary(): derived figures, flags
 
 
 @dataclass

@@ -48,7 +48,7 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # `step:N` as the first field of a step line: not part of a longer key such as
 # `training/global_step:19` or `timing_s/step:12.5`, and followed by ` - ` or the end.
-_STEP_RE = re.compile(r"(?<![\w/@.\-])step:\s*(-?\d+)(?:\s+-\s+|\s*$)")
+_STEP_RE = re.compile(r"(?<![\w/@.\-])step:\s*(-?\d+)(?:\s+-(?:\s+|$)|\s*$)")
 _TQDM_RE = re.compile(
     r"Training Progress:\s*(\d+)%\|[^|\r\n]*\|\s*(\d+)/(\d+)\s*(?:\[([^\]\r\n]*)\])?"
 )
@@ -105,6 +105,9 @@ def _parse(line: str) -> tuple[int, dict[str, float], int, bool] | None:
         return step, metrics, 0, False
     bad = 0
     last_bad = False
+    cut_at_separator = rest.endswith(" -")
+    if cut_at_separator:  # the line stops right after a ` - `: what precedes is whole
+        rest = rest[:-2].rstrip()
     for seg in rest.split(" - "):
         key, _, val = seg.rpartition(":")
         last_bad = True
@@ -120,6 +123,9 @@ def _parse(line: str) -> tuple[int, dict[str, float], int, bool] | None:
                 continue
             metrics[key] = num
         last_bad = False
+    if cut_at_separator:
+        bad += 1
+        last_bad = True
     return step, metrics, bad, last_bad
 
 

@@ -18,6 +18,7 @@ reports the tool's message when there is one.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -204,20 +205,27 @@ def _parse_gmi_plain(text: str) -> GpuReport:
 # --------------------------------------------------------------------------- JSON
 
 
-def _norm(key: object) -> str:
+_NON_ALNUM = re.compile(r"[^a-z0-9]")
+
+
+@functools.lru_cache(maxsize=1024)
+def _norm(key: str) -> str:
     """Key normalisation: "Power Draw " -> "powerdraw", "GPU UUID" -> "gpuuuid"."""
-    return re.sub(r"[^a-z0-9]", "", str(key).casefold())
+    return _NON_ALNUM.sub("", key.casefold())
 
 
 def _get(mapping: object, *names: str) -> Any:
-    """Look a key up ignoring case, spaces and punctuation (the trailing-space key)."""
+    """Look a key up ignoring case, spaces and punctuation (the trailing-space key).
+    The first of `names` that is present wins."""
     if not isinstance(mapping, dict):
         return None
-    wanted = [_norm(name) for name in names]
-    normalised = {_norm(key): value for key, value in mapping.items()}
-    for name in wanted:
-        if name in normalised:
-            return normalised[name]
+    found: dict[str, Any] = {}
+    for key, value in mapping.items():
+        found.setdefault(_norm(str(key)), value)
+    for name in names:
+        value = found.get(_norm(name))
+        if value is not None:
+            return value
     return None
 
 

@@ -69,7 +69,10 @@ _KNOWN_HEADER_WORDS = set(NVSMI_QUERY_FIELDS) | set(NVSMI_APPS_FIELDS) | {
 
 def _column_name(raw: str) -> str:
     """"memory.used [MiB]" -> "memory.used"; "used_gpu_memory [MiB]" -> "used_memory"."""
-    name = re.sub(r"\s*\[[^\]]*\]\s*$", "", raw.strip()).strip().casefold()
+    name = raw.strip()
+    if name.endswith("]") and "[" in name:  # not a regex: "[[[[..." must stay linear
+        name = name[: name.rfind("[")]
+    name = name.strip().casefold()
     return _ALIASES.get(name, name)
 
 

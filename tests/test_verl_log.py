@@ -1,0 +1,387 @@
+"""VeRL console log parsing, on the real excerpts in shared/samples/verl-logs and on the
+ugly forms a live Ray log stream produces (prefixes, ANSI colour, de-dup suffixes, numpy
+reprs, wrapped and cut lines, tqdm redraws)."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tui.core.verl_log import (
+    LogMetricsParser,
+    parse_step_line,
+    parse_tqdm,
+    parse_value,
+    strip_ansi,
+)
+
+
+def samples_dir() -> Path:
+    """$RLCONSOLE_SAMPLES or <repo>/../shared/samples; missing: fail under CI, else skip."""
+    env = os.environ.get("RLCONSOLE_SAMPLES")
+    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "samples"
+    if not path.is_dir():
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"samples directory {path} is missing (set RLCONSOLE_SAMPLES)")
+        pytest.skip(f"samples directory {path} is missing")
+    return path
+
+
+def verl_samples() -> list[Path]:
+    env = os.environ.get("RLCONSOLE_SAMPLES")
+    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "samples"
+    d = path / "verl-logs"
+    return sorted(d.glob("*.txt")) if d.is_dir() else []
+
+
+def parse_file(path: Path) -> LogMetricsParser:
+    p = LogMetricsParser(clock=None)
+    with path.open(encoding="utf-8", newline="") as f:
+        p.feed_many(f)
+    return p
+
+
+# ------------------------------------------------------------------------ real samples
+
+EXPECTED = {
+    "verl_issue_4303_megatron_step19.txt": {
+        "steps": [19],
+        "count": 37,
+        "values": {
+            "actor/entropy": 0.09676892310380936,
+            "actor/ppo_kl": -0.00018109444295077992,
+            "actor/lr": 3e-06,
+            "perf/mfu/actor": 0.042605288606521394,
+            "perf/max_memory_allocated_gb": 39.73102807998657,
+            "perf/max_memory_reserved_gb": 41.048828125,
+            "training/global_step": 19.0,
+            "critic/score/mean": 0.880859375,
+            "critic/advantages/min": -1.4999970197677612,
+            # wrapped mid-number in the excerpt ("235.7" / "8125"): joined, not 235.7
+            "response_length/mean": 235.78125,
+            "response_length/max": 1024.0,
+            "response/aborted_ratio": 0.0,
+            "prompt_length/mean": 81.46,
+        },
+        "first_key": "actor/entropy",
+        "malformed": 0,
+        "progress": None,
+    },
+    "verl_issue_316_step5_old_format.txt": {
+        "steps": [5],
+        "count": 42,
+        "values": {
+            "global_seqlen/min": 992132.0,
+            "global_seqlen/mean": 996861.25,
+            "actor/kl_loss": 0.071,
+            "actor/pg_loss": 0.0,
+            "mfu/actor": 0.083,
+            "val/test_score/openai/gsm8k": 0.171,
+            "critic/advantages/mean": -0.002,
+            "response_length/mean": 684.393,
+            "prompt_length/max": 201.0,
+            # wrapped inside the key ("prom" / "pt_length/min"): joined
+            "prompt_length/min": 52.0,
+            "prompt_length/clip_ratio": 0.0,
+            "timing_s/testing": 78.133,
+        },
+        "absent": ["timing_s/s", "prom", "timing_s/step"],  # cut: dropped, not guessed
+        "first_key": "global_seqlen/min",
+        "malformed": 1,  # the excerpt ends mid-key
+        "progress": None,
+    },
+    "verl_issue_2566_training_progress_tqdm.txt": {
+        "steps": [],
+        "count": 0,
+        "values": {},
+        "malformed": 1,  # a fragment of a step line with no `step:` to attach it to
+        "progress": {"n": 2, "total": 624, "percent": 0, "elapsed_s": 21 * 60 + 47,
+                     "remaining_s": 114 * 3600 + 32 * 60 + 27, "s_per_it": 662.94},
+    },
+}
+
+
+def test_samples_present() -> None:
+    d = samples_dir() / "verl-logs"
+    if not d.is_dir():
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"{d} is missing")
+        pytest.skip(f"{d} is missing")
+    names = {p.name for p in d.glob("*.txt")}
+    assert set(EXPECTED) <= names, f"samples renamed or removed: {set(EXPECTED) - names}"
+
+
+@pytest.mark.parametrize("path", verl_samples() or [None], ids=lambda p: p.name if p else "none")
+def test_real_sample(path: Path | None) -> None:
+    samples_dir()  # skip / fail when the directory is missing
+    if path is None:
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail("no VeRL log samples found")
+        pytest.skip("no VeRL log samples found")
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# source:"), "every sample names its source"
+    p = parse_file(path)
+    exp = EXPECTED.get(path.name)
+    if exp is None:  # a sample added later: at least it parses into something
+        assert p.steps or p.progress is not None or p.total_steps is not None
+        return
+    assert list(p.steps) == exp["steps"]
+    if exp["steps"]:
+        m = p.steps[exp["steps"][0]]
+        assert len(m) == exp["count"]
+        assert next(iter(m)) == exp["first_key"]
+        for k, v in exp["values"].items():
+            assert m[k] == pytest.approx(v, rel=0, abs=0), k
+        for k in exp.get("absent", []):
+            assert k not in m
+        assert all(isinstance(v, float) for v in m.values())
+    assert p.malformed == exp["malformed"]
+    if exp["progress"] is None:
+        assert p.progress is None
+    else:
+        assert p.progress is not None and p.progress.to_dict() == exp["progress"]
+
+
+def test_real_samples_line_by_line_parse_step_line() -> None:
+    """The standalone function on the (unjoined) first physical line of a wrapped
+    sample: complete metrics kept, the cut `prom` dropped."""
+    path = samples_dir() / "verl-logs" / "verl_issue_316_step5_old_format.txt"
+    line = path.read_text(encoding="utf-8").splitlines()[1]
+    got = parse_step_line(line)
+    assert got is not None
+    step, m = got
+    assert step == 5
+    assert m["prompt_length/max"] == 201.0
+    assert list(m)[-1] == "prompt_length/max"
+    assert "prom" not in m
+
+
+# ------------------------------------------------------------------------ ugly forms
+
+STEP19 = ("(TaskRunner pid=2016251) step:19 - actor/pg_loss:0.01952332048676908 - "
+          "perf/mfu/actor:0.042605288606521394 - perf/throughput:812.5 - "
+          "timing_s/step:1012.25 - val-core/openai/gsm8k/reward/mean@1:0.5 - "
+          "critic/score/mean:0.880859375")
+
+
+def test_basic_new_format() -> None:
+    step, m = parse_step_line(STEP19)  # type: ignore[misc]
+    assert step == 19
+    assert m == {
+        "actor/pg_loss": 0.01952332048676908,
+        "perf/mfu/actor": 0.042605288606521394,
+        "perf/throughput": 812.5,
+        "timing_s/step": 1012.25,
+        "val-core/openai/gsm8k/reward/mean@1": 0.5,
+        "critic/score/mean": 0.880859375,
+    }
+
+
+def test_old_format_main_task_three_decimals() -> None:
+    line = ("(main_task pid=51520) step:5 - actor/kl_loss:0.071 - actor/lr:0.000 - "
+            "mfu/actor:0.083 - val/test_score/openai/gsm8k:0.171")
+    assert parse_step_line(line) == (5, {"actor/kl_loss": 0.071, "actor/lr": 0.0,
+                                         "mfu/actor": 0.083,
+                                         "val/test_score/openai/gsm8k": 0.171})
+
+
+def test_numpy_reprs() -> None:
+    line = ("(TaskRunner pid=7) step:3 - a/x:np.float64(0.12) - a/n:np.int64(3) - "
+            "a/f:np.float32(-1.5e-05) - a/nan:np.float64(nan) - a/t:tensor(2.5)")
+    step, m = parse_step_line(line)  # type: ignore[misc]
+    assert step == 3
+    assert m["a/x"] == 0.12 and m["a/n"] == 3.0 and m["a/f"] == -1.5e-05
+    assert math.isnan(m["a/nan"]) and m["a/t"] == 2.5
+
+
+def test_nan_inf_and_exponents() -> None:
+    step, m = parse_step_line("step:1 - a:nan - b:inf - c:-inf - d:3e-06 - e:1E+3")  # type: ignore[misc]
+    assert step == 1
+    assert math.isnan(m["a"]) and m["b"] == math.inf and m["c"] == -math.inf
+    assert m["d"] == 3e-06 and m["e"] == 1000.0
+
+
+def test_ansi_and_repeated_suffix_and_ip_prefix() -> None:
+    line = ("\x1b[36m(TaskRunner pid=99, ip=10.10.142.125)\x1b[0m step:7 - "
+            "critic/rewards/mean:\x1b[1m0.25\x1b[0m - perf/throughput:700.0 "
+            "[repeated 3x across cluster]")
+    assert parse_step_line(line) == (7, {"critic/rewards/mean": 0.25,
+                                         "perf/throughput": 700.0})
+    assert strip_ansi("\x1b[31mred\x1b[0m") == "red"
+
+
+def test_not_a_step_line() -> None:
+    assert parse_step_line("") is None
+    assert parse_step_line("(TaskRunner pid=1) Saving checkpoint") is None
+    # `step:` inside a longer key is not the step field
+    assert parse_step_line("training/global_step:19 - timing_s/step:3.0") is None
+    assert parse_step_line("timing_s/step:12.5 - a:1") is None
+
+
+def test_cut_last_value_dropped_not_misparsed() -> None:
+    base = "(TaskRunner pid=1) step:8 - a/b:1.5 - c/d:2.5"
+    for cut in (" - e/f:np.float64(0.12", " - e/f:", " - e/f", " - e/", " - ", " -",
+                " - e/f:np.float64(", " - e/f:1.5e"):
+        got = parse_step_line(base + cut)
+        assert got == (8, {"a/b": 1.5, "c/d": 2.5}), cut
+
+
+def test_cut_after_step_field() -> None:
+    assert parse_step_line("(TaskRunner pid=1) step:8 - ") == (8, {})
+    assert parse_step_line("(TaskRunner pid=1) step:8") == (8, {})
+
+
+def test_parse_value() -> None:
+    assert parse_value("np.float64(0.5)") == 0.5
+    assert parse_value("np.float64(0.5") is None
+    assert parse_value("os.system(1)") is None
+    assert parse_value("abc") is None
+    assert parse_value("7") == 7.0
+
+
+def test_parser_accumulates_total_progress_and_checkpoint() -> None:
+    p = LogMetricsParser(clock=None)
+    lines = [
+        "(TaskRunner pid=5) Total training steps: 2710",
+        "(TaskRunner pid=5) Training Progress:   0%|          | 0/2710 [00:00<?, ?it/s]",
+        STEP19.replace("step:19", "step:1"),
+        "(TaskRunner pid=5) Training Progress:   0%|          | 1/2710 [16:52<761:00:00, 1012.25s/it]"
+        "\rTraining Progress:   0%|          | 2/2710 [33:44<760:00:00, 1.01s/it]",
+        "(TaskRunner pid=5) local_global_step_folder: /data/ckpt/global_step_100",
+        STEP19.replace("step:19", "step:2"),
+        "some noise - from a worker",
+    ]
+    assert p.feed_many(lines) == 2
+    assert p.total_steps == 2710
+    assert p.progress is not None
+    assert (p.progress.n, p.progress.total) == (2, 2710)
+    assert p.progress.elapsed_s == 33 * 60 + 44
+    assert p.progress.s_per_it == 1.01
+    assert p.last_checkpoint == 100
+    assert list(p.steps) == [1, 2]
+    assert p.rows()[0] == {"step": 1, "metrics": parse_step_line(STEP19)[1]}  # type: ignore[index]
+    assert p.malformed == 0
+    assert p.lines == len(lines)
+
+
+def test_tqdm_variants() -> None:
+    assert parse_tqdm("no bar here") is None
+    t = parse_tqdm("Training Progress:  45%|####5     | 45/100 [1:02:03<1d 2:00:00, 1.50it/s]")
+    assert t is not None and (t.n, t.total, t.percent) == (45, 100, 45)
+    assert t.elapsed_s == 3723 and t.remaining_s == 86400 + 7200
+    assert t.s_per_it == pytest.approx(1 / 1.5)
+    bare = parse_tqdm("\x1b[36m(TaskRunner pid=1)\x1b[0m Training Progress: 100%|##| 3/3")
+    assert bare is not None and bare.n == 3 and bare.elapsed_s is None
+
+
+def test_malformed_lines_counted() -> None:
+    p = LogMetricsParser(clock=None)
+    p.feed("(TaskRunner pid=1) step:1 - a:1.0 - b:oops - c:2.0")  # bad value inside
+    p.feed("(TaskRunner pid=1) noise")
+    p.feed("(TaskRunner pid=1) step:2 - a:1.0 - b:np.float64(")  # cut
+    p.feed("(TaskRunner pid=1) noise")
+    p.feed("x/y:1.0 - z/w:2.0")  # orphan fragment, previous line was not a step line
+    p.feed("(TaskRunner pid=1) step:3 - a:1.0")  # clean
+    p.feed("2024-01-01 12:00:00 - INFO - not a metric")
+    assert p.malformed == 3
+    assert p.steps[1] == {"a": 1.0, "c": 2.0}
+    assert p.steps[2] == {"a": 1.0}
+
+
+def test_wrapped_line_joined_across_feed_text_chunks() -> None:
+    p = LogMetricsParser(clock=None)
+    text = ("(TaskRunner pid=1) step:4 - a/b:235.7\n8125 - c/d:np.float64(1.5)\n"
+            "(TaskRunner pid=1) step:5 - a/b:1.0 - c/d:2")
+    for i in range(0, len(text), 7):  # arbitrary chunk boundaries
+        p.feed_text(text[i:i + 7])
+    assert 5 not in p.steps  # the last line has no newline yet: it may be incomplete
+    p.flush()
+    assert p.steps[4] == {"a/b": 235.78125, "c/d": 1.5}
+    assert p.steps[5] == {"a/b": 1.0, "c/d": 2.0}
+    assert p.malformed == 0
+
+
+def test_noise_after_step_line_is_not_joined() -> None:
+    p = LogMetricsParser(clock=None)
+    p.feed("(TaskRunner pid=1) step:4 - a/b:1.5")
+    p.feed("INFO:root:hello")
+    p.feed("2024-01-01 12:00:00 - INFO - x")
+    p.feed("(WorkerDict pid=2) a - b")
+    assert p.steps[4] == {"a/b": 1.5}
+    assert p.malformed == 0
+
+
+def test_repeated_step_updates_and_seen_at() -> None:
+    clock = iter([100.0, 200.0, 300.0])
+    p = LogMetricsParser(clock=lambda: next(clock))
+    p.feed("step:1 - a:1")
+    p.feed("step:2 - a:2")
+    p.feed("step:1 - a:3 - b:4")
+    assert p.steps == {1: {"a": 3.0, "b": 4.0}, 2: {"a": 2.0}}
+    assert p.seen_at == {1: 100.0, 2: 200.0}
+    assert p.last_step == 2
+
+
+def test_crlf_and_cr_joined_lines() -> None:
+    p = LogMetricsParser(clock=None)
+    p.feed("(TaskRunner pid=1) step:1 - a:1.0\r\n")
+    p.feed("Training Progress:   0%|  | 1/9 [00:01<00:08, 1.00s/it]\rTraining Progress:"
+           "  11%|# | 2/9 [00:02<00:07, 1.00s/it]\r")
+    assert p.steps == {1: {"a": 1.0}}
+    assert p.progress is not None and p.progress.n == 2
+
+
+def test_throughput_of_parser_is_reasonable() -> None:
+    """Not a benchmark (see benchmarks/bench_logparse.py): a guard against an
+    accidental quadratic or per-line regex on noise lines."""
+    import time
+
+    noise = "(WorkerDict pid=123, ip=10.0.0.1) INFO 12:00:00 sglang: decode batch, #running-req: 3"
+    lines = ([noise] * 99 + [STEP19]) * 500
+    p = LogMetricsParser(clock=None)
+    t = time.perf_counter()
+    p.feed_many(lines)
+    dt = time.perf_counter() - t
+    assert len(p.steps) == 1
+    assert len(lines) / dt > 50_000
+
+
+# ------------------------------------------------------------------------ never raises
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300))
+def test_parse_step_line_never_raises(text: str) -> None:
+    got = parse_step_line(text)
+    if got is not None:
+        step, m = got
+        assert isinstance(step, int)
+        assert all(isinstance(k, str) and isinstance(v, float) for k, v in m.items())
+
+
+_pieces = st.sampled_from([
+    "step:", "1", "12", " - ", "a/b", ":", "np.float64(", ")", "0.5", "nan", "\r", "\n",
+    "(TaskRunner pid=3) ", "Training Progress:", " 10%|#| 1/10 [00:01<00:09, 1.0s/it]",
+    "Total training steps: ", "\x1b[36m", "[repeated 2x across cluster]", "e", "-", " ",
+    "global_step_", "checkpoint",
+])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_pieces, st.text(max_size=5)), max_size=40))
+def test_parser_never_raises_on_arbitrary_streams(parts: list[str]) -> None:
+    p = LogMetricsParser(clock=None)
+    text = "".join(parts)
+    p.feed_text(text[: len(text) // 2])
+    p.feed_text(text[len(text) // 2:])
+    p.flush()
+    for line in text.split("\n"):
+        p.feed(line)
+    assert p.malformed >= 0
+    for step, m in p.steps.items():
+        assert isinstance(step, int)
+        assert all(isinstance(v, float) for v in m.values())

@@ -1,0 +1,306 @@
+"""Watching a running job: its driver log, its scalars, its checkpoints, its failures.
+
+Choice of log source, and why: the driver's log *file* on the head
+(`<ray temp dir>/session_latest/logs/job-driver-<id>.log`), followed with
+`tail -c +OFFSET -F` over the node's SSH connection, rather than Ray's job log API.
+The API replays the whole log from the start on every connection, so after a dropped
+link or a console restart the console would re-read (and re-transfer) hours of log to
+find its place; the file is append-only, so a byte offset resumes exactly: the local
+spool is a byte-for-byte copy of the remote file, and its size *is* the offset. No line
+is lost or repeated, even when the stream is cut in the middle of a line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .alerts import Alert
+from .history import last_run, runs
+from .profile import Profile
+from .state import JobState
+
+log = logging.getLogger("rlconsole.jobwatch")
+
+LineCallback = Callable[[list[str]], None]
+AlertCallback = Callable[[Alert], None]
+
+
+def ray_temp_dir(profile: Profile) -> str:
+    """The head's Ray temp dir, from the `--temp-dir` the profile gives `ray start`."""
+    args = [*profile.ray.start_args, *profile.ray.head_args, *profile.head.ray_args]
+    for i, a in enumerate(args):
+        if a.startswith("--temp-dir="):
+            return a.split("=", 1)[1]
+        if a == "--temp-dir" and i + 1 < len(args):
+            return args[i + 1]
+    return "/tmp/ray"
+
+
+def driver_log_path(profile: Profile, job_id: str) -> str:
+    return f"{ray_temp_dir(profile)}/session_latest/logs/job-driver-{job_id}.log"
+
+
+def spool_dir() -> Path:
+    from .debuglog import state_dir
+
+    d = state_dir() / "spool"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+async def _binary_stream(sess: Any, command: str, container: bool):  # -> AsyncIterator[bytes]
+    """Raw bytes of a remote command's stdout (the SSH layer's line streams decode and
+    strip line ends, which would make byte offsets drift)."""
+    conn = await sess._require_conn()
+    wrapped = sess.wrap(command, container)
+    proc = await conn.create_process(wrapped, encoding=None)
+    try:
+        proc.stdin.write_eof()
+        while True:
+            chunk = await proc.stdout.read(65536)
+            if not chunk:
+                break
+            yield chunk
+    finally:
+        with contextlib.suppress(Exception):
+            proc.send_signal("TERM")
+        with contextlib.suppress(Exception):
+            proc.close()
+
+
+async def read_remote_bytes(sess: Any, path: str, offset: int, container: bool, limit: int = 64 << 20) -> bytes:
+    """Bytes of a remote file from `offset` (at most `limit`)."""
+    cmd = f"tail -c +{int(offset) + 1} -- {shlex.quote(path)} 2>/dev/null | head -c {int(limit)}"
+    buf = bytearray()
+    async for chunk in _binary_stream(sess, cmd, container):
+        buf += chunk
+    return bytes(buf)
+
+
+@dataclass
+class RemoteTbMirror:
+    """Keeps a local, append-only copy of the run's event files, fetching only the bytes
+    appended since the last sync, so the incremental reader reads local files."""
+
+    sess: Any
+    remote_dir: str
+    local_dir: Path
+    container: bool
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    async def sync(self) -> int:
+        r = await self.sess.run(["sh", "-c", 'cd "$1" 2>/dev/null && find . -name "*tfevents*" -type f', "sh",
+                                 self.remote_dir], container=self.container, timeout=30)
+        got = 0
+        for rel in (ln.strip() for ln in r.stdout.splitlines() if ln.strip()):
+            rel = rel[2:] if rel.startswith("./") else rel
+            if ".." in rel.split("/"):
+                continue
+            local = self.local_dir / rel
+            local.parent.mkdir(parents=True, exist_ok=True)
+            have = local.stat().st_size if local.exists() else 0
+            data = await read_remote_bytes(self.sess, f"{self.remote_dir}/{rel}", have, self.container)
+            if data:
+                with open(local, "ab") as f:
+                    f.write(data)
+                got += len(data)
+        return got
+
+
+class JobWatcher:
+    """Follows one job: log -> spool -> step metrics + diagnosis; scalars; checkpoint."""
+
+    def __init__(self, profile: Profile, pool: Any, job_id: str, *,
+                 on_lines: LineCallback | None = None, on_alert: AlertCallback | None = None,
+                 refresh_s: float | None = None, root: Path | None = None) -> None:
+        from .diagnosis import Diagnoser
+        from .logspool import LogSpool
+        from .verl_log import LogMetricsParser
+
+        self.profile = profile
+        self.pool = pool
+        self.job_id = job_id
+        self.status = "UNKNOWN"
+        self.on_lines = on_lines
+        self.on_alert = on_alert
+        self.refresh_s = refresh_s or profile.monitoring.refresh_s
+        base = (root or spool_dir()) / job_id
+        base.mkdir(parents=True, exist_ok=True)
+        self.spool = LogSpool(base / "driver.log")
+        self.parser = LogMetricsParser()
+        self.diagnoser = Diagnoser()
+        self.alerts: list[Alert] = []
+        self.tb_local = base / "tb"
+        self.last_checkpoint: int | None = None
+        self._reader: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.connected_log = False
+        rec = next((r for r in reversed(runs(profile.name)) if r.job_id == job_id), None)
+        self.tb_remote = (rec.tensorboard_dir if rec and rec.tensorboard_dir else
+                          profile.env.get("TENSORBOARD_DIR", profile.paths.tensorboard_dir))
+        self.ckpt_dir = rec.checkpoint_dir if rec and rec.checkpoint_dir else profile.paths.checkpoint_dir
+        # Re-attach: what the spool already holds is parsed again (not re-fetched).
+        if self.spool.line_count:
+            self._consume(self.spool.lines(0, self.spool.line_count), notify=False)
+
+    @property
+    def container(self) -> bool:
+        return self.profile.container.access == "docker-exec"
+
+    def _consume(self, lines: list[str], notify: bool = True) -> None:
+        if not lines:
+            return
+        first = self.spool.line_count - len(lines)
+        self.parser.feed_many(lines)
+        for i, line in enumerate(lines):
+            a = self.diagnoser.match(line, first + i)
+            if a is not None:
+                self.alerts.append(a)
+                if notify and self.on_alert:
+                    self.on_alert(a)
+        if notify and self.on_lines:
+            self.on_lines(lines)
+
+    async def follow_log(self, once: bool = False) -> None:
+        """Stream the driver log from the spool's size on; reconnect after a drop."""
+        path = driver_log_path(self.profile, self.job_id)
+        backoff = 0.5
+        while True:
+            sess = self.pool.head
+            try:
+                flag = "" if once else "-F "
+                cmd = f"tail -c +{self.spool.size + 1} {flag}-- {shlex.quote(path)}"
+                self.connected_log = True
+                async for chunk in _binary_stream(sess, cmd, self.container):
+                    self._consume(self.spool.append(chunk))
+                    backoff = 0.5
+                if once:
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a dropped link is retried, never fatal
+                log.info("log follow of %s interrupted: %s", self.job_id, e)
+            self.connected_log = False
+            if once:
+                return
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 8.0)
+
+    def _tb_reader(self) -> Any:
+        from .tbreader import ScalarReader
+
+        if self._reader is None:
+            src = self.tb_remote if os.path.isdir(self.tb_remote) and _is_local(self.profile) else self.tb_local
+            self._reader = ScalarReader(src)
+            self._reader_local = src == self.tb_remote
+        return self._reader
+
+    async def poll_scalars_once(self) -> None:
+        reader = self._tb_reader()
+        if not getattr(self, "_reader_local", False):
+            mirror = getattr(self, "_mirror", None)
+            if mirror is None:
+                mirror = self._mirror = RemoteTbMirror(self.pool.head, self.tb_remote, self.tb_local, self.container)
+            with contextlib.suppress(Exception):
+                await mirror.sync()
+        await asyncio.to_thread(reader.update)
+        r = await self.pool.head.run(["cat", f"{self.ckpt_dir}/latest_checkpointed_iteration.txt"],
+                                     container=self.container, timeout=15)
+        if r.ok and r.stdout.strip().isdigit():
+            self.last_checkpoint = int(r.stdout.strip())
+
+    async def poll_scalars(self) -> None:
+        while True:
+            try:
+                await self.poll_scalars_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                log.info("scalar poll failed: %s", e)
+            await asyncio.sleep(self.refresh_s)
+
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self.follow_log()), asyncio.create_task(self.poll_scalars())]
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks = []
+
+    # -- what the user sees -----------------------------------------------------------
+
+    def rows(self) -> dict[int, dict[str, float]]:
+        """Steps from the log, completed by TensorBoard's scalars (which carry every tag
+        even when the console line was cut short)."""
+        merged: dict[int, dict[str, float]] = {s: dict(m) for s, m in self.parser.steps.items()}
+        if self._reader is not None:
+            for row in self._reader.rows():
+                merged.setdefault(row["step"], {}).update(row["metrics"])
+        return dict(sorted(merged.items()))
+
+    def run_metrics(self) -> Any:
+        from .metrics_model import RunMetrics
+
+        mon = self.profile.monitoring
+        expected: dict[str, Any] = {}
+        if mon.mfu_pct:
+            expected["mfu_pct"] = mon.mfu_pct
+        if mon.throughput_tokens_per_s_per_node:
+            expected["throughput_tokens_per_s_per_node"] = mon.throughput_tokens_per_s_per_node
+        if mon.step_time_min:
+            expected["step_time_s"] = (mon.step_time_min[0] * 60, mon.step_time_min[1] * 60)
+        if mon.mem_gib_per_card:
+            expected["mem_gib_per_card"] = mon.mem_gib_per_card
+        total = self.parser.total_steps or (self.parser.progress.total if self.parser.progress else None)
+        return RunMetrics(self.rows(), total_steps=total or mon.total_steps,
+                          last_checkpoint=self.last_checkpoint or self.parser.last_checkpoint,
+                          expected=expected, gpus_per_node=self.profile.nodes[0].gpus,
+                          wall_times=self.parser.seen_at, now=time.time())
+
+    def job_state(self) -> JobState:
+        rows = self.rows()
+        step = max(rows) if rows else None
+        rm = self.run_metrics()
+        metrics = {k: v for k, v in (rows[step] if step is not None else {}).items()
+                   if isinstance(v, (int, float)) and v == v and v not in (float("inf"), float("-inf"))}
+        return JobState(id=self.job_id, status=self.status, step=step, total_steps=rm.total_steps,
+                        metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=rm.summary())
+
+
+def _is_local(profile: Profile) -> bool:
+    """The console runs where the head's files are: a loopback head (the sim, or a
+    console on the head node itself reached as localhost)."""
+    return profile.head.ssh.host.startswith("127.") or profile.head.ssh.host == "localhost"
+
+
+async def find_job(profile: Profile, remote: Any) -> tuple[str, str] | None:
+    """The job to watch: a running one this console submitted, else any running one,
+    else the last one submitted from here. (id, status)."""
+    from .actions.jobs import job_client, list_jobs
+
+    jobs: list[dict[str, Any]] = []
+    with contextlib.suppress(Exception):
+        jobs = await list_jobs(await job_client(remote))
+    mine = {r.job_id for r in runs(profile.name)}
+    active = [j for j in jobs if j["status"] in ("RUNNING", "PENDING")]
+    for pick in ([j for j in active if j["id"] in mine], active):
+        if pick:
+            return pick[-1]["id"], pick[-1]["status"]
+    rec = last_run(profile.name)
+    if rec:
+        st = next((j["status"] for j in jobs if j["id"] == rec.job_id), "UNKNOWN")
+        return rec.job_id, st
+    if jobs:
+        return jobs[-1]["id"], jobs[-1]["status"]
+    return None

@@ -1,0 +1,1 @@
+"""SIMULATION stand-in: the trainer entry point and its Hydra configs."""

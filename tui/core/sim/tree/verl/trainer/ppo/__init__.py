@@ -1,0 +1,1 @@
+"""SIMULATION stand-in: the PPO/GRPO driver loop (RayPPOTrainer)."""

@@ -1,0 +1,1 @@
+"""SIMULATION stand-in: the Ray workers that hold the GPUs."""

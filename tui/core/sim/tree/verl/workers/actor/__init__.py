@@ -1,0 +1,1 @@
+"""SIMULATION stand-in: the Megatron actor (policy update)."""

@@ -1,0 +1,98 @@
+"""Progress of the running action: one status row per node (containers, setup-ray) and
+the action's output lines.
+
+Actions take minutes (Ray bring-up, a model conversion); a person needs to see which
+node is slow or failed while the rest of the screen keeps showing telemetry. The panel
+only renders events; it never runs anything.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.markup import escape
+from textual.widgets import Log, Static
+
+from tui.core.actions.events import ActionEvent
+
+STATUS_MARK = {
+    "pending": "[$text-muted]○ pending[/]", "running": "[$text-primary]◐ running[/]",
+    "ok": "[$text-success]● ok[/]", "failed": "[$text-error]✖ failed[/]",
+    "skipped": "[$text-muted]– skipped[/]",
+}
+KIND_STYLE = {"done": "$text-success", "fail": "$text-error", "warn": "$text-warning", "skip": "$text-muted"}
+OUTPUT_KEEP = 2_000
+
+
+class ActionPanel(Vertical):
+    """Title (action + state), per-node rows, output log."""
+
+    DEFAULT_CSS = """
+    ActionPanel { height: 1fr; }
+    ActionPanel > #action-head { height: auto; }
+    ActionPanel > #action-nodes { height: auto; max-height: 10; }
+    ActionPanel > Log { height: 1fr; background: $surface; }
+    """
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.action: str | None = None
+        self.state = "idle"  # idle, running, done, failed, skipped, cancelled
+        self.last_message = ""
+        self.nodes: dict[str, tuple[str, str]] = {}  # node -> (status, message)
+        self.border_title = "Action"
+
+    def compose(self) -> ComposeResult:
+        yield Static("[dim]no action yet — u c r s run the chain, p checks, ? help[/]", id="action-head")
+        yield Static("", id="action-nodes")
+        yield Log(max_lines=OUTPUT_KEEP, auto_scroll=True)
+
+    def begin(self, name: str) -> None:
+        """A new action starts: forget the previous one's rows and output."""
+        self.action, self.state, self.last_message = name, "running", ""
+        self.nodes = {}
+        self.query_one(Log).clear()
+        self.add_class("-active")
+        self._render()
+
+    def add_event(self, ev: ActionEvent) -> None:
+        if ev.action != self.action:
+            self.begin(ev.action)
+        if ev.node and ev.status:
+            self.nodes[ev.node] = (ev.status, ev.message if ev.kind != "node" else "")
+        if ev.kind == "output":
+            prefix = f"[{ev.node}] " if ev.node else ""
+            self.query_one(Log).write_lines([prefix + line for line in ev.message.splitlines() or [""]])
+            if ev.node and ev.node in self.nodes:
+                st, _ = self.nodes[ev.node]
+                self.nodes[ev.node] = (st, ev.message.splitlines()[-1] if ev.message else "")
+        elif ev.kind in ("step", "warn", "start"):
+            self.last_message = ev.message
+            if ev.kind != "start":
+                self.query_one(Log).write_line(f"{'! ' if ev.kind == 'warn' else '» '}{ev.message}")
+        elif ev.kind in ("done", "fail", "skip"):
+            self.state = {"done": "done", "fail": "failed", "skip": "skipped"}[ev.kind]
+            self.last_message = ev.message
+            self.query_one(Log).write_line(f"{ev.kind}: {ev.message}")
+        self._render()
+
+    def finish(self, ok: bool | None, message: str = "") -> None:
+        """The worker ended; an exception or cancellation may not have sent an event."""
+        if self.state == "running":
+            self.state = "cancelled" if ok is None else ("done" if ok else "failed")
+            if message:
+                self.last_message = message
+                self.query_one(Log).write_line(message)
+        self._render()
+
+    def _render(self) -> None:
+        st_style = {"running": "$text-primary", "done": "$text-success", "failed": "$text-error",
+                    "skipped": "$text-muted", "cancelled": "$text-warning"}.get(self.state, "$text-muted")
+        head = f"[b]{escape(self.action or '')}[/] [{st_style}]{self.state}[/]"
+        if self.last_message:
+            head += f"  {escape(self.last_message)}"
+        self.query_one("#action-head", Static).update(head)
+        rows = [f"{escape(n):<10} {STATUS_MARK.get(s, escape(s))} [dim]{escape(m)}[/]"
+                for n, (s, m) in self.nodes.items()]
+        self.query_one("#action-nodes", Static).update("\n".join(rows))
+        self.border_title = f"Action · {self.action}" if self.action else "Action"

@@ -1,0 +1,113 @@
+"""Training metrics: step, ETA, throughput, reward, MFU, response length, checkpoint,
+each judged against the profile's expected range, plus plots over steps.
+
+A number alone does not tell a person whether to worry; "742 tok/s/node ✓ 600-900"
+does. Ranges come from the profile's `monitoring` section (the seed's own reference
+values), never from constants here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, Sparkline, Static
+
+from tui.core.profile import Monitoring
+
+PLOTS = (("reward", "reward"), ("throughput", "tok/s/node"), ("response_length", "resp len"))
+
+
+def fmt_duration(s: float | None) -> str:
+    """Coarse, human ETA: two units are enough for a run measured in days."""
+    if s is None or s < 0:
+        return "—"
+    s = int(s)
+    d, rem = divmod(s, 86_400)
+    h, rem = divmod(rem, 3_600)
+    m, _ = divmod(rem, 60)
+    if d:
+        return f"{d}d {h}h"
+    if h:
+        return f"{h}h {m:02d}m"
+    return f"{m}m"
+
+
+def judge(value: float | None, rng: tuple[float, float] | None) -> str:
+    """✓ inside the expected range, ✗ outside (with the range), nothing when unknown."""
+    if value is None or rng is None:
+        return ""
+    lo, hi = rng
+    if lo <= value <= hi:
+        return f" [$text-success]✓[/][dim] {lo:g}-{hi:g}[/]"
+    return f" [$text-error]✗ {lo:g}-{hi:g}[/]"
+
+
+def _num(d: dict[str, Any], key: str) -> float | None:
+    v = d.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def summary_markup(summary: dict[str, Any], mon: Monitoring) -> str:
+    step = summary.get("step")
+    total = summary.get("total_steps") or mon.total_steps
+    if step is None:
+        head = "[dim]no steps yet[/]"
+    else:
+        pct = f" ({100 * step / total:.1f}%)" if total else ""
+        head = f"step [b]{step}[/]/{total or '?'}{pct}  ETA [b]{fmt_duration(_num(summary, 'eta_s'))}[/]"
+    st = _num(summary, "step_time_s")
+    if st is not None:
+        head += f"  {st / 60:.1f} min/step{judge(st / 60, mon.step_time_min)}"
+    tn = _num(summary, "throughput_per_node")
+    tg = _num(summary, "throughput_per_gpu")
+    tput = "throughput " + ("—" if tn is None else f"[b]{tn:,.0f}[/] tok/s/node{judge(tn, mon.throughput_tokens_per_s_per_node)}")
+    if tg is not None:
+        tput += f" · {tg:,.1f} tok/s/GPU"
+    r = _num(summary, "reward")
+    trend = _num(summary, "reward_trend")
+    arrow = "" if trend is None else (" [$text-success]↑[/]" if trend > 0 else " [$text-warning]↓[/]" if trend < 0 else " →")
+    mfu = _num(summary, "mfu_pct")
+    third = ("reward " + ("—" if r is None else f"[b]{r:.3f}[/]{arrow}") + "  MFU "
+             + ("—" if mfu is None else f"[b]{mfu:.1f}%[/]{judge(mfu, mon.mfu_pct)}"))
+    rl = _num(summary, "response_length")
+    ck = summary.get("last_checkpoint")
+    fourth = ("resp len " + ("—" if rl is None else f"[b]{rl:,.0f}[/] tok") + "  checkpoint "
+              + ("[$text-warning]none yet[/]" if ck is None else f"step [b]{ck}[/]"))
+    return "\n".join([head, tput, third, fourth])
+
+
+class MetricsPane(Vertical):
+    """Summary lines and one sparkline per plotted series."""
+
+    DEFAULT_CSS = """
+    MetricsPane { height: auto; }
+    MetricsPane > #metrics-summary { height: auto; }
+    MetricsPane > Horizontal { height: 1; }
+    MetricsPane > Horizontal > Label { width: 11; color: $text-muted; }
+    MetricsPane > Horizontal > Sparkline { width: 1fr; }
+    MetricsPane > Horizontal > .plot-last { width: 8; text-align: right; }
+    """
+
+    def __init__(self, monitoring: Monitoring, **kw) -> None:
+        super().__init__(**kw)
+        self.monitoring = monitoring
+        self.border_title = "Training"
+
+    def compose(self) -> ComposeResult:
+        yield Static("[dim]no metrics yet[/]", id="metrics-summary")
+        for key, label in PLOTS:
+            with Horizontal(id=f"plot-{key}"):
+                yield Label(label)
+                yield Sparkline([], id=f"spark-{key}")
+                yield Label("", classes="plot-last", id=f"last-{key}")
+
+    def update_metrics(self, summary: dict[str, Any], series: dict[str, list[tuple[int, float]]]) -> None:
+        self.query_one("#metrics-summary", Static).update(summary_markup(summary, self.monitoring))
+        for key, _ in PLOTS:
+            pts = series.get(key) or []
+            self.query_one(f"#spark-{key}", Sparkline).data = [v for _, v in pts]
+            last = pts[-1][1] if pts else None
+            txt = "" if last is None else (f"{last:.3f}" if abs(last) < 10 else f"{last:,.0f}")
+            self.query_one(f"#last-{key}", Label).update(txt)

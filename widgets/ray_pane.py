@@ -1,0 +1,59 @@
+"""Ray as the head sees it: nodes alive against the profile's expectation, GPUs used
+against total, and the jobs with their status.
+
+"4/4 nodes, 32/32 GPUs" is the seed's own acceptance test for `setup-ray`, so it is the
+first line; a shortfall is coloured, not merely printed.
+"""
+
+from __future__ import annotations
+
+from textual.markup import escape
+from textual.widgets import Static
+
+from tui.core.state import ClusterState
+
+STATUS_STYLE = {
+    "RUNNING": "$text-success", "PENDING": "$text-warning", "SUCCEEDED": "$text-primary",
+    "FAILED": "$text-error", "STOPPED": "$text-muted",
+}
+MAX_JOBS = 6
+"""Jobs listed, newest first; older ones stay one `ray job list` away."""
+
+
+def ray_markup(state: ClusterState, expected_nodes: int, expected_gpus: int) -> str:
+    r = state.ray
+    if not r.available:
+        why = escape(r.error or "not started")
+        return f"[$text-muted]Ray not available[/] [dim]({why})[/]\nexpected {expected_nodes} nodes, {expected_gpus} GPUs"
+    n_style = "$text-success" if r.nodes_alive >= expected_nodes else "$text-error"
+    g_style = "$text-success" if r.gpus_total >= expected_gpus else "$text-error"
+    lines = [
+        f"nodes [{n_style}]{r.nodes_alive}/{expected_nodes}[/] alive"
+        + (f"  [$text-error]{r.nodes_dead} dead[/]" if r.nodes_dead else ""),
+        f"GPUs  {r.gpus_used:.0f}/[{g_style}]{r.gpus_total:.0f}[/] used"
+        + (f" [dim](expected {expected_gpus})[/]" if r.gpus_total != expected_gpus else ""),
+    ]
+    jobs = sorted(r.jobs, key=lambda j: j.start_time or 0, reverse=True)[:MAX_JOBS]
+    if not jobs:
+        lines.append("[dim]no jobs[/]")
+    for j in jobs:
+        st = STATUS_STYLE.get(j.status, "$text")
+        lines.append(f"[{st}]{j.status:<9}[/] {escape(j.id)}")
+    return "\n".join(lines)
+
+
+class RayPane(Static):
+    """Ray summary and job list; redrawn whole at the probe rate (a few short lines)."""
+
+    DEFAULT_CSS = """
+    RayPane { height: auto; }
+    """
+
+    def __init__(self, expected_nodes: int, expected_gpus: int, **kw) -> None:
+        super().__init__("[dim]waiting for the first probe…[/]", **kw)
+        self.expected_nodes = expected_nodes
+        self.expected_gpus = expected_gpus
+        self.border_title = "Ray"
+
+    def update_state(self, state: ClusterState) -> None:
+        self.update(ray_markup(state, self.expected_nodes, self.expected_gpus))
