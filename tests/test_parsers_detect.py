@@ -307,7 +307,10 @@ def test_script_with_fake_nvidia(bindir: Path) -> None:
         pytest.skip("a real card tool is installed")
     rows = "0, NVIDIA H200, [N/A], 10, 143771, [Not Supported], 80.00, GPU-a44622e3-2296-6285-0a86-84d0f6c67900\n"
     apps = "GPU-a44622e3-2296-6285-0a86-84d0f6c67900, 77, [Not Found], 9\n"
-    _fake_tool(bindir, "nvidia-smi", {" ".join(NVSMI_QUERY_ARGS[1:]): (rows, 0), " ".join(NVSMI_APPS_ARGS[1:]): (apps, 0)})
+    _fake_tool(bindir, "nvidia-smi", {
+        " ".join(NVSMI_QUERY_ARGS[1:]): (rows, 0),
+        " ".join(NVSMI_APPS_ARGS[1:]): (apps, 0),
+    })
     report = parse_probe_output(_run_probe(bindir))
     assert report.parsed and report.tool == "nvidia-smi"
     card = report.cards[0]

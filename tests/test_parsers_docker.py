@@ -262,3 +262,12 @@ def test_sample_prefixes(data: st.DataObject) -> None:
         text = raw[:cut].decode("utf-8", errors="ignore")
         assert parse_docker_inspect(text, "bar").status in STATUSES
         assert len(parse_docker_ps_json(text)) <= 2
+
+
+def test_container_from_ps_exited_and_multiple_names() -> None:
+    line = json.dumps({"Names": "train-rl,alias", "State": "exited", "Status": "Exited (137) 5 seconds ago",
+                       "Image": "mt/verl:latest"})
+    st_ = container_from_ps(parse_docker_ps_json("$ docker ps -a --format json\n" + line + "\n"), "train-rl")
+    assert (st_.status, st_.exit_code, st_.image) == ("exited", 137, "mt/verl:latest")
+    array = parse_docker_ps_json(json.dumps([{"Names": "a"}, {"Names": "b"}, 3]))
+    assert [r["Names"] for r in array] == ["a", "b"]

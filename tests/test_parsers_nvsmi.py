@@ -282,3 +282,15 @@ def test_sample_prefix_never_raises(data: st.DataObject) -> None:
     assert all(c.mem_total_mib == 143771 for c in report.cards)
     apps = parse_nvsmi_apps(text)
     assert set(apps) <= set(UUIDS)
+
+
+def test_apps_rows_without_uuid_or_pid_are_skipped() -> None:
+    text = (
+        "[N/A], 11, python3, 100\n"
+        f"{UUIDS[0]}, [N/A], python3, 100\n"
+        f"{UUIDS[0]}, 12, python3, [N/A]\n"
+        f"{UUIDS[0]}, 13\n"
+    )
+    apps = parse_nvsmi_apps(text)
+    assert list(apps) == [UUIDS[0]]
+    assert [(p.pid, p.mem_used_mib) for p in apps[UUIDS[0]]] == [(12, None)]

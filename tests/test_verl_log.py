@@ -371,7 +371,7 @@ _pieces = st.sampled_from([
 ])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(_pieces, st.text(max_size=5)), max_size=40))
 def test_parser_never_raises_on_arbitrary_streams(parts: list[str]) -> None:
     p = LogMetricsParser(clock=None)

@@ -267,6 +267,8 @@ class StaticBackend:
     action_delay: float = 0.0
     action_gate: asyncio.Event | None = None
     convert_exists: str | None = None
+    warmup: list[ClusterState] = field(default_factory=list)
+    """States delivered before `state` at start, so per-card sparklines have a history."""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     started: bool = False
     _state_cbs: list[StateCallback] = field(default_factory=list)
@@ -279,6 +281,9 @@ class StaticBackend:
     async def start(self) -> None:
         """Deliver the fixed data once, as a live backend's first round would."""
         self.started = True
+        for st in self.warmup:
+            for cb in self._state_cbs:
+                cb(st)
         self.push_state(self.state)
         if self.log_lines:
             self.push_log(self.log_lines)
@@ -417,8 +422,9 @@ def demo_backend(nodes: int = 4, gpus: int = 8, step: int = 812, **kw: Any) -> S
     """The deterministic backend the snapshots, screenshot and benchmark share."""
     prof = demo_profile(nodes, gpus)
     summary, series = demo_metrics(prof, step)
+    warm = [demo_state(prof, s) for s in range(step - 10, step)]
     return StaticBackend(profile=prof, state=demo_state(prof, step), log_lines=demo_log(step),
-                         summary=summary, series=series, alerts=demo_alerts(), **kw)
+                         summary=summary, series=series, alerts=demo_alerts(), warmup=warm, **kw)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")

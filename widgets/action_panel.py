@@ -31,7 +31,8 @@ class ActionPanel(Vertical):
     ActionPanel { height: 1fr; }
     ActionPanel > #action-head { height: auto; }
     ActionPanel > #action-nodes { height: auto; max-height: 10; }
-    ActionPanel > Log { height: 1fr; background: $surface; }
+    ActionPanel > Log { height: 1fr; background: $surface; display: none; }
+    ActionPanel.-active > Log { display: block; }
     """
 
     def __init__(self, **kw) -> None:
@@ -53,7 +54,7 @@ class ActionPanel(Vertical):
         self.nodes = {}
         self.query_one(Log).clear()
         self.add_class("-active")
-        self._render()
+        self._refresh_view()
 
     def add_event(self, ev: ActionEvent) -> None:
         if ev.action != self.action:
@@ -74,7 +75,7 @@ class ActionPanel(Vertical):
             self.state = {"done": "done", "fail": "failed", "skip": "skipped"}[ev.kind]
             self.last_message = ev.message
             self.query_one(Log).write_line(f"{ev.kind}: {ev.message}")
-        self._render()
+        self._refresh_view()
 
     def finish(self, ok: bool | None, message: str = "") -> None:
         """The worker ended; an exception or cancellation may not have sent an event."""
@@ -83,9 +84,9 @@ class ActionPanel(Vertical):
             if message:
                 self.last_message = message
                 self.query_one(Log).write_line(message)
-        self._render()
+        self._refresh_view()
 
-    def _render(self) -> None:
+    def _refresh_view(self) -> None:
         st_style = {"running": "$text-primary", "done": "$text-success", "failed": "$text-error",
                     "skipped": "$text-muted", "cancelled": "$text-warning"}.get(self.state, "$text-muted")
         head = f"[b]{escape(self.action or '')}[/] [{st_style}]{self.state}[/]"

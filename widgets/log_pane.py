@@ -36,7 +36,7 @@ class SearchLog(Log):
 
     COMPONENT_CLASSES = {"searchlog--match"}
     DEFAULT_CSS = """
-    SearchLog { background: $surface; }
+    SearchLog { background: $surface; scrollbar-size-horizontal: 0; }
     SearchLog > .searchlog--match { background: $accent 40%; text-style: bold; }
     """
     BINDINGS = [
@@ -105,13 +105,13 @@ class LogPane(Vertical):
         self._update_status()
 
     @property
-    def log(self) -> SearchLog:
+    def log_widget(self) -> SearchLog:
         return self.query_one(SearchLog)
 
     @property
     def dropped(self) -> int:
         """Lines delivered but no longer held by the widget (pruned from the top)."""
-        return self.total - len(self._pending) - self.log.line_count
+        return self.total - len(self._pending) - self.log_widget.line_count
 
     # -- lines
     def add_lines(self, lines: list[str]) -> None:
@@ -124,7 +124,7 @@ class LogPane(Vertical):
             return
         batch = [clean_line(s) for s in self._pending]
         self._pending = []
-        log = self.log
+        log = self.log_widget
         log.write_lines(batch, scroll_end=self.follow)
         self._sync_match()
         self._update_status()
@@ -132,9 +132,9 @@ class LogPane(Vertical):
     # -- follow
     def set_follow(self, on: bool) -> None:
         self.follow = on
-        self.log.auto_scroll = on
+        self.log_widget.auto_scroll = on
         if on:
-            self.log.scroll_end(animate=False)
+            self.log_widget.scroll_end(animate=False)
         self._update_status()
 
     def toggle_follow(self) -> None:
@@ -151,13 +151,13 @@ class LogPane(Vertical):
         box = self.query_one(Input)
         if box.has_class("-open"):
             box.remove_class("-open")
-            self.log.focus()
+            self.log_widget.focus()
 
     @on(Input.Submitted, "#log-search")
     async def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.query_one(Input).remove_class("-open")
-        self.log.focus()
+        self.log_widget.focus()
         if event.value:
             await self.search(event.value)
 
@@ -165,8 +165,11 @@ class LogPane(Vertical):
         """Find the latest match at or above the bottom of the view; jump to it."""
         self.flush()
         self.pattern = pattern
-        log = self.log
-        bottom = min(log.line_count, log.scroll_offset.y + log.size.height)
+        log = self.log_widget
+        if self.follow:  # the view is (about to be) at the end: newest first
+            bottom = log.line_count
+        else:
+            bottom = min(log.line_count, log.scroll_offset.y + log.size.height)
         start_abs = self.dropped + bottom  # search strictly above this line
         return await self._find(start_abs, backwards=True)
 
@@ -177,7 +180,7 @@ class LogPane(Vertical):
             self._update_status()
             return None
         if self.match_abs is None:
-            start = self.dropped + self.log.line_count if backwards else self.dropped - 1
+            start = self.dropped + self.log_widget.line_count if backwards else self.dropped - 1
         else:
             start = self.match_abs
         return await self._find(start, backwards)
@@ -185,8 +188,8 @@ class LogPane(Vertical):
     async def _find(self, start_abs: int, backwards: bool) -> int | None:
         assert self.pattern is not None
         p = self.pattern.lower()
-        lines = self.log.lines
-        n = self.log.line_count
+        lines = self.log_widget.lines
+        n = self.log_widget.line_count
         off = self.dropped
         rel = start_abs - off
         rng = range(min(rel, n) - 1, -1, -1) if backwards else range(max(rel + 1, 0), n)
@@ -207,7 +210,7 @@ class LogPane(Vertical):
         return None
 
     def _jump(self, abs_index: int) -> None:
-        log = self.log
+        log = self.log_widget
         self.match_abs = abs_index
         rel = abs_index - self.dropped
         log.match_index = rel
@@ -220,7 +223,7 @@ class LogPane(Vertical):
 
     def _sync_match(self) -> None:
         """Keep the highlight on its line when the widget prunes old lines."""
-        log = self.log
+        log = self.log_widget
         if self.match_abs is None:
             log.match_index = None
             return
@@ -229,7 +232,7 @@ class LogPane(Vertical):
 
     def _update_status(self) -> None:
         follow = "[b $text-success]FOLLOW[/]" if self.follow else "[b $text-warning]PAUSED[/]"
-        kept = f" (last {self.log.line_count:,} kept)" if self.dropped > 0 else ""
+        kept = f" (last {self.log_widget.line_count:,} kept)" if self.dropped > 0 else ""
         note = f" · {self.search_note}" if self.search_note else ""
         from textual.markup import escape
 

@@ -49,6 +49,24 @@ def _num(d: dict[str, Any], key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def compact_markup(summary: dict[str, Any], mon: Monitoring) -> str:
+    """Two lines for an 80-column screen: the numbers that answer "is it healthy?"."""
+    step = summary.get("step")
+    total = summary.get("total_steps") or mon.total_steps
+    if step is None:
+        return "[dim]no steps yet[/]"
+    st = _num(summary, "step_time_s")
+    l1 = (f"step [b]{step}[/]/{total or '?'}  ETA [b]{fmt_duration(_num(summary, 'eta_s'))}[/]"
+          + ("" if st is None else f"  {st / 60:.1f} min/step{judge(st / 60, mon.step_time_min)}"))
+    tn, r, mfu = _num(summary, "throughput_per_node"), _num(summary, "reward"), _num(summary, "mfu_pct")
+    ck = summary.get("last_checkpoint")
+    l2 = ("—" if tn is None else f"[b]{tn:,.0f}[/] tok/s/node{judge(tn, mon.throughput_tokens_per_s_per_node)}")
+    l2 += "  reward " + ("—" if r is None else f"[b]{r:.3f}[/]")
+    l2 += "  MFU " + ("—" if mfu is None else f"[b]{mfu:.1f}%[/]{judge(mfu, mon.mfu_pct)}")
+    l2 += "  ckpt " + ("none" if ck is None else str(ck))
+    return l1 + "\n" + l2
+
+
 def summary_markup(summary: dict[str, Any], mon: Monitoring) -> str:
     step = summary.get("step")
     total = summary.get("total_steps") or mon.total_steps
@@ -103,8 +121,23 @@ class MetricsPane(Vertical):
                 yield Sparkline([], id=f"spark-{key}")
                 yield Label("", classes="plot-last", id=f"last-{key}")
 
+    COMPACT_BELOW = 100
+    """Below this terminal width the summary folds into two lines (the screen also hides
+    the plots): at 80x24 every line counts."""
+
+    summary: dict[str, Any] | None = None
+
+    def on_resize(self) -> None:
+        if self.summary is not None:
+            self._show_summary()
+
+    def _show_summary(self) -> None:
+        fn = compact_markup if self.app.size.width < self.COMPACT_BELOW else summary_markup
+        self.query_one("#metrics-summary", Static).update(fn(self.summary or {}, self.monitoring))
+
     def update_metrics(self, summary: dict[str, Any], series: dict[str, list[tuple[int, float]]]) -> None:
-        self.query_one("#metrics-summary", Static).update(summary_markup(summary, self.monitoring))
+        self.summary = summary
+        self._show_summary()
         for key, _ in PLOTS:
             pts = series.get(key) or []
             self.query_one(f"#spark-{key}", Sparkline).data = [v for _, v in pts]

@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
+from textual.color import Color
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.markup import escape
 from textual.widget import Widget
@@ -88,26 +90,33 @@ def _fit(parts: Iterable[str], width: int) -> str:
 
 class CardCell(Widget):
     """One card: utilisation, power; memory used/total, temperature; a sparkline of
-    utilisation. Three lines, or two (no sparkline) when the screen is narrow."""
+    utilisation. Three lines, or two (no sparkline) when the screen is narrow.
 
-    COMPONENT_CLASSES = {"cardcell--spark-min", "cardcell--spark-max", "cardcell--alarm"}
+    Load and trouble colours are component classes painted in `render`, not CSS classes
+    toggled on the widget: changing a widget's classes re-applies the stylesheet to it
+    (~10 ms each, measured), which at 512 cards and 1-2 Hz would eat the event loop; a
+    repaint of one 11x3 cell costs microseconds.
+    """
+
+    COMPONENT_CLASSES = {
+        "cardcell--load-idle", "cardcell--load-low", "cardcell--load-mid", "cardcell--load-high",
+        "cardcell--hot", "cardcell--memfull", "cardcell--unparsed", "cardcell--down", "cardcell--na",
+        "cardcell--spark-min", "cardcell--spark-max", "cardcell--alarm",
+    }
 
     DEFAULT_CSS = """
-    CardCell {
-        width: 11; height: 3; margin-right: 1;
-        background: $boost; color: $text;
-    }
+    CardCell { width: 11; height: 3; margin-right: 1; background: $boost; color: $text; }
+    CardCell > .cardcell--load-idle { background: $boost; }
+    CardCell > .cardcell--load-low { background: $primary 12%; }
+    CardCell > .cardcell--load-mid { background: $primary 25%; }
+    CardCell > .cardcell--load-high { background: $primary 40%; }
+    CardCell > .cardcell--hot, CardCell > .cardcell--memfull { background: $warning-muted; }
+    CardCell > .cardcell--unparsed { background: $error-muted; }
+    CardCell > .cardcell--down { background: $error-muted; color: $text-muted; }
+    CardCell > .cardcell--na { background: $boost; color: $text-muted; }
     CardCell > .cardcell--spark-min { color: $primary 40%; }
     CardCell > .cardcell--spark-max { color: $primary; }
-    CardCell > .cardcell--alarm { color: $text-error; text-style: bold; }
-    CardCell.-load-low { background: $primary 12%; }
-    CardCell.-load-mid { background: $primary 25%; }
-    CardCell.-load-high { background: $primary 40%; }
-    CardCell.-hot, CardCell.-memfull { background: $warning-muted; }
-    CardCell.-hot > .cardcell--alarm, CardCell.-memfull > .cardcell--alarm { color: $text-warning; }
-    CardCell.-unparsed { background: $error-muted; }
-    CardCell.-down { background: $error-muted; color: $text-muted; }
-    CardCell.-na { color: $text-muted; }
+    CardCell > .cardcell--alarm { color: $text-warning; text-style: bold; }
     """
 
     def __init__(self, index: int, **kw) -> None:
@@ -118,28 +127,35 @@ class CardCell(Widget):
         self.unparsed = False
         self.history: deque[float] = deque(maxlen=HISTORY)
 
+    @property
+    def flags(self) -> list[str]:
+        """Load bucket and trouble of this card, e.g. ["-load-high", "-hot"] (the
+        component class suffixes that colour it)."""
+        trouble = card_trouble(self.card, self.node_down, self.unparsed)
+        if self.node_down or self.card is None:
+            return trouble
+        return [load_class(self.card.util_pct)] + trouble
+
     def set_card(self, card: GpuCard | None, node_down: bool = False, unparsed: bool = False) -> None:
-        """Take a new sample and redraw this cell only."""
+        """Take a new sample and repaint this cell only."""
         self.card, self.node_down, self.unparsed = card, node_down, unparsed
         if card is not None and card.util_pct is not None and not node_down:
             self.history.append(card.util_pct)
-        for c in LOAD_CLASSES + TROUBLE_CLASSES:
-            self.remove_class(c)
-        if not node_down and card is not None:
-            self.add_class(load_class(card.util_pct))
-        for c in card_trouble(card, node_down, unparsed):
-            self.add_class(c)
         self.refresh()
 
     def render(self) -> RenderResult:
         w = max(1, self.size.width)
         h = self.size.height
+        flags = self.flags
+        # Trouble colours win over load colours: the worst thing is what shows.
+        kind = next((f for f in flags if f in TROUBLE_CLASSES), flags[0] if flags else "-na")
+        base = self.get_component_rich_style(f"cardcell-{kind}")
         alarm = self.get_component_rich_style("cardcell--alarm", partial=True)
         c = self.card
         if self.node_down:
             lines = [Text(_fit([f"{self.index}", "down"], w)), Text("—")]
         elif self.unparsed and c is None:
-            lines = [Text(_fit([f"{self.index}", "??"], w)), Text("unparsed")]
+            lines = [Text(_fit([f"{self.index}", "??"], w)), Text("unparsed"[:w])]
         elif c is None:
             lines = [Text(_fit([f"{self.index}", "—"], w)), Text("")]
         else:
@@ -152,28 +168,37 @@ class CardCell(Widget):
             pct = mem_pct(c)
             l2.append(mem, alarm if pct is not None and pct >= MEM_FULL_PCT else "")
             t_style = alarm if c.temp_c is not None and c.temp_c >= HOT_C else ""
+            if len(mem) + 1 + len(temp) > w:
+                mem = f"{_gib(c.mem_used_mib)}G"  # narrow: used only, keep the temperature
+            l2 = Text()
+            l2.append(mem, alarm if pct is not None and pct >= MEM_FULL_PCT else "")
             if len(mem) + 1 + len(temp) <= w:
                 l2.append(" " * (w - len(mem) - len(temp)))
                 l2.append(temp, t_style)
             lines = [l1, l2]
-        out = Text("\n").join(lines[:max(1, h)])
         if h >= 3 and not self.node_down:
-            out.append("\n")
-            out.append_text(self._spark(w))
+            lines.append(self._spark(w, base))
+        out = Text()
+        for i, line in enumerate(lines[:max(1, h)]):
+            line.truncate(w, pad=True)
+            if i:
+                out.append("\n")
+            out.append_text(line)
+        out.stylize_before(base)
         return out
 
-    def _spark(self, width: int) -> Text:
+    def _spark(self, width: int, base: Style) -> Text:
         """Utilisation history on a fixed 0-100 scale. Textual's Sparkline rescales to the
         data's own min..max, which would draw a card steady at 99% like an idle one; here
         the bar height is the utilisation itself, coloured min->max like Sparkline."""
-        _, base = self.background_colors
-        lo = base + self.get_component_styles("cardcell--spark-min").color
-        hi = base + self.get_component_styles("cardcell--spark-max").color
+        bg = Color.from_rich_color(base.bgcolor) if base.bgcolor else self.background_colors[1]
+        lo = bg + self.get_component_styles("cardcell--spark-min").color
+        hi = bg + self.get_component_styles("cardcell--spark-max").color
         data = list(self.history)[-width:]
         text = Text(" " * (width - len(data)))
         for v in data:
             f = min(1.0, max(0.0, v / 100.0))
-            text.append(SPARK_BARS[min(7, int(f * 8))], lo.blend(hi, f).rich_color)
+            text.append(SPARK_BARS[min(7, int(f * 8))], Style(color=lo.blend(hi, f).rich_color))
         return text
 
 
@@ -198,6 +223,7 @@ class NodeRow(Vertical):
         super().__init__(**kw)
         self.node_name = name
         self._ncards = cards
+        self._header = ""
 
     def compose(self) -> ComposeResult:
         yield NodeHeader(escape(self.node_name))
@@ -208,8 +234,10 @@ class NodeRow(Vertical):
     def update_node(self, node: NodeState, ray: RayNodeState | None, ray_available: bool) -> None:
         down = not node.reachable
         self.set_class(down, "-down")
-        header = self.query_one(NodeHeader)
-        header.update(node_header_markup(node, ray, ray_available))
+        markup = node_header_markup(node, ray, ray_available)
+        if markup != self._header:  # an unchanged header must not cost a layout pass
+            self._header = markup
+            self.query_one(NodeHeader).update(markup)
         cells = list(self.query(CardCell))
         cards = {c.index: c for c in node.gpus}
         unparsed = bool(node.gpu is not None and not node.gpu.parsed)
@@ -267,7 +295,12 @@ class NodeGrid(VerticalScroll):
         self._apply(state)
         up = sum(1 for n in state.nodes if n.reachable)
         cards = sum(len(n.gpus) for n in state.nodes)
-        self.border_title = f"Nodes {up}/{len(state.nodes)} up · {cards} cards"
+        title = f"Nodes {up}/{len(state.nodes)} up · {cards} cards"
+        r = state.ray
+        # Ray's own count is repeated here: on a narrow screen the Ray pane is hidden.
+        title += (f" · Ray {r.nodes_alive}/{len(state.nodes)} nodes, {r.gpus_used:.0f}/{r.gpus_total:.0f} GPUs"
+                  if r.available else " · Ray down")
+        self.border_title = title
 
     def _apply(self, state: ClusterState) -> None:
         by_addr = {r.address: r for r in state.ray.nodes}

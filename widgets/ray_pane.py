@@ -54,6 +54,10 @@ class RayPane(Static):
         self.expected_nodes = expected_nodes
         self.expected_gpus = expected_gpus
         self.border_title = "Ray"
+        self._last = ""
 
     def update_state(self, state: ClusterState) -> None:
-        self.update(ray_markup(state, self.expected_nodes, self.expected_gpus))
+        markup = ray_markup(state, self.expected_nodes, self.expected_gpus)
+        if markup != self._last:  # height is auto: every update costs a layout pass
+            self._last = markup
+            self.update(markup)

@@ -147,9 +147,7 @@ class JobWatcher:
         self.tb_remote = (rec.tensorboard_dir if rec and rec.tensorboard_dir else
                           profile.env.get("TENSORBOARD_DIR", profile.paths.tensorboard_dir))
         self.ckpt_dir = rec.checkpoint_dir if rec and rec.checkpoint_dir else profile.paths.checkpoint_dir
-        # Re-attach: what the spool already holds is parsed again (not re-fetched).
-        if self.spool.line_count:
-            self._consume(self.spool.lines(0, self.spool.line_count), notify=False)
+        self.reattached = False
 
     @property
     def container(self) -> bool:
@@ -227,8 +225,28 @@ class JobWatcher:
                 log.info("scalar poll failed: %s", e)
             await asyncio.sleep(self.refresh_s)
 
+    def reattach(self, diagnose_tail: int = 200_000, batch: int = 20_000) -> None:
+        """Re-attach: parse what the spool already holds (nothing is re-fetched), in
+        batches so memory stays bounded; diagnose only its tail (old failures were
+        reported when they happened). Blocking: run it in a thread."""
+        n = self.spool.line_count
+        for start in range(0, n, batch):
+            lines = self.spool.lines(start, min(n, start + batch))
+            self.parser.feed_many(lines)
+            if start + len(lines) > n - diagnose_tail:
+                for i, line in enumerate(lines):
+                    a = self.diagnoser.match(line, start + i)
+                    if a is not None:
+                        self.alerts.append(a)
+        self.reattached = True
+
+    async def run(self, follow: bool = True) -> None:
+        if not self.reattached:
+            await asyncio.to_thread(self.reattach)
+        await asyncio.gather(self.follow_log(once=not follow), self.poll_scalars())
+
     def start(self) -> None:
-        self._tasks = [asyncio.create_task(self.follow_log()), asyncio.create_task(self.poll_scalars())]
+        self._tasks = [asyncio.create_task(self.run())]
 
     async def stop(self) -> None:
         for t in self._tasks:

@@ -38,6 +38,7 @@ async def _logs(profile: Profile, job_id: str | None, follow: bool) -> int:
         n = w.spool.line_count
         for start in range(0, n, 10000):
             out(w.spool.lines(start, min(n, start + 10000)))
+        w.reattached = True  # printing is all `logs` needs; metrics are not computed here
         await w.follow_log(once=not follow)
         return 0
     finally:

@@ -22,13 +22,18 @@ from .metrics_model import json_safe
 from .tbreader import EVENT_FILE_MARKER, ScalarReader
 from .verl_log import LogMetricsParser
 
-__all__ = ["load_metrics", "write_json", "write_csv", "MetricsSourceError", "detect_kind"]
+__all__ = ["load_metrics", "write_json", "write_csv", "MetricsSourceError",
+           "MetricsSourceNotFound", "detect_kind"]
 
 Row = dict[str, Any]
 
 
-class MetricsSourceError(Exception):
+class MetricsSourceError(ValueError):
     """A source that cannot be read; the message is one line naming the file."""
+
+
+class MetricsSourceNotFound(MetricsSourceError, FileNotFoundError):
+    """SOURCE does not exist (also a FileNotFoundError, for callers that catch that)."""
 
 
 def detect_kind(source: str | os.PathLike[str]) -> str:
@@ -83,7 +88,7 @@ def load_metrics(source: str | os.PathLike[str]) -> list[Row]:
     (or one event file) into ``[{"step": N, "metrics": {...}}]`` in step order."""
     path = os.fspath(source)
     if not os.path.exists(path):
-        raise MetricsSourceError(f"{path}: no such file or directory")
+        raise MetricsSourceNotFound(f"{path}: no such file or directory")
     kind = detect_kind(path)
     if kind == "tensorboard":
         reader = ScalarReader(path)

@@ -122,17 +122,20 @@ class Indicator:
 
 def _rows_to_steps(rows: Iterable[Mapping[str, Any]] | Mapping[int, Mapping[str, float]]
                    ) -> dict[int, Mapping[str, float]]:
+    """{step: metrics} in step order. Metrics dicts are referenced, not copied (this
+    runs on every refresh and the model never mutates them); rows repeating a step are
+    merged into a new dict, later values winning."""
     if isinstance(rows, Mapping):
         return {int(k): v for k, v in sorted(rows.items())}
-    out: dict[int, dict[str, float]] = {}
+    out: dict[int, Mapping[str, float]] = {}
     for row in rows:
         step = int(row["step"])
+        metrics = row.get("metrics") or {}
         cur = out.get(step)
-        if cur is None:
-            out[step] = dict(row.get("metrics") or {})
-        else:
-            cur.update(row.get("metrics") or {})
-    return dict(sorted(out.items()))
+        out[step] = metrics if cur is None else {**cur, **metrics}
+    if any(a > b for a, b in zip(out, list(out)[1:])):
+        out = dict(sorted(out.items()))
+    return out
 
 
 def _range(v: Any) -> tuple[float, float] | None:
@@ -189,6 +192,8 @@ class RunMetrics:
         self.now = now
         self.window = max(1, int(window))
         self._series_cache: dict[str, list[tuple[int, float]]] = {}
+        self._keys: list[str] | None = None
+        self._keyset: set[str] | None = None
 
     # -- raw access ---------------------------------------------------------------------
 
@@ -198,10 +203,14 @@ class RunMetrics:
 
     def keys(self) -> list[str]:
         """Every metric key seen, sorted."""
-        seen: set[str] = set()
-        for m in self.by_step.values():
-            seen.update(m)
-        return sorted(seen)
+        if self._keys is None:
+            self._keys = sorted(self._key_set())
+        return self._keys
+
+    def _key_set(self) -> set[str]:
+        if self._keyset is None:
+            self._keyset = set().union(*self.by_step.values())
+        return self._keyset
 
     def raw_series(self, key: str) -> list[tuple[int, float]]:
         """Every finite (step, value) of a metric key, in step order."""
@@ -214,7 +223,10 @@ class RunMetrics:
 
     def latest(self, *keys: str) -> tuple[float, int] | tuple[None, None]:
         """(value, step) of the most recent finite value of the first key that has one."""
+        present = self._key_set()
         for key in keys:
+            if key not in present:
+                continue
             for step in reversed(self.steps):
                 v = self.by_step[step].get(key)
                 if v is not None and _finite(v):
@@ -300,11 +312,12 @@ class RunMetrics:
     def validation(self) -> dict[str, dict[str, Any]]:
         """Latest value of every validation key: {key: {"value": v, "step": s}}."""
         out: dict[str, dict[str, Any]] = {}
-        for step in reversed(self.steps):
-            for key, v in self.by_step[step].items():
-                if key.startswith(VALIDATION_PREFIXES) and key not in out and _finite(v):
-                    out[key] = {"value": float(v), "step": step}
-        return dict(sorted(out.items()))
+        for key in self.keys():
+            if key.startswith(VALIDATION_PREFIXES):
+                v, step = self.latest(key)
+                if v is not None:
+                    out[key] = {"value": v, "step": step}
+        return out
 
     def indicators(self) -> list[Indicator]:
         """The headline numbers, in display order, each judged against its range."""

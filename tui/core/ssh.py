@@ -328,7 +328,7 @@ class NodeSession:
         self.start()
         if timeout is None:
             timeout = self.settings.connect_timeout_s + 1
-        if self.settings.known_hosts is None and self.node.ssh.jump_host:
+        if self.node.ssh.jump_host:  # two connections in a row
             timeout *= 2
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._first_attempt.wait(), timeout)
@@ -588,6 +588,17 @@ class NodeSession:
             if check and proc.exit_status != 0:
                 raise CommandFailed(self.name, command, Result(proc.exit_status or -1, "", ""))
 
+    async def tcp_reachable(self, host: str, port: int, timeout: float = 3.0) -> bool:
+        """Whether something listens on host:port as seen from the node (a direct-tcpip
+        channel, no process on the node): is the Ray GCS up, without running `ray`."""
+        conn = await self._require_conn()
+        try:
+            reader, writer = await asyncio.wait_for(conn.open_connection(host, port), timeout)
+        except (asyncssh.ChannelOpenError, asyncio.TimeoutError, OSError):
+            return False
+        writer.close()
+        return True
+
     async def forward_local_port(self, remote_host: str, remote_port: int, local_port: int = 0) -> int:
         """Forward a local loopback port to `remote_host:remote_port` as seen from the
         node (e.g. the Ray dashboard on the head's loopback) and return the local
@@ -633,12 +644,12 @@ class SessionPool:
             s.start()
 
     async def open(self, timeout: float | None = None) -> dict[str, bool]:
-        """Start every session and wait (concurrently) for each first attempt.
-        Returns {node: connected}; nodes that failed keep retrying in the background."""
+        """Start every session and wait (concurrently) for each one's first connection
+        attempt, not for reconnects. Returns {node: connected}; nodes that failed keep
+        retrying in the background."""
         self.start()
-        t = timeout if timeout is not None else self.profile.ssh.connect_timeout_s + 1
         names = list(self.sessions)
-        results = await asyncio.gather(*(self.sessions[n].wait_connected(t) for n in names))
+        results = await asyncio.gather(*(self.sessions[n].wait_first_attempt(timeout) for n in names))
         return dict(zip(names, results))
 
     async def close(self) -> None:

@@ -33,7 +33,6 @@ filesystem; an SFTP source only needs `list_files()` and `read(path, offset)`.
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import struct
@@ -276,11 +275,12 @@ class ScalarReader:
         else:
             self.source = run_dir
         self.prefix_subdirs = prefix_subdirs
-        self._scalars: dict[str, list[tuple[int, float]]] = {}
-        # (step, tag, value) decoded but not yet sorted into `_scalars`: grouping by tag
-        # is deferred to the first access of `scalars`, which the per-step view
-        # (`rows()`, what the console uses) never needs.
-        self._log: list[tuple[int, str, float]] = []
+        # The per-step view is the store; the per-tag view (`scalars`) is derived on
+        # demand, since the console only ever asks for rows. Values that a later event
+        # replaced are kept aside, in read order, so that `scalars` can still list them.
+        self._replaced: list[tuple[int, str, float]] = []
+        self._scalars: dict[str, list[tuple[int, float]]] | None = None
+        self._count = 0
         self.wall_times: dict[int, float] = {}
         self.errors: dict[str, str] = {}
         self.bytes_read = 0
@@ -294,17 +294,11 @@ class ScalarReader:
     # -- public API ---------------------------------------------------------------------
 
     def update(self) -> int:
-        """Read what was appended since the last call; return the number of new scalars."""
-        # Decoding allocates hundreds of thousands of small tuples and none of them form
-        # reference cycles; the cyclic GC would otherwise rescan them over and over
-        # (about a third of the first load's time).
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return self._update()
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+        """Read what was appended since the last call; return the number of new scalars.
+
+        Errors raised by the byte source (an SFTP link going away) propagate; the
+        offsets of files already read stay consistent, so the next call resumes."""
+        return self._update()
 
     def _update(self) -> int:
         new = 0
@@ -325,19 +319,29 @@ class ScalarReader:
             consumed, count = self._consume(data, st, path)
             st.offset += consumed
             new += count
+        if new:
+            self._scalars = None
         return new
 
     @property
     def scalars(self) -> dict[str, list[tuple[int, float]]]:
-        """tag -> every (step, value) read for it, in read order (duplicates kept)."""
-        if self._log:
-            sc = self._scalars
-            for step, tag, value in self._log:
-                lst = sc.get(tag)
-                if lst is None:
-                    lst = sc[tag] = []
-                lst.append((step, value))
-            self._log = []
+        """tag -> every (step, value) read for it, in step order; where a step was
+        written more than once (a resumed run), all its values in read order."""
+        if self._scalars is None:
+            replaced: dict[tuple[int, str], list[float]] = {}
+            for step, tag, value in self._replaced:
+                replaced.setdefault((step, tag), []).append(value)
+            sc: dict[str, list[tuple[int, float]]] = {}
+            for step in sorted(self._by_step):
+                for tag, value in self._by_step[step].items():
+                    lst = sc.get(tag)
+                    if lst is None:
+                        lst = sc[tag] = []
+                    if replaced:
+                        for old in replaced.get((step, tag), ()):
+                            lst.append((step, old))
+                    lst.append((step, value))
+            self._scalars = sc
         return self._scalars
 
     def steps(self) -> list[int]:
@@ -362,16 +366,18 @@ class ScalarReader:
         return max(self._by_step) if self._by_step else None
 
     def __len__(self) -> int:
-        return len(self._log) + sum(len(v) for v in self._scalars.values())
+        return self._count
 
     # -- decoding -----------------------------------------------------------------------
 
     def _add(self, tag: str, step: int, value: float) -> None:
-        self._log.append((step, tag, value))
         m = self._by_step.get(step)
         if m is None:
             m = self._by_step[step] = {}
+        elif tag in m:
+            self._replaced.append((step, tag, m[tag]))
         m[tag] = value
+        self._count += 1
 
     def _header_ok(self, header: bytes, crc: bytes) -> bool:
         expected = self._crc_ok.get(header)
@@ -388,16 +394,16 @@ class ScalarReader:
         keycache = st.keys
         by_step = self._by_step
         wall_times = self.wall_times
-        log = self._log
-        count0 = len(log)
+        count0 = self._count
         unpack_q, unpack_f, unpack_d = _unpack_q, _unpack_f, _unpack_d
         findall = _REC_ONE.findall
         one_lens = _ONE_LENS
         n_lens = len(one_lens)
         hlen = self._hdr_len
-        log_append = log.append
+        replaced_append = self._replaced.append
+        fast = 0
         while pos + 12 <= n:
-            before = len(log)
+            fast = 0
             # Fast path: a run of one-scalar frames, matched in C in one call. The
             # catch-all alternative yields one tuple of empty groups and ends the run.
             last_stp: bytes | None = None
@@ -418,8 +424,9 @@ class ScalarReader:
                         break
                     if not self._header_ok(h12[:8], h12[8:]):
                         self._bad_frame(path, st, pos)
-                        self.records_read += records
-                        return pos, len(log) - count0
+                        self.records_read += records + fast
+                        self._count += fast
+                        return pos, self._count - count0
                     if unpack_q(h12[:8])[0] != size:
                         break
                     hlen[h12] = size
@@ -431,11 +438,13 @@ class ScalarReader:
                     mm = by_step.get(step)  # type: ignore[assignment]
                     if mm is None:
                         mm = by_step[step] = {}
-                value = unpack_f(val)[0]
-                mm[key] = value
-                log_append((step, key, value))
+                if key in mm:
+                    replaced_append((step, key, mm[key]))
+                mm[key] = unpack_f(val)[0]
+                fast += 1
                 pos += size + 16
-            records += len(log) - before
+            records += fast
+            self._count += fast
             if pos + 12 > n:
                 break
             # Any other frame: one at a time.
@@ -453,7 +462,7 @@ class ScalarReader:
             records += 1
             pos = end + 4
         self.records_read += records
-        return pos, len(log) - count0
+        return pos, self._count - count0
 
     def _multi_fast(self, data: bytes, pos: int, start: int, end: int,
                     st: _FileState) -> int | None:
@@ -493,10 +502,12 @@ class ScalarReader:
         mm = self._by_step.get(step)
         if mm is None:
             mm = self._by_step[step] = {}
+        elif not mm.keys().isdisjoint(keys):
+            for key in keys:
+                if key in mm:
+                    self._replaced.append((step, key, mm[key]))
         mm.update(zip(keys, values))
-        log = self._log
-        for key, value in zip(keys, values):
-            log.append((step, key, value))
+        self._count += len(keys)
         return len(found)
 
     def _decode_generic(self, payload: bytes, st: _FileState, path: str, pos: int) -> int:

@@ -49,12 +49,26 @@ class _SyncEventFileWriter:
         from tensorboard.summary.writer.record_writer import RecordWriter
 
         os.makedirs(logdir, exist_ok=True)
-        self._file_name = os.path.join(
-            logdir,
-            "events.out.tfevents.%010d.%s.%s.%s"
-            % (time.time(), socket.gethostname(), os.getpid(), next(_uid)),
-        ) + filename_suffix
-        self._file = open(self._file_name, "wb")  # noqa: SIM115 - closed in close()
+        # Share tensorboard's per-process counter so that this writer and an
+        # EventFileWriter started in the same second never pick the same name; "xb"
+        # makes a collision with anything else an error instead of an overwrite.
+        try:
+            from tensorboard.summary.writer.event_file_writer import _global_uid
+
+            next_uid = _global_uid.get
+        except ImportError:  # pragma: no cover - tensorboard internals moved
+            next_uid = _uid.__next__
+        while True:
+            self._file_name = os.path.join(
+                logdir,
+                "events.out.tfevents.%010d.%s.%s.%s"
+                % (time.time(), socket.gethostname(), os.getpid(), next_uid()),
+            ) + filename_suffix
+            try:
+                self._file = open(self._file_name, "xb")  # noqa: SIM115 - closed in close()
+                break
+            except FileExistsError:
+                continue
         self._records = RecordWriter(self._file)
         self.add_event(event_pb2.Event(
             wall_time=time.time(),

@@ -29,7 +29,13 @@ import shlex
 
 from tui.core.parsers.ansi import first_error_line, strip_ansi
 from tui.core.parsers.gmi import attach_processes, parse_gmi_json, parse_gmi_plain, parse_gmi_processes
-from tui.core.parsers.nvsmi import NVSMI_APPS_ARGS, NVSMI_QUERY_ARGS, attach_nvsmi_apps, parse_nvsmi_apps, parse_nvsmi_csv
+from tui.core.parsers.nvsmi import (
+    NVSMI_APPS_ARGS,
+    NVSMI_QUERY_ARGS,
+    attach_nvsmi_apps,
+    parse_nvsmi_apps,
+    parse_nvsmi_csv,
+)
 from tui.core.state import GpuReport
 
 __all__ = [

@@ -164,7 +164,7 @@ def _parse_nvsmi_csv(text: str, header: bool | None, fields: tuple[str, ...]) ->
         if len(cells) != len(columns):
             skipped += 1
             continue
-        card = _row_to_card(dict(zip(columns, cells)), len(cards))
+        card = _row_to_card(dict(zip(columns, cells, strict=True)), len(cards))
         if card is None:
             skipped += 1
             continue
@@ -208,7 +208,7 @@ def parse_nvsmi_apps(text: str) -> dict[str, list[GpuProcess]]:
                 continue
             if not columns or len(cells) != len(columns):
                 continue
-            row = dict(zip(columns, cells))
+            row = dict(zip(columns, cells, strict=True))
             uuid = _nv_text(row.get("gpu_uuid"))
             pid = parse_number(row.get("pid"))
             if not uuid or pid is None or pid < 0 or pid != int(pid):

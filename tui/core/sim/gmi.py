@@ -28,18 +28,27 @@ Per-node settings come from `$RLCONSOLE_SIM_NODE_DIR/gmi.json`:
 `{"gpus": 8, "node_index": 0, "replay": null}`. With `replay` set (`sim up
 --replay-gpu FILE`), every invocation prints that file's content verbatim instead, so
 a user's "my cards don't parse" output can be reproduced in one command.
+
+How it runs: a Python start per call would cost 40-150 ms of CPU on a busy machine,
+and the console samples every node every refresh (64 nodes x 2 calls per second
+would eat the machine the sim runs on). So the sim daemon renders each node's two
+outputs into `$RLCONSOLE_SIM_NODE_DIR/gmi/{plain,json}` every `RENDER_INTERVAL_S`
+(atomically, `render_node`), and the node's `mthreads-gmi` is a POSIX sh script
+(`tool_script`) that prints the matching file or the usage error: the figures are at
+most that old, like a real tool's sampling. The load files' PIDs are checked in the
+node's namespace through `/proc/<namespace init>/root/proc`. `python -m
+tui.core.sim.gmi` renders directly (no daemon), for tests and debugging.
 """
 
 from __future__ import annotations
 
+# Imports are kept to the cheap ones on purpose: this runs once per sample per node
+# (dataclasses/pathlib/typing would triple its start-up time).
 import json
 import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 GMI_VERSION = "2.4.1"
 DRIVER_VERSION = "5.1.0-server"
@@ -52,56 +61,56 @@ _RULE = "-" * 69
 _BOX = "+" + "-" * 67 + "+"
 
 
-@dataclass
 class CardLoad:
-    util: float = 0.0
-    mem_mib: float = 0.0
-    processes: list[tuple[int, str, float]] = field(default_factory=list)
+    """What live load files put on one card."""
+
+    def __init__(self) -> None:
+        self.util = 0.0
+        self.mem_mib = 0.0
+        self.processes: list[tuple[int, str, float]] = []
 
 
-@dataclass
 class Card:
-    index: int
-    bus_id: str
-    uuid: str
-    serial: str
-    util: float
-    mem_used: float
-    temp: float
-    power: float
-    processes: list[tuple[int, str, float]]
+    """One card's values as the tool prints them."""
+
+    def __init__(self, **kw: object) -> None:
+        self.__dict__.update(kw)
 
 
-def _pid_alive(pid: int) -> bool:
+def _pid_alive(pid: int, proc_root: str = "/proc") -> bool:
+    """Is `pid` (as numbered in the namespace whose /proc is `proc_root`) a live,
+    non-zombie process?"""
     if pid <= 0:
         return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead for our purpose
-        with open(f"/proc/{pid}/stat", "rb") as f:
+        with open(f"{proc_root}/{pid}/stat", "rb") as f:
             return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except (OSError, IndexError):
-        return True
+        return False
 
 
-def read_loads(node_dir: Path, gpus: int) -> dict[int, CardLoad]:
+RENDER_INTERVAL_S = 0.5
+
+
+def read_loads(node_dir: str, gpus: int, proc_root: str = "/proc") -> dict[int, CardLoad]:
     """The live `gpu-load/<index>.json` files of this node (see the module doc)."""
     loads: dict[int, CardLoad] = {}
-    d = node_dir / "gpu-load"
-    if not d.is_dir():
+    d = os.path.join(str(node_dir), "gpu-load")
+    try:
+        names = os.listdir(d)
+    except OSError:
         return loads
-    for f in d.glob("*.json"):
+    for fname in names:
+        if not fname.endswith(".json"):
+            continue
         try:
-            idx = int(f.stem)
-            data = json.loads(f.read_text())
+            idx = int(fname[:-5])
+            with open(os.path.join(d, fname)) as fh:
+                data = json.load(fh)
             pid = int(data["pid"])
         except (ValueError, KeyError, TypeError, OSError):
             continue
-        if not 0 <= idx < gpus or not _pid_alive(pid):
+        if not 0 <= idx < gpus or not _pid_alive(pid, proc_root):
             continue
         util = max(0.0, min(100.0, float(data.get("util", 0) or 0)))
         mem = max(0.0, min(float(MEM_TOTAL_MIB), float(data.get("mem_mib", 0) or 0)))
@@ -112,7 +121,7 @@ def read_loads(node_dir: Path, gpus: int) -> dict[int, CardLoad]:
     return loads
 
 
-def cards(node_index: int, gpus: int, loads: dict[int, CardLoad]) -> list[Card]:
+def cards(node_index: int, gpus: int, loads: dict) -> list:
     """Card values: fixed per-card idle figures (like real idle cards, a degree or a
     watt apart) plus what the live loads add."""
     out = []
@@ -143,7 +152,7 @@ def _num(v: float) -> str:
     return f"{int(v)}" if float(v).is_integer() else f"{v:g}"
 
 
-def render_plain(cs: list[Card], now: float | None = None) -> str:
+def render_plain(cs: list, now: float | None = None) -> str:
     """Bare `mthreads-gmi` (gmi 2.4.1 on S5000: with the ECC Mode row)."""
     lines = [
         _timestamp(now),
@@ -173,10 +182,10 @@ def render_plain(cs: list[Card], now: float | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_json(cs: list[Card], now: float | None = None) -> str:
+def render_json(cs: list, now: float | None = None) -> str:
     """`mthreads-gmi -q --json`: values carry units, "Power Draw " has a trailing
     space, the driver version is top-level (as in the real tool)."""
-    gpus: list[dict[str, Any]] = []
+    gpus: list = []
     for c in cs:
         bus = c.bus_id.split(":")[1]
         gpus.append({
@@ -222,6 +231,65 @@ def render_json(cs: list[Card], now: float | None = None) -> str:
     return json.dumps(doc, indent=4) + "\n"
 
 
+def _write_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def render_node(node_dir: str, proc_root: str = "/proc", now: float | None = None) -> None:
+    """Render this node's `gmi/plain` and `gmi/json` (what its tool prints now)."""
+    try:
+        with open(os.path.join(node_dir, "gmi.json")) as fh:
+            cfg = json.load(fh)
+    except (OSError, ValueError):
+        cfg = {}
+    out = os.path.join(node_dir, "gmi")
+    os.makedirs(out, exist_ok=True)
+    replay = cfg.get("replay")
+    if replay:
+        try:
+            with open(replay, errors="replace") as fh:
+                text = fh.read()
+        except OSError as exc:
+            text = f"Failed to read replay file {replay}: {exc.strerror}\n"
+        plain = js = text
+    else:
+        gpus = int(cfg.get("gpus", 8))
+        cs = cards(int(cfg.get("node_index", 0)), gpus, read_loads(node_dir, gpus, proc_root))
+        plain, js = render_plain(cs, now), render_json(cs, now)
+    _write_atomic(os.path.join(out, "plain"), plain)
+    _write_atomic(os.path.join(out, "json"), js)
+    if not os.path.exists(os.path.join(out, "usage")):
+        _write_atomic(os.path.join(out, "usage"), USAGE)
+
+
+def tool_script(node_dir: str) -> str:
+    """The node's `mthreads-gmi`: a POSIX sh script printing what `render_node` wrote
+    (only for the real tool's invocations; anything else is a usage error on stdout)."""
+    d = os.path.join(node_dir, "gmi")
+    return f"""#!/bin/sh
+# Simulated mthreads-gmi (rlconsole sim): prints what the sim daemon rendered for this
+# node at most {RENDER_INTERVAL_S:g}s ago. See tui/core/sim/gmi.py.
+d='{d}'
+case "$#:$*" in
+  0:) exec cat "$d/plain" ;;
+  "2:-q --json"|"2:--json -q"|"2:-q -j"|"2:-j -q"|"2:--query --json"|"2:--json --query"|"2:--query -j"|"2:-j --query")
+    exec cat "$d/json" ;;
+  1:-h|1:--help) exec cat "$d/usage" ;;
+  1:-v|1:--version) echo "mthreads-gmi version: {GMI_VERSION}"; exit 0 ;;
+esac
+bad=""
+for a in "$@"; do
+  case "$a" in -q|--query|-j|--json) ;; *) bad="$a"; break ;; esac
+done
+if [ -n "$bad" ]; then echo "Invalid option: $bad"; else echo "Invalid combination of input arguments."; fi
+echo "Please run 'mthreads-gmi -h' for help."
+exit 1
+"""
+
+
 USAGE = f"""mthreads-gmi version: {GMI_VERSION}
 
 Usage: mthreads-gmi [OPTION]...
@@ -235,15 +303,17 @@ Usage: mthreads-gmi [OPTION]...
 
 def main(argv: list[str] | None = None, node_dir: str | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    nd = Path(node_dir or os.environ.get("RLCONSOLE_SIM_NODE_DIR") or ".")
+    nd = node_dir or os.environ.get("RLCONSOLE_SIM_NODE_DIR") or "."
     try:
-        cfg = json.loads((nd / "gmi.json").read_text())
+        with open(os.path.join(nd, "gmi.json")) as fh:
+            cfg = json.load(fh)
     except (OSError, ValueError):
         cfg = {}
     replay = cfg.get("replay")
     if replay:
         try:
-            sys.stdout.write(Path(replay).read_text(errors="replace"))
+            with open(replay, errors="replace") as fh:
+                sys.stdout.write(fh.read())
         except OSError as exc:
             sys.stdout.write(f"Failed to read replay file {replay}: {exc.strerror}\n")
             return 1

@@ -1,0 +1,262 @@
+"""Probes -> typed state: sample parsing, the Ray API mapping, and on the sim: one-shot
+snapshots, the live monitor (a node going down and coming back, honest card load),
+and real Ray started on the sim nodes by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from tests.conftest import require_dockerd
+from tui.core.probes import (
+    ClusterMonitor,
+    parse_sample,
+    probe_ray,
+    ray_state_from_api,
+    sampler_script,
+    snapshot,
+)
+from tui.core.profile import load_profile
+from tui.core.sim import gmi
+from tui.core.sim.cluster import sim_node
+from tui.core.ssh import SessionPool
+
+# --------------------------------------------------------------------------- units
+
+
+def _profile(sim_cluster):
+    return sim_cluster.profile
+
+
+def test_sampler_script_is_one_shell_loop(sim_cluster):
+    p = _profile(sim_cluster)
+    loop = sampler_script(p, 2.0)
+    assert loop.startswith("while :; do") and "sleep 2 " in loop
+    assert "mthreads-gmi -q --json" in loop and "docker inspect --type container train-rl" in loop
+    assert "-r" not in loop.split()  # never a guessed flag
+    assert not sampler_script(p, 0).startswith("while")
+
+
+def test_parse_sample_cards_and_container(sim_cluster):
+    p = _profile(sim_cluster)
+    cs = gmi.cards(0, 8, {})
+    lines = ["@@sample-begin", "@@tool=mthreads-gmi", "@@cmd=mthreads-gmi -q --json",
+             *gmi.render_json(cs).splitlines(), "@@rc=0", "@@cmd=mthreads-gmi",
+             *gmi.render_plain(cs).splitlines(), "@@rc=0", "@@end",
+             "@@docker-begin", "Error: No such object: train-rl", "@@docker-rc=1"]
+    g, c = parse_sample(lines, p)
+    assert g.parsed and len(g.cards) == 8 and g.simulated
+    assert c.status == "absent"
+    g, c = parse_sample(["@@sample-begin", "@@tool=mthreads-gmi", "@@cmd=mthreads-gmi -q --json",
+                         "Failed to initialize MTML: Driver Not Loaded", "@@rc=0", "@@end",
+                         "@@docker-begin", "sh: 1: docker: not found", "@@docker-rc=127"], p)
+    assert not g.parsed and g.error
+    assert c.status == "unavailable"
+    g, c = parse_sample(["@@sample-begin", "@@tool=mthreads-gmi"], p)  # cut off
+    assert not g.parsed and c.status == "unknown"
+
+
+NODES_DOC = {"result": True, "data": {"result": {"result": [
+    {"node_id": "aa", "node_ip": "127.0.0.3", "is_head_node": False, "state": "ALIVE",
+     "resources_total": {"GPU": 8.0, "CPU": 2.0}},
+    {"node_id": "bb", "node_ip": "127.0.0.2", "is_head_node": True, "state": "ALIVE",
+     "resources_total": {"GPU": 8.0, "CPU": 2.0}},
+    {"node_id": "cc", "node_ip": "127.0.0.4", "is_head_node": False, "state": "DEAD",
+     "resources_total": {"GPU": 8.0}},
+]}}}
+STATUS_DOC = {"result": True, "data": {"clusterStatus": {"loadMetricsReport": {
+    "usage": {"GPU": [4.0, 16.0], "CPU": [0.0, 4.0]},
+    "usageByNode": {"aa": {"GPU": [4.0, 8.0]}, "bb": {"GPU": [0.0, 8.0]}}}}}}
+JOBS_DOC = [
+    {"submission_id": "raysubmit_1", "status": "SUCCEEDED", "entrypoint": "echo", "start_time": 1000,
+     "end_time": 2000, "message": "ok"},
+    {"submission_id": "raysubmit_2", "status": "RUNNING", "entrypoint": "python3 -m verl", "start_time": 3000},
+]
+
+
+def test_ray_state_from_api():
+    from tui.core.probes import current_job
+
+    st = ray_state_from_api(NODES_DOC, STATUS_DOC, JOBS_DOC)
+    assert st.available and st.source == "api"
+    assert (st.nodes_alive, st.nodes_dead, st.gpus_total, st.gpus_used) == (2, 1, 16.0, 4.0)
+    head = next(n for n in st.nodes if n.is_head)
+    assert head.address == "127.0.0.2"
+    assert [j.id for j in st.jobs] == ["raysubmit_1", "raysubmit_2"]
+    job = current_job(st)
+    assert job.id == "raysubmit_2" and job.status == "RUNNING"
+    empty = ray_state_from_api({}, {}, [])
+    assert empty.available and empty.nodes_alive == 0
+
+
+# --------------------------------------------------------------------------- sim
+
+
+async def test_snapshot_of_the_sim(sim_cluster):
+    st = await snapshot(_profile(sim_cluster))
+    assert st.simulated
+    assert [n.reachable for n in st.nodes] == [True] * 4
+    cards = [c for n in st.nodes for c in n.gpus]
+    assert len(cards) == 32
+    assert all(c.name == "MTT S5000" and c.util_pct == 0 and c.mem_total_mib == 81920 and c.temp_c and c.power_w
+               for c in cards)
+    assert all(n.container is not None and n.container.status in ("absent", "running", "unavailable")
+               for n in st.nodes)
+    assert not st.ray.available and "not running" in st.ray.error
+    assert st.job is None
+    doc = st.to_json()
+    assert doc["nodes"][0]["gpus"][0].keys() >= {"index", "name", "util_pct", "mem_used_mib", "mem_total_mib",
+                                                 "temp_c", "power_w"}
+
+
+async def test_container_state_follows_docker(sim_cluster):
+    require_dockerd()
+    p = _profile(sim_cluster)
+    async with SessionPool(p) as pool:
+        s = pool.session("node4")
+        r = await s.run(["docker", "create", "--name", "train-rl", "--network", "host", p.container.image,
+                         "sleep", "infinity"])
+        assert r.rc == 0, r.stderr
+        try:
+            st = await snapshot(p, pool)
+            assert st.nodes[3].container.status == "created"
+            await s.run("docker start train-rl", check=True)
+            st = await snapshot(p, pool)
+            assert st.nodes[3].container.status == "running" and st.nodes[3].container.image
+            assert st.nodes[2].container.status == "absent"
+            # through the container, as the profile says (docker exec)
+            r = await s.run("echo $RLCONSOLE_SIM_NODE", container=True)
+            assert r.stdout.strip() == "node4"
+        finally:
+            await s.run("docker rm -f train-rl")
+
+
+async def test_monitor_node_down_and_back(sim_cluster):
+    p = _profile(sim_cluster)
+    refresh = 1.0
+    mon = ClusterMonitor(p, refresh_s=refresh)
+    q = mon.queue()
+    await mon.start()
+    try:
+        async def until(pred, timeout):
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < timeout:
+                if pred(mon.state):
+                    return time.monotonic() - t0
+                await asyncio.sleep(0.05)
+            raise AssertionError(f"condition not met within {timeout}s: {mon.state.nodes}")
+
+        await until(lambda s: all(n.reachable and n.gpu is not None for n in s.nodes), 10)
+        assert q.qsize() == 1  # subscribers were told
+        assert sum(len(n.gpus) for n in mon.state.nodes) == 32
+        before = {n.name: n.updated_at for n in mon.state.nodes}
+        await asyncio.to_thread(sim_node, "stop", "node3", sim_cluster.state_dir)
+        t_down = await until(lambda s: not s.nodes[2].reachable, 2 * refresh)
+        assert mon.state.nodes[2].error
+        await asyncio.sleep(1.5 * refresh)
+        for i in (0, 1, 3):  # the others keep updating
+            assert mon.state.nodes[i].reachable and mon.state.nodes[i].updated_at > before[mon.state.nodes[i].name]
+        await asyncio.to_thread(sim_node, "start", "node3", sim_cluster.state_dir)
+        t_up = await until(lambda s: s.nodes[2].reachable and s.nodes[2].updated_at > time.time() - refresh
+                           and s.nodes[2].gpu is not None, 4 * refresh + 2)
+        print(f"down seen after {t_down:.2f}s, back after {t_up:.2f}s")
+    finally:
+        await mon.stop()
+        await asyncio.to_thread(sim_node, "start", "node3", sim_cluster.state_dir)
+
+
+async def test_monitor_shows_simulated_load_honestly(sim_cluster):
+    p = _profile(sim_cluster)
+    mon = ClusterMonitor(p, refresh_s=1.0)
+    async with SessionPool(p) as pool:
+        s = pool.session("node2")
+        # a stand-in job: a live process that declares it uses card 5
+        r = await s.run("sleep 60 >/dev/null 2>&1 & pid=$!; "
+                        "printf '{\"pid\": %s, \"util\": 93, \"mem_mib\": 61440, \"name\": \"python3\"}' $pid "
+                        "> $RLCONSOLE_SIM_NODE_DIR/gpu-load/5.json; echo $pid", check=True)
+        pid = int(r.stdout.strip())
+        await mon.start()
+        try:
+            async def card5():
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < 6:
+                    n = mon.state.nodes[1]
+                    if n.gpu and len(n.gpus) == 8:
+                        yield n.gpus[5]
+                    await asyncio.sleep(0.1)
+
+            async for c in card5():
+                if c.util_pct == 93:
+                    break
+            assert c.util_pct == 93 and c.mem_used_mib == 61440 and c.processes
+            assert all(x.util_pct == 0 for i, x in enumerate(mon.state.nodes[1].gpus) if i != 5)
+            await s.run(f"kill {pid}")
+            async for c in card5():
+                if c.util_pct == 0:
+                    break
+            assert c.util_pct == 0 and c.mem_used_mib == 0  # the job died: the card is idle
+        finally:
+            await mon.stop()
+            await s.run("rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/5.json")
+
+
+async def test_ray_on_the_sim_nodes(sim_cluster):
+    """Ray started by hand over SSH as LAB.md shows: status sees 4 nodes and 32 GPUs."""
+    p = _profile(sim_cluster)
+    r, h = p.ray, p.head
+
+    def head_cmd():
+        return ["ray", "start", "--head", f"--node-ip-address={h.address}", f"--port={r.head_port}",
+                f"--num-gpus={h.gpus}", f"--dashboard-host={r.dashboard_host}", f"--dashboard-port={r.dashboard_port}",
+                *r.start_args, *r.head_args, *h.ray_args]
+
+    def worker_cmd(n):
+        return ["ray", "start", f"--address={h.address}:{r.head_port}", f"--node-ip-address={n.address}",
+                f"--num-gpus={n.gpus}", *r.start_args, *n.ray_args]
+
+    async with SessionPool(p) as pool:
+        try:
+            res = await pool.session(h.name).run(head_cmd(), timeout=180)
+            assert res.rc == 0, res.stderr[-2000:]
+            results = await asyncio.gather(*(pool.session(n.name).run(worker_cmd(n), timeout=180) for n in p.workers))
+            st = None
+            deadline = time.monotonic() + 60
+            retried = False
+            while time.monotonic() < deadline:
+                st = await snapshot(p, pool)
+                if st.ray.nodes_alive == 4:
+                    break
+                if not retried and time.monotonic() > deadline - 40:
+                    # a raylet can lose a start-up race on a loaded 2-core machine: start it again
+                    alive = {n.address for n in st.ray.nodes if n.alive}
+                    await asyncio.gather(*(pool.session(n.name).run(worker_cmd(n), timeout=180)
+                                           for n in p.workers if n.address not in alive))
+                    retried = True
+                await asyncio.sleep(1)
+            assert st is not None and st.ray.available, (st.ray.error, [x.stderr[-500:] for x in results])
+            assert st.ray.source == "api"
+            assert st.ray.nodes_alive == 4 and st.ray.gpus_total == 32
+            assert st.ray.gpus_used == 0
+        finally:
+            await asyncio.gather(*(pool.session(n.name).run("ray stop --force", timeout=120) for n in p.nodes),
+                                 return_exceptions=True)
+        st = await snapshot(p, pool)
+        assert not st.ray.available
+
+
+async def test_probe_ray_head_down(sim_cluster):
+    p = _profile(sim_cluster)
+    pool = SessionPool(p)
+    try:
+        await asyncio.to_thread(sim_node, "stop", "node1", sim_cluster.state_dir)
+        await pool.open(timeout=3)
+        st = await probe_ray(pool.head, p)
+        assert not st.available and "unreachable" in st.error
+        snap = await snapshot(p, pool)
+        assert not snap.nodes[0].reachable and all(n.reachable for n in snap.nodes[1:])
+    finally:
+        await asyncio.to_thread(sim_node, "start", "node1", sim_cluster.state_dir)
+        await pool.close()

@@ -1,0 +1,92 @@
+"""`rlconsole status`: the JSON contract, the 80-column table, exit 0 even when every
+node is down."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from tui.core.profile import load_profile
+from tui.core.state import ClusterState, ContainerState, GpuCard, GpuReport, NodeState, RayState
+from tui.core.status_cli import render_table, run_status
+
+
+def _state() -> ClusterState:
+    cards = [GpuCard(index=i, name="MTT S5000", util_pct=10.0 * i, mem_used_mib=1024.0 * i, mem_total_mib=81920.0,
+                     temp_c=48.0 + i, power_w=97.0) for i in range(8)]
+    return ClusterState(
+        profile="sim-4x8", simulated=True, taken_at=0.0,
+        nodes=[
+            NodeState("node1", "127.0.0.2", "head", True, None, ContainerState("train-rl", "running"),
+                      GpuReport("mthreads-gmi", cards)),
+            NodeState("node2", "127.0.0.3", "worker", False,
+                      "host key for 127.0.0.3:2222 not in known_hosts /x/known_hosts: verify it (compare its "
+                      "fingerprint with the node's `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`) and add "
+                      "it with: ssh-keyscan -p 2222 127.0.0.3 >> /x/known_hosts"),
+            NodeState("node3-with-a-very-long-name", "127.0.0.4", "worker", True, None,
+                      ContainerState("train-rl", "absent"),
+                      GpuReport("mthreads-gmi", [], parsed=False, error="Failed to initialize MTML")),
+        ],
+        ray=RayState(available=False, error="Ray is not running (nothing listens on 127.0.0.2:6379)"),
+    )
+
+
+def test_table_fits_80_columns_and_says_simulated():
+    text = render_table(_state())
+    assert "SIMULATED" in text
+    assert all(len(line) <= 80 for line in text.splitlines()), max(text.splitlines(), key=len)
+    assert "ssh-keyscan -p 2222 127.0.0.3 >> /x/known_hosts" in text.replace("\n    ", " ")  # wrapped, not cut
+    assert "unparsed" in text and "Failed to initialize MTML" in text
+    assert "DOWN" in text and "Ray: not available" in text and "Job: none" in text
+    row = next(line for line in text.splitlines() if line.startswith("node1"))
+    assert "running" in row and "8" in row and "35%/70%" in row
+
+
+def test_status_json_on_the_sim(sim_cluster, capsys):
+    rc = run_status(sim_cluster.profile, json=True)
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["simulated"] is True
+    assert len(doc["nodes"]) == 4 and all(n["reachable"] for n in doc["nodes"])
+    assert sum(len(n["gpus"]) for n in doc["nodes"]) == 32
+    for n in doc["nodes"]:
+        assert {"name", "reachable", "container", "gpus"} <= n.keys() and "status" in n["container"]
+        for g in n["gpus"]:
+            assert {"index", "name", "util_pct", "mem_used_mib", "mem_total_mib", "temp_c", "power_w"} <= g.keys()
+            assert g["mem_total_mib"] == 81920 and g["util_pct"] is not None
+    assert {"nodes_alive", "gpus_total", "gpus_used"} <= doc["ray"].keys()
+    assert doc["job"] is None
+
+
+def test_status_table_on_the_sim(sim_cluster):
+    out = io.StringIO()
+    assert run_status(sim_cluster.profile, json=False, out=out) == 0
+    text = out.getvalue()
+    assert "SIMULATED" in text and "4/4 reachable, 32 cards" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_status_exit_0_when_every_node_is_down(sim_cluster, tmp_path, capsys):
+    # The sim's profile, with every node moved to a port where nothing listens.
+    text = Path(sim_cluster.profile_path).read_text()
+    for n in sim_cluster.profile.nodes:
+        s = socket.socket()
+        s.bind((n.address, 0))
+        free = s.getsockname()[1]
+        s.close()
+        text = text.replace(f"port: {n.ssh.port}\n", f"port: {free}\n")
+    p = tmp_path / "down.yaml"
+    p.write_text(text)
+    prof = load_profile(p)
+    prof.ssh.connect_timeout_s = 2
+    assert run_status(prof, json=True) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [n["reachable"] for n in doc["nodes"]] == [False] * 4
+    assert all("refused" in n["error"] for n in doc["nodes"])
+    assert doc["ray"]["available"] is False
+    assert run_status(prof, json=False) == 0
+    assert "0/4 reachable" in capsys.readouterr().out

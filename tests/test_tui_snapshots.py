@@ -1,0 +1,38 @@
+"""SVG snapshots of the main screen (pytest-textual-snapshot).
+
+Deterministic by construction: StaticBackend data (fixed timestamps, formula-made card
+values, no randomness), no clock in the header, and the screenshot is taken only after
+the log flush and the footer have settled. Regenerate after an intended visual change:
+    pytest tests/test_tui_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.app import RlconsoleApp
+from tui.backend import demo_backend, demo_state
+
+
+async def _settle(pilot) -> None:
+    await pilot.pause(0.3)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 50)], ids=["80x24", "160x50"])
+def test_main_screen(snap_compare, size: tuple[int, int]) -> None:
+    assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=_settle)
+
+
+def test_main_screen_node_down_120x40(snap_compare) -> None:
+    """A node down and its cards marked down, with the action panel mid-bring-up."""
+    b = demo_backend()
+
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        b.push_state(demo_state(b.profile, down=["node116"]))
+        await pilot.press("u")
+        await _settle(pilot)
+
+    assert snap_compare(RlconsoleApp(b), terminal_size=(120, 40), run_before=run_before)

@@ -1,0 +1,115 @@
+"""The Textual application: `rlconsole` (live) and `rlconsole demo` (on the simulator).
+
+The app is a thin shell: it subscribes to a `Backend` (tui/backend.py), turns every
+callback into a typed message for the main screen, and runs actions in workers. All
+knowledge of SSH, Ray, logs and scalars stays in the core behind the backend, which is
+why the same screens run against the live cluster, the simulator and fixed test data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+from textual.app import App
+
+from .commands import RlconsoleCommands
+from .messages import AlertRaised, LogLinesReceived, MetricsUpdated, StateUpdated
+from .screens.main import MainScreen
+
+if TYPE_CHECKING:
+    from .backend import Backend
+    from .core.profile import Profile
+
+log = logging.getLogger("rlconsole.app")
+
+STOP_TIMEOUT_S = 5.0
+"""How long quitting waits for the backend to close its connections."""
+
+
+class RlconsoleApp(App[int]):
+    """The console over one backend. Quitting stops watching, never the job."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "rlconsole"
+    COMMANDS = App.COMMANDS | {RlconsoleCommands}
+
+    def __init__(self, backend: "Backend", **kw: Any) -> None:
+        super().__init__(**kw)
+        self.backend = backend
+        self.main_screen = MainScreen(backend)
+        self.sub_title = backend.profile.name + (" · SIMULATED" if backend.simulated else "")
+
+    def get_default_screen(self) -> MainScreen:
+        return self.main_screen
+
+    def on_mount(self) -> None:
+        post = self.main_screen.post_message  # thread-safe: callbacks may come from anywhere
+        self.backend.subscribe_state(lambda s: post(StateUpdated(s)))
+        self.backend.subscribe_log(lambda lines: post(LogLinesReceived(lines)))
+        self.backend.subscribe_metrics(lambda summary, series: post(MetricsUpdated(summary, series)))
+        self.backend.subscribe_alerts(lambda a: post(AlertRaised(a)))
+        # In a worker: a slow connect must not delay the first frame.
+        self.run_worker(self._start_backend(), name="backend-start", group="backend")
+
+    async def _start_backend(self) -> None:
+        try:
+            await self.backend.start()
+        except Exception as e:  # the screen stays up and says why
+            log.exception("backend start failed")
+            self.notify(f"could not start monitoring: {e}", severity="error", timeout=30)
+
+    async def on_unmount(self) -> None:
+        try:
+            await asyncio.wait_for(self.backend.stop(), STOP_TIMEOUT_S)
+        except Exception:  # quitting must always work
+            log.exception("backend stop failed")
+
+    def run_main_action(self, action: str) -> None:
+        """Run a main-screen action by name (command palette, app-level quit)."""
+        self.call_later(self.main_screen.run_action, action)
+
+    async def action_quit(self) -> None:
+        """ctrl+q goes through the same question as `q` while an action runs."""
+        if self.screen is self.main_screen:
+            self.run_main_action("quit")
+        else:
+            self.exit(0)
+
+
+def run_app(profile: "Profile") -> int:
+    """`rlconsole [--profile P]`: the console on the live cluster."""
+    try:
+        from .live import LiveBackend  # type: ignore[import-not-found]
+    except ImportError as e:
+        print(f"rlconsole: the live console cannot start: {e} "
+              "(`rlconsole status` and the other subcommands still work)", file=sys.stderr)
+        return 1
+    app = RlconsoleApp(LiveBackend(profile))
+    rc = app.run()
+    return int(rc or 0)
+
+
+def run_demo(nodes: int = 4, gpus: int = 8) -> int:
+    """`rlconsole demo`: start the simulated cluster, open the console on it, and on
+    exit ask whether to keep the sim (a later `rlconsole` re-attaches) or stop it."""
+    from .core.profile import load_profile
+    from .core.sim.cluster import sim_down, sim_up
+
+    path = sim_up(nodes, gpus)
+    rc = run_app(load_profile(path))
+    try:
+        answer = input("Stop the simulated cluster? [Y/n] (n keeps it; `rlconsole sim down` stops it later) ")
+    except EOFError:
+        answer = "n"
+        print()
+    if answer.strip().lower() in ("", "y", "yes"):
+        down = sim_down()
+        print("simulated cluster stopped" if down == 0 else "rlconsole: `sim down` reported a problem",
+              file=sys.stderr if down else sys.stdout)
+        rc = rc or down
+    else:
+        print("simulated cluster kept running; `rlconsole` re-attaches, `rlconsole sim down` stops it")
+    return rc

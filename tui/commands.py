@@ -1,0 +1,78 @@
+"""Every key of the console, in one table, and the command-palette provider over it.
+
+The footer, the `?` help screen and the command palette (ctrl+p) are three views of
+`KEYS`: adding an action here adds it everywhere, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from .app import RlconsoleApp
+
+
+@dataclass(frozen=True)
+class KeyAction:
+    key: str  # Textual key name
+    action: str  # action method on the main screen (action_<name>)
+    label: str  # footer label
+    help: str  # one line for help and palette
+    display: str | None = None  # how the key is shown when its name is not the key itself
+    footer: bool = True
+
+    @property
+    def shown_key(self) -> str:
+        return self.display or self.key
+
+
+KEYS: tuple[KeyAction, ...] = (
+    KeyAction("u", "containers", "Containers", "Containers up: create and start the container on every node"),
+    KeyAction("m", "model", "Model", "Model download: fetch the HF model on the head node when absent"),
+    KeyAction("c", "convert", "Convert", "Convert HF -> Megatron MCore (asks before --force when a checkpoint exists)"),
+    KeyAction("r", "setup_ray", "Setup Ray", "Setup Ray: ray stop, then start the head and join the workers"),
+    KeyAction("s", "submit", "Submit", "Submit the training job (ray job submit)"),
+    KeyAction("x", "stop_job", "Stop job", "Stop the running job (asks first; names the job, step and checkpoint)"),
+    KeyAction("X", "stop_cluster", "Stop Ray", "Stop the job, then `ray stop --force` on every node (asks first)"),
+    KeyAction("p", "preflight", "Preflight", "Preflight: run the checks and list their results"),
+    KeyAction("l", "focus_logs", "Logs", "Focus the job log (arrows/PgUp/PgDn scroll)"),
+    KeyAction("f", "toggle_follow", "Follow", "Follow the log on/off"),
+    KeyAction("slash", "search", "Search", "Search the log (latest match first); then n newer, N older", display="/"),
+    KeyAction("a", "alerts", "Alerts", "List all alerts; Enter on one with a log line jumps there"),
+    KeyAction("question_mark", "help", "Help", "This help", display="?"),
+    KeyAction("q", "quit", "Quit", "Quit (asks while an action runs; never stops the training job)"),
+)
+
+EXTRA_KEYS: tuple[tuple[str, str], ...] = (
+    ("n / N", "next newer / older search match (log focused)"),
+    ("Esc", "close the search box or a dialog"),
+    ("y / n", "answer a confirmation"),
+    ("Tab", "move focus between panes"),
+    ("ctrl+p", "command palette: every action by name"),
+)
+
+
+class RlconsoleCommands(Provider):
+    """Command palette entries: one per key, running the same main-screen action."""
+
+    def _entries(self) -> list[tuple[str, str, KeyAction]]:
+        return [(f"{k.label} ({k.shown_key})", k.help, k) for k in KEYS]
+
+    def _run(self, k: KeyAction) -> None:
+        app: RlconsoleApp = self.app  # type: ignore[assignment]
+        app.run_main_action(k.action)
+
+    async def discover(self) -> Hits:
+        for name, help, k in self._entries():
+            yield DiscoveryHit(name, partial(self._run, k), help=help)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help, k in self._entries():
+            score = max(matcher.match(name), matcher.match(help) * 0.8)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), partial(self._run, k), help=help)

@@ -1,0 +1,301 @@
+"""Diagnosis: match the live log against a catalog of known failure signatures.
+
+Why a catalog of data (diagnosis.yaml) and not code: the people who meet a new failure
+at 3 a.m. are users, not rlconsole developers. They can add a signature (a regex, an
+explanation, a fix) to `<user config dir>/diagnosis.yaml` and the next run explains it.
+
+Why the prefilter and de-duplication: diagnosis sees every line of a 15-20 hour log, so
+it must cost next to nothing on the 99.9% of lines that are not errors (a lower-cased
+keyword check, no regex), and one traceback printed by 32 ranks must raise one alert,
+not 32.
+
+No Textual here: the core never imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tui.core.alerts import Alert, AlertLevel
+
+PACKAGED_CATALOG = Path(__file__).with_name("diagnosis.yaml")
+USER_CATALOG_NAME = "diagnosis.yaml"
+LEVELS: tuple[str, ...] = ("error", "warning")
+REQUIRED_KEYS: tuple[str, ...] = ("id", "level", "pattern", "title", "explanation", "fix")
+OPTIONAL_KEYS: tuple[str, ...] = ("keywords", "ignore_case")
+DEFAULT_DEDUP_LINES = 2000
+"""A traceback (~50 lines) from 32 ranks spans ~1600 lines; the same signature with the
+same named-group values inside this window is one incident."""
+MAX_GROUP_CHARS = 200
+"""Cap on a substituted group value, so a runaway match cannot flood the alert line."""
+
+
+class CatalogError(ValueError):
+    """A catalog file is unusable; the message names the file, the entry and the key."""
+
+
+def user_config_dir() -> Path:
+    """rlconsole's user config dir (RLCONSOLE_CONFIG_DIR wins), as the profile loader has it."""
+    env = os.environ.get("RLCONSOLE_CONFIG_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_config_dir as _ucd
+
+    return Path(_ucd("rlconsole"))
+
+
+def user_catalog_path() -> Path:
+    """Where a user's extra signatures live."""
+    return user_config_dir() / USER_CATALOG_NAME
+
+
+class _Blank(dict):  # type: ignore[type-arg]
+    """format_map mapping that leaves an unknown {name} as written instead of raising."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One known failure: how to recognise it in a line, what it means, what to do."""
+
+    id: str
+    level: AlertLevel
+    pattern: re.Pattern[str]
+    title: str
+    explanation: str
+    fix: str
+    keywords: tuple[str, ...] = ()
+    source: str = ""
+
+    def render(self, text: str, groups: dict[str, str]) -> str:
+        return text.format_map(_Blank(groups))
+
+
+@dataclass
+class Finding:
+    """A signature matched on one line, with its texts already filled in."""
+
+    signature: Signature
+    line_no: int
+    line: str
+    groups: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return self.signature.render(self.signature.title, self.groups)
+
+    @property
+    def explanation(self) -> str:
+        return self.signature.render(self.signature.explanation, self.groups)
+
+    @property
+    def fix(self) -> str:
+        return self.signature.render(self.signature.fix, self.groups)
+
+    def alert(self) -> Alert:
+        """The alert for the console: title and the substituted fix, pointing at the line."""
+        return Alert(level=self.signature.level, source="log",
+                     message=f"{self.title} — {self.fix}", line=self.line_no)
+
+
+# ----------------------------------------------------------------------- loading
+
+
+def _fields(text: str) -> set[str]:
+    """Names of the {placeholders} in `text`; raises ValueError on broken braces."""
+    names: set[str] = set()
+    for _, name, _, _ in string.Formatter().parse(text):
+        if name is not None:
+            names.add(name)
+    return names
+
+
+def _entry(raw: Any, where: str) -> Signature:
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: an entry must be a mapping, got {type(raw).__name__}")
+    sid = raw.get("id")
+    where = f"{where} (id {sid!r})" if isinstance(sid, str) else where
+    for key in REQUIRED_KEYS:
+        if key not in raw:
+            raise CatalogError(f"{where}: missing key {key!r}")
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            raise CatalogError(f"{where}: key {key!r} must be a non-empty string")
+    unknown = sorted(set(raw) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
+    if unknown:
+        raise CatalogError(f"{where}: unknown key {unknown[0]!r} "
+                           f"(allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)})")
+    if raw["level"] not in LEVELS:
+        raise CatalogError(f"{where}: key 'level' must be one of {', '.join(LEVELS)}, "
+                           f"got {raw['level']!r}")
+    ignore_case = raw.get("ignore_case", False)
+    if not isinstance(ignore_case, bool):
+        raise CatalogError(f"{where}: key 'ignore_case' must be true or false")
+    try:
+        rx = re.compile(raw["pattern"], re.IGNORECASE if ignore_case else 0)
+    except re.error as e:
+        raise CatalogError(f"{where}: key 'pattern' is not a valid regex: {e}") from None
+    kws = raw.get("keywords", [])
+    if isinstance(kws, str):
+        kws = [kws]
+    if not isinstance(kws, list) or not all(isinstance(k, str) and k for k in kws):
+        raise CatalogError(f"{where}: key 'keywords' must be a list of non-empty strings")
+    for key in ("title", "explanation", "fix"):
+        try:
+            names = _fields(raw[key])
+        except ValueError as e:
+            raise CatalogError(f"{where}: key {key!r} has a broken {{placeholder}}: {e}") from None
+        missing = sorted(names - set(rx.groupindex))
+        if missing:
+            raise CatalogError(f"{where}: key {key!r} uses {{{missing[0]}}} but the pattern has "
+                               f"no group (?P<{missing[0]}>...)")
+    return Signature(id=raw["id"], level=raw["level"], pattern=rx, title=raw["title"].strip(),
+                     explanation=raw["explanation"].strip(), fix=raw["fix"].strip(),
+                     keywords=tuple(k.lower() for k in kws), source=where)
+
+
+def load_catalog(path: Path | str, text: str | None = None) -> list[Signature]:
+    """Parse and validate one catalog file (all or nothing). Raises CatalogError."""
+    path = Path(path)
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise CatalogError(f"{path}: cannot read: {e}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f", line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise CatalogError(f"{path}{line}: invalid YAML: {problem}") from None
+    if doc is None:
+        return []
+    if isinstance(doc, dict):
+        if doc.get("version", 1) != 1:
+            raise CatalogError(f"{path}: key 'version' must be 1, got {doc.get('version')!r}")
+        entries = doc.get("signatures")
+        if entries is None:
+            return []
+    else:
+        entries = doc  # a bare list of entries is accepted too
+    if not isinstance(entries, list):
+        raise CatalogError(f"{path}: key 'signatures' must be a list of entries")
+    sigs: list[Signature] = []
+    seen: set[str] = set()
+    for n, raw in enumerate(entries, 1):
+        sig = _entry(raw, f"{path}: signatures[{n}]")
+        if sig.id in seen:
+            raise CatalogError(f"{sig.source}: duplicate id {sig.id!r}")
+        seen.add(sig.id)
+        sigs.append(sig)
+    return sigs
+
+
+def merge(base: Iterable[Signature], extra: Iterable[Signature]) -> list[Signature]:
+    """Catalog order with user entries applied: same id replaces in place, new ids append."""
+    out = list(base)
+    index = {s.id: i for i, s in enumerate(out)}
+    for s in extra:
+        if s.id in index:
+            out[index[s.id]] = s
+        else:
+            index[s.id] = len(out)
+            out.append(s)
+    return out
+
+
+# ----------------------------------------------------------------------- matching
+
+
+class Diagnoser:
+    """Matches log lines against the catalog; one alert per incident.
+
+    `signatures` defaults to the packaged catalog plus the user's
+    `<config dir>/diagnosis.yaml` if it exists. A user catalog that does not load is
+    ignored as a whole and reported once through `take_problems()`; the packaged one is
+    ours and must load (a CatalogError there is a bug, so it propagates).
+    """
+
+    def __init__(self, signatures: list[Signature] | None = None, *,
+                 user_catalog: Path | str | None | bool = True,
+                 dedup_lines: int = DEFAULT_DEDUP_LINES) -> None:
+        self.problems: list[Alert] = []
+        if signatures is None:
+            signatures = load_catalog(PACKAGED_CATALOG)
+        if user_catalog is not False and user_catalog is not None:
+            path = user_catalog_path() if user_catalog is True else Path(user_catalog)
+            if path.is_file():
+                try:
+                    signatures = merge(signatures, load_catalog(path))
+                except CatalogError as e:
+                    self.problems.append(Alert(level="warning", source="diagnosis",
+                                               message=f"user diagnosis catalog ignored: {e}"))
+        self.signatures: list[Signature] = list(signatures)
+        self.dedup_lines = dedup_lines
+        self._last: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+        # Prefilter: every keyword once, minus those containing a shorter one (if
+        # "out of memory" is absent, "musa out of memory" is too): fewer scans per line.
+        every = list(dict.fromkeys(k for s in self.signatures for k in s.keywords))
+        self._keywords: tuple[str, ...] = tuple(
+            k for k in every if not any(o != k and o in k for o in every))
+        self._always = [s for s in self.signatures if not s.keywords]
+
+    def take_problems(self) -> list[Alert]:
+        """Catalog problems to show once; later calls return nothing."""
+        out, self.problems = self.problems, []
+        return out
+
+    def find(self, line: str, line_no: int) -> Finding | None:
+        """The first signature matching `line`, ignoring de-duplication."""
+        low = None
+        if self._keywords:
+            low = line.lower()
+            hit = False
+            for k in self._keywords:
+                if k in low:
+                    hit = True
+                    break
+            if not hit and not self._always:
+                return None
+        for sig in self.signatures:
+            if sig.keywords:
+                if low is None or not any(k in low for k in sig.keywords):
+                    continue
+            m = sig.pattern.search(line)
+            if m is not None:
+                groups = {k: (v.strip()[:MAX_GROUP_CHARS] if v is not None else "")
+                          for k, v in m.groupdict().items()}
+                return Finding(signature=sig, line_no=line_no, line=line, groups=groups)
+        return None
+
+    def diagnose(self, line: str, line_no: int) -> Finding | None:
+        """Like `find`, but None for a repeat of an incident already reported: the same
+        signature with the same named-group values within `dedup_lines` lines."""
+        f = self.find(line, line_no)
+        if f is None:
+            return None
+        key = (f.signature.id, tuple(sorted(f.groups.items())))
+        last = self._last.get(key)
+        if last is not None and 0 <= line_no - last < self.dedup_lines:
+            return None  # the window runs from the reported line, so a recurrence later is seen
+        self._last[key] = line_no
+        return f
+
+    def match(self, line: str, line_no: int) -> Alert | None:
+        """The alert for `line` (title + fix with named groups filled in), or None."""
+        f = self.diagnose(line, line_no)
+        return f.alert() if f is not None else None
+
+    def reset(self) -> None:
+        """Forget reported incidents (a new job's log starts)."""
+        self._last.clear()

@@ -1,0 +1,543 @@
+"""Probes: SSH command output and the Ray dashboard API turned into typed state.
+
+* Cards and container: ONE long-lived `sh` loop per node (`sampler_script`) prints the
+  card tool's output (`parsers.detect.GPU_PROBE_SCRIPT`, which finds mthreads-gmi or
+  nvidia-smi and runs only their fixed queries) and `docker inspect` of the profile's
+  container every refresh interval, between marker lines. A login shell per sample
+  would cost 120-160 ms with a heavy ~/.bashrc (LAB.md); the loop starts one shell per
+  node for the whole session. If it dies it is restarted.
+* Ray: through the head's SSH connection, a local port forward to the dashboard (so it
+  never needs to listen beyond the head's loopback) and its HTTP API
+  (`/api/v0/nodes?detail=1`, `/api/cluster_status`, `/api/jobs/`), read with a few
+  lines of asyncio (no `import ray`, no aiohttp on the start-up path). When the
+  dashboard does not answer, a direct-tcpip probe of the GCS port tells "Ray not
+  running" apart from "dashboard off"; only in the latter case does `ray status` run
+  over SSH (slow: a Python start) and its text get parsed.
+* `ClusterMonitor` keeps a `ClusterState` current and tells subscribers (plain
+  callbacks or asyncio queues; no Textual here). A node whose SSH drops is shown down
+  at once (the session reports it), a silent one after a liveness check; the others
+  keep updating, and it comes back by itself.
+* `snapshot(profile)` is the one-shot version for `rlconsole status`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import shlex
+import time
+from typing import Any, Awaitable, Callable
+
+from .parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
+from .parsers.docker import parse_docker_inspect
+from .parsers.raystatus import parse_ray_status
+from .profile import Node, Profile
+from .ssh import CommandTimeout, NodeDown, NodeSession, SessionPool, SshError
+from .state import (
+    ClusterState,
+    ContainerState,
+    GpuReport,
+    JobState,
+    NodeState,
+    RayJobState,
+    RayNodeState,
+    RayState,
+)
+
+log = logging.getLogger("rlconsole.probes")
+
+__all__ = [
+    "ClusterMonitor",
+    "container_probe_command",
+    "parse_sample",
+    "probe_node",
+    "probe_ray",
+    "sampler_script",
+    "snapshot",
+]
+
+SAMPLE_BEGIN = "@@sample-begin"
+SAMPLE_END = "@@sample-end"
+DOCKER_BEGIN = "@@docker-begin"
+DOCKER_RC = "@@docker-rc="
+
+
+# --------------------------------------------------------------------------- node probes
+
+
+def container_probe_command(profile: Profile) -> str | None:
+    """`docker inspect` of the profile's container on the host; None when the SSH
+    endpoint already is the container (`access: direct`)."""
+    c = profile.container
+    if c.access != "docker-exec":
+        return None
+    return shlex.join([*c.docker, "inspect", "--type", "container", c.name])
+
+
+def _one_sample(profile: Profile) -> str:
+    parts = [f"echo '{SAMPLE_BEGIN}'", GPU_PROBE_SCRIPT.rstrip("\n")]
+    docker = container_probe_command(profile)
+    if docker:
+        parts += [
+            f"echo '{DOCKER_BEGIN}'",
+            f"out=$({docker} 2>&1); rc=$?",
+            '[ -n "$out" ] && printf \'%s\\n\' "$out"',
+            f'echo "{DOCKER_RC}$rc"',
+        ]
+    parts.append(f"echo '{SAMPLE_END}'")
+    return "\n".join(parts) + "\n"
+
+
+def sampler_script(profile: Profile, interval: float | None = None) -> str:
+    """The per-node loop: one sample (cards, then container) every `interval` s.
+    With interval 0, a single sample (for one-shot status)."""
+    body = _one_sample(profile)
+    if not interval:
+        return body
+    return f"while :; do\n{body}sleep {interval:g} || exit 0\ndone\n"
+
+
+def parse_sample(lines: list[str], profile: Profile) -> tuple[GpuReport, ContainerState]:
+    """One sample's lines (between the begin and end markers) -> card report and
+    container state. Never raises: parsers return "unparsed" states instead."""
+    gpu_lines: list[str] = []
+    docker_lines: list[str] | None = None
+    rc: int | None = None
+    for line in lines:
+        if line == SAMPLE_BEGIN:
+            continue
+        if line == DOCKER_BEGIN:
+            docker_lines = []
+            continue
+        if line.startswith(DOCKER_RC):
+            with contextlib.suppress(ValueError):
+                rc = int(line[len(DOCKER_RC):])
+            continue
+        (docker_lines if docker_lines is not None else gpu_lines).append(line)
+    gpu = parse_probe_output("\n".join(gpu_lines) + "\n")
+    gpu.simulated = profile.simulated
+    name = profile.container.name
+    if container_probe_command(profile) is None:
+        container = ContainerState(name=name, status="running")  # we are inside it
+    elif docker_lines is None:
+        container = ContainerState(name=name, status="unknown", error="no docker inspect output in sample")
+    else:
+        container = parse_docker_inspect("\n".join(docker_lines) + "\n", name, rc)
+    return gpu, container
+
+
+def _down_node(node: Node, reason: str | None) -> NodeState:
+    return NodeState(name=node.name, address=node.address, role=node.role, reachable=False,
+                     error=reason or "unreachable", container=None, gpu=None, updated_at=time.time())
+
+
+async def probe_node(session: NodeSession, profile: Profile, timeout: float | None = None) -> NodeState:
+    """One sample of one node (for one-shot status)."""
+    node = session.node
+    if not session.connected:
+        return _down_node(node, session.reason)
+    try:
+        r = await session.run(sampler_script(profile, 0), timeout=timeout)
+    except (NodeDown, CommandTimeout, SshError) as e:
+        return _down_node(node, e.message)
+    lines = (r.stdout + r.stderr).splitlines()
+    gpu, container = parse_sample([ln.rstrip("\r") for ln in lines], profile)
+    return NodeState(name=node.name, address=node.address, role=node.role, reachable=True,
+                     error=None, container=container, gpu=gpu, updated_at=time.time())
+
+
+# --------------------------------------------------------------------------- ray
+
+
+async def http_get_json(port: int, path: str, timeout: float = 5.0, host: str = "127.0.0.1") -> Any:
+    """GET http://host:port/path and decode JSON. Deliberately tiny: the dashboard
+    speaks plain HTTP/1.1 on a forwarded loopback port, and aiohttp or `import ray`
+    would cost more start-up time than the request itself."""
+
+    async def go() -> Any:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nAccept: application/json\r\n"
+                         "Connection: close\r\n\r\n".encode())
+            await writer.drain()
+            data = await reader.read()
+        finally:
+            writer.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        status_line = head.split(b"\r\n", 1)[0].decode(errors="replace")
+        if not status_line.startswith("HTTP/"):
+            raise ConnectionError("no HTTP answer (is the dashboard listening?)")
+        code = int(status_line.split()[1])
+        if code != 200:
+            raise ConnectionError(f"HTTP {code} for {path}")
+        if b"transfer-encoding: chunked" in head.lower():
+            body = _dechunk(body)
+        return json.loads(body)
+
+    return await asyncio.wait_for(go(), timeout)
+
+
+def _dechunk(body: bytes) -> bytes:
+    out, rest = b"", body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out, rest = out + rest[:size], rest[size + 2:]
+    return out
+
+
+def ray_state_from_api(nodes_doc: Any, status_doc: Any, jobs_doc: Any) -> RayState:
+    """Dashboard API answers -> RayState (source "api")."""
+    st = RayState(available=True, source="api")
+    rows = (((nodes_doc or {}).get("data") or {}).get("result") or {}).get("result") or []
+    usage_by_node: dict[str, Any] = {}
+    with contextlib.suppress(AttributeError, TypeError, KeyError, IndexError, ValueError):
+        lm = status_doc["data"]["clusterStatus"]["loadMetricsReport"]
+        usage_by_node = lm.get("usageByNode") or {}
+        gpu = (lm.get("usage") or {}).get("GPU")
+        if gpu:
+            st.gpus_used = float(gpu[0])
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        alive = row.get("state") == "ALIVE"
+        nid = row.get("node_id") or ""
+        total = float((row.get("resources_total") or {}).get("GPU", 0) or 0)
+        used_pair = (usage_by_node.get(nid) or {}).get("GPU") or [0.0, total]
+        st.nodes.append(RayNodeState(node_id=nid, address=row.get("node_ip") or "", alive=alive,
+                                     gpus_total=total, gpus_used=float(used_pair[0]) if alive else 0.0,
+                                     is_head=bool(row.get("is_head_node"))))
+        if alive:
+            st.nodes_alive += 1
+            st.gpus_total += total
+        else:
+            st.nodes_dead += 1
+    if not usage_by_node:
+        st.gpus_used = sum(n.gpus_used for n in st.nodes)
+    for j in jobs_doc or []:
+        if not isinstance(j, dict):
+            continue
+        jid = j.get("submission_id") or j.get("job_id") or ""
+        st.jobs.append(RayJobState(
+            id=jid, status=str(j.get("status") or "UNKNOWN"), entrypoint=j.get("entrypoint") or "",
+            start_time=(j["start_time"] / 1000) if j.get("start_time") else None,
+            end_time=(j["end_time"] / 1000) if j.get("end_time") else None,
+            message=j.get("message")))
+    st.jobs.sort(key=lambda j: j.start_time or 0)
+    return st
+
+
+def current_job(ray: RayState) -> JobState | None:
+    """The job the console is about: the newest running/pending one, else the newest."""
+    if not ray.jobs:
+        return None
+    active = [j for j in ray.jobs if j.status in ("RUNNING", "PENDING")]
+    j = (active or ray.jobs)[-1]
+    return JobState(id=j.id, status=j.status)
+
+
+def _dashboard_host(profile: Profile) -> str:
+    h = profile.ray.dashboard_host
+    return "127.0.0.1" if h in ("0.0.0.0", "::", "") else h
+
+
+async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = True,
+                    timeout: float = 5.0) -> RayState:
+    """Ray as the head sees it: dashboard API through a port forward; if the
+    dashboard is silent but the GCS listens, `ray status` over SSH (if `allow_cli`)."""
+    if not session.connected:
+        return RayState(available=False, error=f"head {session.name} unreachable: {session.reason}")
+    host, port = _dashboard_host(profile), profile.ray.dashboard_port
+    api_error = None
+    try:
+        local = await session.forward_local_port(host, port)
+        nodes_doc, status_doc, jobs_doc = await asyncio.gather(
+            http_get_json(local, "/api/v0/nodes?detail=1", timeout),
+            http_get_json(local, "/api/cluster_status", timeout),
+            http_get_json(local, "/api/jobs/", timeout),
+        )
+        return ray_state_from_api(nodes_doc, status_doc, jobs_doc)
+    except (OSError, ConnectionError, asyncio.TimeoutError, ValueError, SshError) as e:
+        api_error = f"dashboard {host}:{port} on {session.name}: {e or type(e).__name__}"
+    gcs = f"{profile.head.address}:{profile.ray.head_port}"
+    try:
+        gcs_up = await session.tcp_reachable(profile.head.address, profile.ray.head_port)
+    except SshError as e:
+        return RayState(available=False, error=str(e))
+    if not gcs_up:
+        return RayState(available=False, error=f"Ray is not running (nothing listens on {gcs})")
+    if not allow_cli:
+        return RayState(available=False, error=api_error)
+    try:
+        r = await session.run([profile.ray.binary, "status", f"--address={gcs}"], container=True, timeout=60)
+    except (NodeDown, CommandTimeout, SshError) as e:
+        return RayState(available=False, error=f"{api_error}; ray status: {e.message}")
+    st = parse_ray_status(r.stdout + r.stderr)
+    if not st.available and not st.error:
+        st.error = api_error
+    return st
+
+
+# --------------------------------------------------------------------------- snapshot
+
+
+async def snapshot(profile: Profile, pool: SessionPool | None = None) -> ClusterState:
+    """One snapshot of every node and of Ray, concurrently (`rlconsole status`).
+    Down nodes are states, not errors."""
+    own = pool is None
+    pool = pool or SessionPool(profile)
+    try:
+        await pool.open()
+        timeout = profile.ssh.command_timeout_s
+        nodes_t = [probe_node(pool.session(n.name), profile, timeout) for n in profile.nodes]
+        results = await asyncio.gather(*nodes_t, probe_ray(pool.head, profile))
+        ray: RayState = results[-1]  # type: ignore[assignment]
+        nodes: list[NodeState] = list(results[:-1])  # type: ignore[arg-type]
+        return ClusterState(profile=profile.name, simulated=profile.simulated, nodes=nodes, ray=ray,
+                            job=current_job(ray), taken_at=time.time())
+    finally:
+        if own:
+            await pool.close()
+
+
+# --------------------------------------------------------------------------- monitor
+
+Subscriber = Callable[[ClusterState], Any]
+
+
+class ClusterMonitor:
+    """Keeps a ClusterState current; notifies subscribers on change.
+
+    `start()` opens the sessions (or uses the given pool), starts one sampler per
+    node and the Ray poller. Notifications are coalesced (at most one per
+    `notify_delay_s`) so 64 nodes sampling at 1 Hz do not flood a UI.
+    """
+
+    def __init__(self, profile: Profile, pool: SessionPool | None = None, refresh_s: float | None = None,
+                 ray_refresh_s: float | None = None, ray_cli_every_s: float = 15.0,
+                 notify_delay_s: float = 0.05) -> None:
+        self.profile = profile
+        self.refresh_s = refresh_s or profile.monitoring.refresh_s
+        # A down node is retried at least every two intervals: reconnecting is one TCP
+        # connect, and "it comes back without action" should not wait out a long backoff.
+        self.pool = pool or SessionPool(profile, backoff_max_s=max(2.0, 2 * self.refresh_s))
+        self._own_pool = pool is None
+        self.ray_refresh_s = ray_refresh_s or max(self.refresh_s, 2.0)
+        self.ray_cli_every_s = ray_cli_every_s
+        self.notify_delay_s = notify_delay_s
+        self.state = ClusterState(
+            profile=profile.name, simulated=profile.simulated,
+            nodes=[NodeState(name=n.name, address=n.address, role=n.role, reachable=False, error="connecting")
+                   for n in profile.nodes],
+        )
+        self._by_name = {n.name: n for n in self.state.nodes}
+        self._subs: list[Subscriber] = []
+        self._queues: list[asyncio.Queue[ClusterState]] = []
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._wake: dict[str, asyncio.Event] = {n.name: asyncio.Event() for n in profile.nodes}
+        self._last_sample: dict[str, float] = {}
+        self._notify_handle: asyncio.TimerHandle | None = None
+        self._ray_kick = asyncio.Event()
+        self._last_cli = 0.0
+        self.samples = 0
+        self.running = False
+
+    # -- subscriptions -----------------------------------------------------
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """`callback(state)` on every (coalesced) change; may be async. Returns an
+        unsubscribe function."""
+        self._subs.append(callback)
+        return lambda: self._subs.remove(callback) if callback in self._subs else None
+
+    def queue(self, maxsize: int = 1) -> asyncio.Queue[ClusterState]:
+        """A queue receiving the state on change (old items dropped when full)."""
+        q: asyncio.Queue[ClusterState] = asyncio.Queue(maxsize)
+        self._queues.append(q)
+        return q
+
+    def _changed(self) -> None:
+        if self._notify_handle is None and self.running:
+            self._notify_handle = asyncio.get_running_loop().call_later(self.notify_delay_s, self._notify)
+
+    def _notify(self) -> None:
+        self._notify_handle = None
+        self.state.taken_at = time.time()
+        for cb in list(self._subs):
+            try:
+                res = cb(self.state)
+                if asyncio.iscoroutine(res):
+                    asyncio.ensure_future(res)
+            except Exception:  # noqa: BLE001
+                log.exception("monitor subscriber failed")
+        for q in self._queues:
+            if q.full():
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    q.get_nowait()
+            q.put_nowait(self.state)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        self.running = True
+        for sess in self.pool.sessions.values():
+            sess.on_state_change(self._on_session)
+        self.pool.start()
+        loop = asyncio.get_running_loop()
+        for n in self.profile.nodes:
+            self._tasks.append(loop.create_task(self._node_loop(self.pool.session(n.name)), name=f"sampler-{n.name}"))
+        self._tasks.append(loop.create_task(self._ray_loop(), name="ray-poller"))
+        self._tasks.append(loop.create_task(self._watchdog(), name="monitor-watchdog"))
+
+    async def stop(self) -> None:
+        self.running = False
+        if self._notify_handle is not None:
+            self._notify_handle.cancel()
+            self._notify_handle = None
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks.clear()
+        if self._own_pool:
+            await self.pool.close()
+
+    async def __aenter__(self) -> "ClusterMonitor":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def refresh_now(self) -> None:
+        """Reconnect down nodes at once and poll Ray now (the user pressed a key)."""
+        for s in self.pool.sessions.values():
+            if not s.connected:
+                s.reconnect_now()
+        self._ray_kick.set()
+
+    # -- internals ---------------------------------------------------------
+
+    def _on_session(self, sess: NodeSession) -> None:
+        ns = self._by_name.get(sess.name)
+        if ns is None:
+            return
+        if sess.state == "connected":
+            ns.reachable, ns.error = True, None
+        else:
+            ns.reachable, ns.error = False, sess.reason or sess.state
+            if sess.name == self.profile.head.name:
+                self._ray_kick.set()
+        ns.updated_at = time.time()
+        self._wake[sess.name].set()
+        self._changed()
+
+    async def _node_loop(self, sess: NodeSession) -> None:
+        script = sampler_script(self.profile, self.refresh_s)
+        wake = self._wake[sess.name]
+        while self.running:
+            if not sess.connected:
+                wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(wake.wait(), self.refresh_s)
+                continue
+            lines: list[str] = []
+            try:
+                async with contextlib.aclosing(sess.stream(script)) as it:  # type: ignore[type-var]
+                    async for line in it:
+                        if line == SAMPLE_END:
+                            self._apply_sample(sess, lines)
+                            lines = []
+                        else:
+                            lines.append(line)
+                log.info("%s: sampler ended; restarting", sess.name)
+            except NodeDown as e:
+                self._mark_down(sess.name, e.message)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - keep sampling whatever happened
+                log.warning("%s: sampler failed: %s", sess.name, e)
+            await asyncio.sleep(min(1.0, self.refresh_s))
+
+    def _apply_sample(self, sess: NodeSession, lines: list[str]) -> None:
+        gpu, container = parse_sample(lines, self.profile)
+        ns = self._by_name[sess.name]
+        ns.gpu, ns.container = gpu, container
+        ns.reachable, ns.error = True, None
+        ns.updated_at = self._last_sample[sess.name] = time.time()
+        self.samples += 1
+        self._changed()
+
+    def _mark_down(self, name: str, reason: str) -> None:
+        ns = self._by_name[name]
+        if ns.reachable or ns.error != reason:
+            ns.reachable, ns.error, ns.updated_at = False, reason, time.time()
+            self._changed()
+
+    async def _watchdog(self) -> None:
+        """A connected node that sends no sample for 2.5 intervals gets a liveness
+        check; no answer within one interval drops its connection (-> down, then
+        reconnect). Catches links that hang without closing."""
+        checking: set[str] = set()
+
+        async def check(sess: NodeSession) -> None:
+            try:
+                await sess.run("true", timeout=max(1.0, self.refresh_s))
+            except (CommandTimeout, NodeDown, SshError):
+                sess.drop(f"no answer within {max(1.0, self.refresh_s):g}s (liveness check)")
+            finally:
+                checking.discard(sess.name)
+
+        while self.running:
+            await asyncio.sleep(self.refresh_s / 2)
+            now = time.time()
+            for sess in self.pool.sessions.values():
+                last = self._last_sample.get(sess.name)
+                if (sess.connected and last is not None and now - last > 2.5 * self.refresh_s
+                        and sess.name not in checking):
+                    checking.add(sess.name)
+                    asyncio.ensure_future(check(sess))
+
+    async def _ray_loop(self) -> None:
+        head = self.pool.head
+        while self.running:
+            allow_cli = time.monotonic() - self._last_cli >= self.ray_cli_every_s
+            try:
+                st = await probe_ray(head, self.profile, allow_cli=allow_cli)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                st = RayState(available=False, error=f"ray probe failed: {e}")
+            if st.source == "ray status" or (not st.available and allow_cli and "dashboard" in (st.error or "")):
+                self._last_cli = time.monotonic()
+            if not st.available and not allow_cli and self.state.ray.source == "ray status":
+                st = self.state.ray  # keep the last `ray status` answer between CLI runs
+            if st != self.state.ray:
+                self.state.ray = st
+                job = current_job(st)
+                if job is not None and self.state.job is not None and self.state.job.id == job.id:
+                    self.state.job.status = job.status  # keep step/metrics others filled in
+                elif job is not None or st.available:
+                    self.state.job = job
+                self._changed()
+            self._ray_kick.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._ray_kick.wait(), self.ray_refresh_s)
+
+
+async def run_monitor_for(profile: Profile, seconds: float,
+                          on_state: Callable[[ClusterState], Awaitable[None] | None] | None = None) -> ClusterState:
+    """Run a monitor for a while and return its last state (tests, benchmarks)."""
+    mon = ClusterMonitor(profile)
+    if on_state:
+        mon.subscribe(on_state)
+    async with mon:
+        await asyncio.sleep(seconds)
+    return mon.state

@@ -1,0 +1,960 @@
+"""The simulated cluster: `rlconsole sim up|down|status`.
+
+`sim_up` starts a background daemon (`python -m tui.core.sim.cluster daemon DIR`,
+its own session, PID file in the state dir) that runs, for N nodes:
+
+* one in-process SSH server per node (`server.SimNodeServer`) on its own loopback
+  address (node i on 127.0.0.(i+2)), a free port, its own host key; one user key; a
+  known_hosts file listing every node's key;
+* where root and `unshare` allow, one PID + mount namespace per node (`unshare --pid
+  --fork --mount-proc`, init = tini or a tiny reaper) that every command of that node
+  enters with `nsenter`, so `ray stop --force` or a crash on one node stays there
+  (LAB.md), while the node's daemons (ray) outlive the SSH command that started them;
+* per-node bin dir first on PATH: the simulated `mthreads-gmi` (`gmi.py`) and, where a
+  `dockerd` exists, a `docker` wrapper onto ONE private dockerd for the sim that maps
+  the profile's container name to `<name>-<node>` (`dockerwrap.py`);
+* a profile modelled on the seed's (`profiles/qwen3-8b-grpo-32gpu.yaml`): the same
+  overrides with small sizes, sim paths under a shared dir standing in for
+  /data/datapool, and Ray settings that let 4 raylets share one machine (own
+  `--temp-dir` and ports per node, small object store).
+
+`sim_down` stops every process the sim started, by PID (the daemon, dockerd, each
+namespace's init, which takes the node's whole process tree with it, and any process
+still carrying the sim's paths), and removes the state. Two sims (or two pytest-xdist
+workers) with different state dirs never collide: ports are picked free, sockets and
+Ray temp dirs live in a short per-sim dir under /tmp.
+
+The state dir: $RLCONSOLE_SIM_DIR, else platformdirs' user_state_dir("rlconsole")/sim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import hashlib
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import RlconsoleError
+
+log = logging.getLogger("rlconsole.sim")
+
+MARKER = "rlconsole-sim"
+DEFAULT_NODES = 4
+DEFAULT_GPUS = 8
+MAX_NODES = 200
+CONTAINER_NAME = "train-rl"
+
+__all__ = [
+    "SimError",
+    "SimStatus",
+    "default_state_dir",
+    "running_profile",
+    "sim_down",
+    "sim_node",
+    "sim_status",
+    "sim_up",
+]
+
+
+class SimError(RlconsoleError):
+    exit_code = 1
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def default_state_dir() -> Path:
+    env = os.environ.get("RLCONSOLE_SIM_DIR")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("rlconsole")) / "sim"
+
+
+def _state_dir(state_dir: str | Path | None) -> Path:
+    return Path(state_dir).expanduser().resolve() if state_dir else default_state_dir().resolve()
+
+
+def short_dir(state_dir: Path) -> Path:
+    """Unix sockets (dockerd, control) and Ray temp dirs need short paths (108-byte
+    socket limit); a pytest tmp dir is too long. One per state dir."""
+    h = hashlib.sha1(str(state_dir).encode()).hexdigest()[:10]
+    return Path("/tmp") / f"rlcsim-{h}"
+
+
+def node_address(i: int) -> str:
+    return f"127.0.0.{i + 2}"
+
+
+def node_name(i: int) -> str:
+    return f"node{i + 1}"
+
+
+def _repo_root() -> Path:
+    import tui
+
+    return Path(tui.__file__).resolve().parent.parent
+
+
+def _read_json(p: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(p: Path, data: dict[str, Any]) -> None:
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.replace(p)
+
+
+def _pid_alive(pid: int | None) -> bool:
+    from .dockerd import pid_alive
+
+    return bool(pid) and pid_alive(int(pid))  # type: ignore[arg-type]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+# --------------------------------------------------------------------------- status
+
+
+@dataclass
+class SimNodeInfo:
+    name: str
+    address: str
+    port: int
+    sshd: str = "unknown"  # "running" / "stopped" / "unknown"
+    ns_pid: int | None = None
+
+
+@dataclass
+class SimStatus:
+    state_dir: str
+    running: bool
+    pid: int | None = None
+    profile: str | None = None
+    nodes: list[SimNodeInfo] = field(default_factory=list)
+    gpus: int | None = None
+    docker: str | None = None  # "running" / "unavailable" / "off"
+    namespaces: bool | None = None
+    replay_gpu: str | None = None
+    error: str | None = None
+    stale: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_text(self) -> str:
+        if not self.running:
+            if self.stale:
+                return f"simulated cluster in {self.state_dir}: NOT running (stale state; run `rlconsole sim down`)"
+            return f"no simulated cluster running (state dir {self.state_dir})"
+        lines = [
+            f"simulated cluster: running (daemon pid {self.pid}), {len(self.nodes)} nodes x {self.gpus} cards",
+            f"  profile:    {self.profile}",
+            f"  docker:     {self.docker}",
+            f"  namespaces: {'one PID namespace per node' if self.namespaces else 'off (shared PID space)'}",
+        ]
+        if self.replay_gpu:
+            lines.append(f"  card tool:  replaying {self.replay_gpu}")
+        up = sum(1 for n in self.nodes if n.sshd == "running")
+        lines.append(f"  sshd:       {up}/{len(self.nodes)} running")
+        for n in self.nodes[:8]:
+            lines.append(f"    {n.name:<8} {n.address}:{n.port:<6} {n.sshd}")
+        if len(self.nodes) > 8:
+            lines.append(f"    ... {len(self.nodes) - 8} more")
+        return "\n".join(lines)
+
+
+def _control(state: dict[str, Any], request: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+    sock_path = state.get("control")
+    if not sock_path:
+        raise SimError("the simulated cluster has no control socket (is it running?)")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall(json.dumps(request).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError as e:
+        raise SimError(f"cannot reach the sim daemon at {sock_path}: {e}") from None
+    finally:
+        s.close()
+    reply = json.loads(data or b"{}")
+    if not reply.get("ok"):
+        raise SimError(reply.get("error") or "sim daemon refused the request")
+    return reply
+
+
+def sim_status(state_dir: str | Path | None = None) -> SimStatus:
+    """What is running: the daemon, its nodes' sshd, docker, namespaces."""
+    d = _state_dir(state_dir)
+    st = _read_json(d / "state.json")
+    if not st:
+        return SimStatus(str(d), False)
+    pid = st.get("pid")
+    alive = _pid_alive(pid) and "tui.core.sim.cluster" in _cmdline(int(pid))
+    status = SimStatus(
+        state_dir=str(d), running=bool(alive and st.get("status") == "ready"), pid=pid,
+        profile=st.get("profile"), gpus=st.get("gpus"), docker=st.get("docker"),
+        namespaces=st.get("namespaces_enabled"), replay_gpu=st.get("replay_gpu"), error=st.get("error"),
+        nodes=[SimNodeInfo(n["name"], n["address"], n["port"], "unknown", n.get("ns_pid")) for n in st.get("nodes", [])],
+    )
+    if not status.running:
+        status.stale = True
+        return status
+    with contextlib.suppress(SimError, ValueError):
+        reply = _control(st, {"op": "status"}, timeout=5)
+        running = reply.get("nodes", {})
+        for n in status.nodes:
+            n.sshd = "running" if running.get(n.name) else "stopped"
+    return status
+
+
+def running_profile(state_dir: str | Path | None = None) -> str | None:
+    """The running sim's profile path, or None (for `--profile` defaults)."""
+    st = sim_status(state_dir)
+    return st.profile if st.running else None
+
+
+def sim_node(action: str, node: str, state_dir: str | Path | None = None) -> None:
+    """Stop or start one node's SSH server ("stop" drops its connections at once,
+    like a crashed sshd; "start" listens again on the same port with the same key)."""
+    if action not in ("stop", "start"):
+        raise SimError(f"unknown node action {action!r} (stop, start)")
+    d = _state_dir(state_dir)
+    st = _read_json(d / "state.json")
+    if not st:
+        raise SimError(f"no simulated cluster in {d}")
+    _control(st, {"op": f"{action}-node", "node": node})
+
+
+# --------------------------------------------------------------------------- up
+
+
+def sim_up(
+    nodes: int = DEFAULT_NODES,
+    gpus: int = DEFAULT_GPUS,
+    replay_gpu: str | Path | None = None,
+    state_dir: str | Path | None = None,
+    *,
+    docker: bool | None = None,
+    namespaces: bool | None = None,
+    timeout: float = 90.0,
+) -> Path:
+    """Start the simulated cluster in the background and return its profile's path.
+
+    `docker=None`: use a private dockerd when one is installed; False: nodes report
+    Docker unavailable. `namespaces=None`: one PID namespace per node when root and
+    `unshare` allow. Idempotent: an already running sim with the same shape returns
+    its profile; a different shape is an error (run sim_down first)."""
+    if not 1 <= nodes <= MAX_NODES:
+        raise SimError(f"--nodes must be 1..{MAX_NODES} (loopback addresses 127.0.0.2..), got {nodes}")
+    if not 1 <= gpus <= 64:
+        raise SimError(f"--gpus must be 1..64, got {gpus}")
+    d = _state_dir(state_dir)
+    replay = None
+    if replay_gpu is not None:
+        rp = Path(replay_gpu).expanduser()
+        if not rp.is_file():
+            raise SimError(f"--replay-gpu: no such file: {replay_gpu}")
+        replay = str(rp.resolve())
+    current = sim_status(d)
+    if current.running:
+        if len(current.nodes) == nodes and current.gpus == gpus and current.replay_gpu == replay and current.profile:
+            return Path(current.profile)
+        raise SimError(f"a simulated cluster is already running in {d} ({len(current.nodes)} x {current.gpus}"
+                       f"{', replaying ' + str(current.replay_gpu) if current.replay_gpu else ''}): "
+                       "run `rlconsole sim down` first")
+    if current.stale or (d / "state.json").exists():
+        sim_down(d)
+    d.mkdir(parents=True, exist_ok=True)
+    for stale in ("state.json", "profile.yaml", "daemon.pid"):
+        with contextlib.suppress(FileNotFoundError):
+            (d / stale).unlink()
+    config = {
+        "marker": MARKER, "nodes": nodes, "gpus": gpus, "replay_gpu": replay,
+        "docker": docker, "namespaces": namespaces, "python": sys.executable,
+        "created": time.time(),
+    }
+    _write_json(d / "config.json", config)
+    logf = (d / "daemon.log").open("ab")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(_repo_root()) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.core.sim.cluster", "daemon", str(d)],
+        stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True, env=env, cwd="/",
+    )
+    logf.close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = _read_json(d / "state.json") or {}
+        if st.get("status") == "ready" and st.get("profile"):
+            return Path(st["profile"])
+        if st.get("status") == "failed" or proc.poll() is not None:
+            err = st.get("error") or _log_tail(d / "daemon.log")
+            with contextlib.suppress(Exception):
+                sim_down(d)
+            raise SimError(f"the simulated cluster failed to start: {err}")
+        time.sleep(0.05)
+    with contextlib.suppress(Exception):
+        sim_down(d)
+    raise SimError(f"the simulated cluster did not come up within {timeout:g}s (log: {d / 'daemon.log'})")
+
+
+def _log_tail(p: Path, n: int = 5) -> str:
+    try:
+        return " | ".join(p.read_text(errors="replace").strip().splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+# --------------------------------------------------------------------------- down
+
+
+def _ancestors() -> set[int]:
+    pids, pid = set(), os.getpid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return pids
+
+
+def _processes_referencing(short: Path, state: Path) -> list[int]:
+    """PIDs left over from the sim after its recorded PIDs are gone: a command line
+    naming the sim's short dir (containerd and its shims, raylets' temp dirs) or an
+    environment started on a sim node (RLCONSOLE_SIM_NODE_DIR under the state dir).
+    Never matches by program name, never this process or its parents (a user's
+    shell may well have RLCONSOLE_SIM_DIR set)."""
+    skip = _ancestors()
+    needle_cmd = str(short).encode()
+    needle_env = f"RLCONSOLE_SIM_NODE_DIR={state}/nodes/".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in skip:
+            continue
+        pid = int(entry)
+        try:
+            if needle_cmd in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+                continue
+            if needle_env in Path(f"/proc/{pid}/environ").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def _kill(pid: int, sig: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def _wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    left = [p for p in pids if _pid_alive(p)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [p for p in left if _pid_alive(p)]
+    return left
+
+
+def _unmount_below(paths: list[Path]) -> None:
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return
+    targets = []
+    for line in mounts:
+        parts = line.split()
+        if len(parts) > 1:
+            mp = parts[1].replace("\\040", " ")
+            if any(mp == str(p) or mp.startswith(str(p) + "/") for p in paths):
+                targets.append(mp)
+    for mp in sorted(targets, key=len, reverse=True):
+        subprocess.run(["umount", "-l", mp], capture_output=True)
+
+
+def sim_down(state_dir: str | Path | None = None, timeout: float = 20.0) -> bool:
+    """Stop everything the sim started (by PID) and remove its state. Returns True if
+    there was something to stop or remove."""
+    d = _state_dir(state_dir)
+    cfg = _read_json(d / "config.json")
+    st = _read_json(d / "state.json") or {}
+    if cfg is None and not st:
+        return False
+    if cfg is not None and cfg.get("marker") != MARKER:
+        raise SimError(f"{d} does not look like a simulated cluster's state dir; not touching it")
+    sd = Path(st.get("short_dir") or short_dir(d))
+    pid = st.get("pid")
+    if pid is None:
+        with contextlib.suppress(OSError, ValueError):
+            pid = int((d / "daemon.pid").read_text().strip())
+    # 1. The daemon cleans up its children itself on SIGTERM.
+    if pid and _pid_alive(pid) and "tui.core.sim.cluster" in _cmdline(pid):
+        _kill(pid, signal.SIGTERM)
+        if _wait_gone([pid], timeout):
+            _kill(pid, signal.SIGKILL)
+            _wait_gone([pid], 2)
+    # 2. Whatever it recorded and did not stop (it was killed, or cleanup failed).
+    st = _read_json(d / "state.json") or st
+    for ns in (st.get("namespaces") or {}).values():
+        for key in ("init", "unshare"):
+            p = ns.get(key)
+            if p and _pid_alive(p):
+                _kill(p)
+    dpid = st.get("dockerd_pid")
+    if dpid and _pid_alive(dpid) and "dockerd" in _cmdline(dpid):
+        from .dockerd import stop_dockerd
+
+        sock = Path(st["docker_sock"]) if st.get("docker_sock") else None
+        stop_dockerd(dpid, sock, st.get("docker_cli"), Path(st["docker_config"]) if st.get("docker_config") else None)
+    # 3. Anything still carrying the sim's paths (shims, orphans).
+    for _ in range(3):
+        left = _processes_referencing(sd, d)
+        if not left:
+            break
+        for p in left:
+            _kill(p)
+        _wait_gone(left, 3)
+    _unmount_below([d, sd])
+    shutil.rmtree(sd, ignore_errors=True)
+    shutil.rmtree(d, ignore_errors=True)
+    if d.exists():  # e.g. a busy mount: say so rather than pretend
+        leftovers = [str(p) for p in d.rglob("*")][:3]
+        raise SimError(f"could not remove {d} completely (left: {', '.join(leftovers)})")
+    return True
+
+
+# --------------------------------------------------------------------------- daemon
+
+
+def _free_ports(n: int, host: str = "0.0.0.0") -> list[int]:
+    """n distinct free TCP ports (held open together so none repeats)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def namespaces_supported() -> bool:
+    """Root and a working `unshare --pid --fork --mount-proc` (checked once per sim)."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nsenter"):
+        return False
+    try:
+        p = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "true"],
+                           capture_output=True, timeout=10)
+        return p.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+_REAPER = (
+    "import os,signal,time\n"
+    "signal.signal(signal.SIGTERM,lambda *a:os._exit(0))\n"
+    "while True:\n"
+    "    try:\n"
+    "        os.wait()\n"
+    "    except ChildProcessError:\n"
+    "        time.sleep(1)\n"
+)
+
+
+def _start_namespace(name: str, log_path: Path) -> tuple[int, int]:
+    """A node's PID + mount namespace: returns (unshare pid, init pid as seen here)."""
+    tini = shutil.which("tini") or shutil.which("docker-init")
+    init = [tini, "--", "sleep", "infinity"] if tini else [sys.executable, "-I", "-S", "-c", _REAPER]
+    with log_path.open("ab") as lf:
+        p = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", *init],
+                             stdin=subprocess.DEVNULL, stdout=lf, stderr=lf, start_new_session=True)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            kids = Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()
+        except OSError:
+            kids = []
+        if kids:
+            return p.pid, int(kids[0])
+        if p.poll() is not None:
+            break
+        time.sleep(0.01)
+    p.kill()
+    raise RuntimeError(f"{name}: unshare did not start its namespace init")
+
+
+def _script(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def _seed_profile() -> dict[str, Any]:
+    import yaml
+
+    from ..profile import packaged_profiles_dir
+
+    return yaml.safe_load((packaged_profiles_dir() / "qwen3-8b-grpo-32gpu.yaml").read_text())
+
+
+def _deep_replace(obj: Any, old: str, new: str) -> Any:
+    if isinstance(obj, str):
+        return obj.replace(old, new)
+    if isinstance(obj, list):
+        return [_deep_replace(x, old, new) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _deep_replace(v, old, new) for k, v in obj.items()}
+    return obj
+
+
+def _set(d: dict[str, Any], dotted: list[str], value: Any) -> None:
+    for k in dotted[:-1]:
+        d = d.setdefault(k, {})
+    d[dotted[-1]] = value
+
+
+def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known_hosts: Path, key: Path,
+                  user: str, image: str, ray_ports: dict[str, Any], ray_tmp: Path, refresh_s: float = 1.0,
+                  name: str | None = None) -> dict[str, Any]:
+    """The sim's profile: the seed's run with sim paths, loopback nodes and small sizes."""
+    p = _seed_profile()
+    p = _deep_replace(p, "/data/datapool", str(shared))
+    p = _deep_replace(p, "/home/Megatron-LM", str(shared / "Megatron-LM"))
+    n_nodes = len(nodes)
+    total = n_nodes * gpus
+    p["name"] = name or f"sim-{n_nodes}x{gpus}"
+    p["description"] = (f"SIMULATED: the seed's Qwen3-8B GRPO run on {n_nodes} x {gpus} simulated "
+                        "MTT S5000 cards (loopback SSH nodes, fake card telemetry, small sizes)")
+    p["simulated"] = True
+    p["ssh"] = {
+        "known_hosts": str(known_hosts),
+        "connect_timeout_s": 5,
+        "keepalive_interval_s": 2,
+        "command_timeout_s": 60,
+        "max_channels": 4,
+    }
+    p["nodes"] = []
+    for i, n in enumerate(nodes):
+        rp = ray_ports["nodes"][n["name"]]
+        p["nodes"].append({
+            "name": n["name"],
+            "address": n["address"],
+            "gpus": gpus,
+            "role": "head" if i == 0 else "worker",
+            "ssh": {"port": n["port"], "user": user, "identity": str(key)},
+            "ray_args": [
+                f"--temp-dir={ray_tmp / n['name']}",
+                f"--dashboard-agent-listen-port={rp['agent_listen']}",
+                f"--dashboard-agent-grpc-port={rp['agent_grpc']}",
+                f"--metrics-export-port={rp['metrics']}",
+                f"--runtime-env-agent-port={rp['runtime_env']}",
+                f"--node-manager-port={rp['node_manager']}",
+                f"--object-manager-port={rp['object_manager']}",
+            ],
+        })
+    c = p["container"]
+    c["image"] = image
+    c["docker"] = ["docker"]  # the node's own `docker` (the sim's wrapper) is first on PATH
+    c["create"]["volumes"] = [f"{shared}:{shared}"]
+    c["after_start"] = ["echo container ready"]  # the seed: service ssh restart (no sshd in the sim image)
+    p["env"]["MCCL_SOCKET_IFNAME"] = "lo"
+    p["env"]["GLOO_SOCKET_IFNAME"] = "lo"
+    p["ray"] = {
+        "head_port": ray_ports["head_port"],
+        "dashboard_host": nodes[0]["address"],
+        "dashboard_port": ray_ports["dashboard_port"],
+        "start_args": ["--num-cpus=2", "--object-store-memory=100000000", "--include-log-monitor=false",
+                       "--disable-usage-stats"],
+        "head_args": [f"--ray-client-server-port={ray_ports['client_port']}"],
+        "stop_before_start": True,
+        "join_timeout_s": 60,
+    }
+    o = p["training"]["overrides"]
+    small = {
+        "data.train_batch_size": 8,
+        "data.max_prompt_length": 256,
+        "data.max_response_length": 512,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": 8,
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": 768,
+        "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size": 4,  # divides 36 layers
+        "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu": 768,
+        "actor_rollout_ref.ref.megatron.expert_model_parallel_size": 1,  # dense model
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu": 768,
+        "actor_rollout_ref.rollout.data_parallel_size": max(1, total // 2),
+        "actor_rollout_ref.rollout.n": 2,
+        "trainer.n_gpus_per_node": gpus,
+        "trainer.nnodes": n_nodes,
+        "trainer.save_freq": 5,
+        "trainer.test_freq": 5,
+        "trainer.total_epochs": 2,
+    }
+    for k, v in small.items():
+        _set(o, k.split("."), v)
+    mon = p.setdefault("monitoring", {})
+    mon["refresh_s"] = refresh_s
+    mon.pop("total_steps", None)
+    mon["step_time_min"] = [0.05, 2]
+    return p
+
+
+def _profile_text(p: dict[str, Any], state_dir: Path) -> str:
+    import yaml
+
+    header = (
+        f"# SIMULATED cluster profile, written by `rlconsole sim up` into {state_dir}.\n"
+        "# Modelled on profiles/qwen3-8b-grpo-32gpu.yaml (the seed's run): the same overrides with\n"
+        "# small sizes, nodes on loopback addresses, paths under the sim's shared dir (standing in\n"
+        "# for /data/datapool), and per-node Ray ports and temp dirs so that several raylets can\n"
+        "# share one machine. Removed by `rlconsole sim down`.\n"
+    )
+    return header + yaml.safe_dump(p, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True)
+
+
+class _Daemon:
+    def __init__(self, state_dir: Path) -> None:
+        self.d = state_dir
+        cfg = _read_json(state_dir / "config.json")
+        if not cfg or cfg.get("marker") != MARKER:
+            raise SystemExit(f"{state_dir}: no sim config")
+        self.cfg = cfg
+        self.sd = short_dir(state_dir)
+        self.state: dict[str, Any] = {
+            "marker": MARKER, "pid": os.getpid(), "status": "starting", "short_dir": str(self.sd),
+            "gpus": cfg["gpus"], "replay_gpu": cfg.get("replay_gpu"), "nodes": [], "namespaces": {},
+            "control": str(self.sd / "ctl.sock"),
+        }
+        self.servers: dict[str, Any] = {}
+        self.node_dirs: dict[str, Path] = {}
+        self.ns_procs: dict[str, tuple[int, int]] = {}
+        self.dockerd: subprocess.Popen | None = None
+        self.stop_event: asyncio.Event | None = None
+
+    def save(self) -> None:
+        _write_json(self.d / "state.json", self.state)
+
+    # -- setup ------------------------------------------------------------
+
+    def _keys(self, names: list[str]) -> None:
+        import asyncssh
+
+        kd = self.d / "keys"
+        kd.mkdir(exist_ok=True)
+        if not (kd / "id_ed25519").exists():
+            k = asyncssh.generate_private_key("ssh-ed25519", comment=f"rlconsole-sim@{self.d}")
+            (kd / "id_ed25519").write_bytes(k.export_private_key())
+            (kd / "id_ed25519").chmod(0o600)
+            (kd / "id_ed25519.pub").write_bytes(k.export_public_key())
+        for n in names:
+            hk = kd / f"host_{n}"
+            if not hk.exists():
+                hk.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
+                hk.chmod(0o600)
+
+    def _node_env(self, name: str, nd: Path) -> dict[str, str]:
+        venv_bin = str(Path(self.cfg["python"]).parent)
+        user = getpass.getuser()
+        return {
+            "PATH": os.pathsep.join([str(nd / "bin"), venv_bin, "/usr/local/sbin", "/usr/local/bin",
+                                     "/usr/sbin", "/usr/bin", "/sbin", "/bin"]),
+            "HOME": str(nd / "home"),
+            "USER": user,
+            "LOGNAME": user,
+            "SHELL": "/bin/sh",
+            "LANG": "C.UTF-8",
+            "RLCONSOLE_SIM_NODE": name,
+            "RLCONSOLE_SIM_NODE_DIR": str(nd),
+            "RLCONSOLE_SIM_DIR": str(self.d),
+            "RLCONSOLE_SIM_SHARED": str(self.d / "shared"),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            # 4 raylets starting at once on a small, busy machine: give the dashboard
+            # agent time to come up before the raylet gives up on it.
+            "RAY_agent_register_timeout_ms": "120000",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+
+    def _node_dirs(self, i: int, name: str, docker: dict[str, Any] | None) -> Path:
+        nd = self.d / "nodes" / name
+        for sub in ("bin", "home", "gpu-load", "tmp"):
+            (nd / sub).mkdir(parents=True, exist_ok=True)
+        _write_json(nd / "gmi.json", {"gpus": self.cfg["gpus"], "node_index": i,
+                                      "replay": self.state.get("replay_copy")})
+        py, root = self.cfg["python"], str(_repo_root())
+        from .gmi import tool_script
+
+        _script(nd / "bin" / "mthreads-gmi", tool_script(str(nd)))
+        if docker:
+            from .dockerwrap import wrapper_script
+
+            _script(nd / "bin" / "docker", wrapper_script(name, docker["cli"], "unix://" + docker["sock"],
+                                                          docker["config"], docker["privileged"], py, root))
+        else:
+            _script(nd / "bin" / "docker", "#!/bin/sh\n# no dockerd on this machine: Docker is unavailable\n"
+                                           "echo \"sh: 1: docker: not found\" >&2\nexit 127\n")
+        return nd
+
+    def _start_docker(self) -> dict[str, Any] | None:
+        from . import dockerd as dk
+
+        want = self.cfg.get("docker")
+        exe = dk.find_dockerd()
+        if want is False:
+            self.state["docker"] = "off"
+            return None
+        if not exe:
+            self.state["docker"] = "unavailable"
+            return None
+        cli = dk.find_docker_cli()
+        if not cli:
+            self.state["docker"] = "unavailable"
+            return None
+        sock = self.sd / "docker.sock"
+        cfgdir = self.d / "dockercfg"
+        cfgdir.mkdir(exist_ok=True)
+        (cfgdir / "config.json").write_text("{}\n")
+        self.dockerd = dk.start_dockerd(exe, self.d / "docker" / "data", self.sd / "de", sock, self.d / "dockerd.log")
+        self.state.update(dockerd_pid=self.dockerd.pid, docker_sock=str(sock), docker_cli=cli,
+                          docker_config=str(cfgdir), docker="running", image=dk.IMAGE)
+        self.save()
+        dk.build_image(cli, sock, cfgdir)
+        priv = dk.privileged_works(cli, sock, cfgdir)
+        self.state["docker_privileged"] = priv
+        return {"cli": cli, "sock": str(sock), "config": str(cfgdir), "privileged": priv}
+
+    async def setup(self) -> None:
+        from .server import SimNodeServer
+
+        n, gpus = int(self.cfg["nodes"]), int(self.cfg["gpus"])
+        names = [node_name(i) for i in range(n)]
+        self.sd.mkdir(mode=0o700, exist_ok=True)
+        (self.d / "daemon.pid").write_text(str(os.getpid()))
+        self.save()
+        if self.cfg.get("replay_gpu"):
+            dst = self.d / "replay-gpu.txt"
+            shutil.copyfile(self.cfg["replay_gpu"], dst)
+            self.state["replay_copy"] = str(dst)
+        shared = self.d / "shared"
+        shared.mkdir(exist_ok=True)
+        _install_tree(shared)
+        self._keys(names)
+        docker = self._start_docker()
+        use_ns = self.cfg.get("namespaces")
+        if use_ns is None:
+            use_ns = namespaces_supported()
+        elif use_ns and not namespaces_supported():
+            raise RuntimeError("namespaces requested but `unshare --pid --fork --mount-proc` does not work here "
+                               "(needs root)")
+        self.state["namespaces_enabled"] = bool(use_ns)
+        pub = self.d / "keys" / "id_ed25519.pub"
+        for i, name in enumerate(names):
+            nd = self._node_dirs(i, name, docker)
+            ns_pid = None
+            if use_ns:
+                u, c = _start_namespace(name, self.d / "daemon.log")
+                self.ns_procs[name] = (u, c)
+                self.state["namespaces"][name] = {"unshare": u, "init": c}
+                ns_pid = c
+            env = self._node_env(name, nd)
+            self.servers[name] = SimNodeServer(name, node_address(i), self.d / "keys" / f"host_{name}", [pub],
+                                               env=env, cwd=env["HOME"], ns_pid=ns_pid)
+        self.node_dirs = {nm: self.d / "nodes" / nm for nm in names}
+        self._render_all()
+        self.save()
+        ports = await asyncio.gather(*(s.start() for s in self.servers.values()))
+        self.state["nodes"] = [{"name": nm, "address": node_address(i), "port": ports[i],
+                                "ns_pid": self.state["namespaces"].get(nm, {}).get("init")}
+                               for i, nm in enumerate(names)]
+        kh_lines = []
+        for i, nm in enumerate(names):
+            import asyncssh
+
+            key = asyncssh.read_private_key(str(self.d / "keys" / f"host_{nm}"))
+            kh_lines.append(f"[{node_address(i)}]:{ports[i]} {key.export_public_key().decode().strip()}")
+        (self.d / "known_hosts").write_text("\n".join(kh_lines) + "\n")
+        # Ray ports: 6 per node + 3 for the head, all distinct.
+        free = _free_ports(6 * n + 3)
+        ray_ports: dict[str, Any] = {"head_port": free[0], "dashboard_port": free[1], "client_port": free[2],
+                                     "nodes": {}}
+        for i, nm in enumerate(names):
+            b = 3 + 6 * i
+            ray_ports["nodes"][nm] = dict(zip(
+                ("agent_listen", "agent_grpc", "metrics", "runtime_env", "node_manager", "object_manager"),
+                free[b:b + 6]))
+        ray_tmp = self.sd / "ray"
+        ray_tmp.mkdir(exist_ok=True)
+        from .dockerd import IMAGE
+
+        prof = build_profile(nodes=self.state["nodes"], gpus=gpus, shared=shared, known_hosts=self.d / "known_hosts",
+                             key=self.d / "keys" / "id_ed25519", user=getpass.getuser(), image=IMAGE,
+                             ray_ports=ray_ports, ray_tmp=ray_tmp)
+        ppath = self.d / "profile.yaml"
+        ppath.write_text(_profile_text(prof, self.d))
+        from ..profile import load_profile
+
+        load_profile(ppath)  # a sim that writes an invalid profile must fail here, loudly
+        self.state["profile"] = str(ppath)
+        self.state["ray"] = ray_ports
+
+    def _render_all(self) -> None:
+        """Render every node's card-tool output (see gmi.py: why the daemon does it)."""
+        from .gmi import render_node
+
+        now = time.time()
+        for nm, nd in self.node_dirs.items():
+            ns = self.state["namespaces"].get(nm)
+            proc_root = f"/proc/{ns['init']}/root/proc" if ns else "/proc"
+            try:
+                render_node(str(nd), proc_root, now)
+            except Exception:  # noqa: BLE001 - one node's bad load file must not stop the others
+                log.exception("%s: rendering the card tool output failed", nm)
+
+    async def render_loop(self) -> None:
+        from .gmi import RENDER_INTERVAL_S
+
+        while True:
+            await asyncio.sleep(RENDER_INTERVAL_S)
+            await asyncio.to_thread(self._render_all)
+
+    async def control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            req = json.loads(await reader.readline() or b"{}")
+            op = req.get("op")
+            if op == "status":
+                reply = {"ok": True, "nodes": {k: s.running for k, s in self.servers.items()}}
+            elif op in ("stop-node", "start-node"):
+                s = self.servers.get(req.get("node"))
+                if s is None:
+                    reply = {"ok": False, "error": f"no node named {req.get('node')!r}"}
+                else:
+                    if op == "stop-node":
+                        await s.stop()
+                    else:
+                        await s.start()
+                    reply = {"ok": True}
+            elif op == "shutdown":
+                assert self.stop_event is not None
+                self.stop_event.set()
+                reply = {"ok": True}
+            else:
+                reply = {"ok": False, "error": f"unknown op {op!r}"}
+        except Exception as e:  # noqa: BLE001 - reply with the error, keep serving
+            reply = {"ok": False, "error": str(e)}
+        writer.write(json.dumps(reply).encode() + b"\n")
+        with contextlib.suppress(Exception):
+            await writer.drain()
+            writer.close()
+
+    async def run(self) -> None:
+        self.stop_event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.stop_event.set)
+        try:
+            await self.setup()
+            ctl = await asyncio.start_unix_server(self.control, path=str(self.sd / "ctl.sock"))
+            render = asyncio.ensure_future(self.render_loop())
+            self.state["status"] = "ready"
+            self.save()
+            log.info("sim ready: %s nodes, profile %s", len(self.servers), self.state["profile"])
+            await self.stop_event.wait()
+            render.cancel()
+            ctl.close()
+        except Exception as e:  # noqa: BLE001 - reported to sim_up through state.json
+            log.exception("sim failed")
+            self.state["status"] = "failed"
+            self.state["error"] = f"{type(e).__name__}: {e}"
+            self.save()
+        finally:
+            await self.cleanup()
+
+    async def cleanup(self) -> None:
+        await asyncio.gather(*(s.stop() for s in self.servers.values()), return_exceptions=True)
+        for u, c in self.ns_procs.values():
+            _kill(c)
+            _kill(u)
+        _wait_gone([p for uc in self.ns_procs.values() for p in uc], 5)
+        for u, _ in self.ns_procs.values():
+            with contextlib.suppress(Exception):
+                os.waitpid(u, os.WNOHANG)
+        if self.dockerd is not None:
+            from .dockerd import stop_dockerd
+
+            stop_dockerd(self.dockerd.pid, Path(self.state["docker_sock"]), self.state.get("docker_cli"),
+                         Path(self.state["docker_config"]))
+            with contextlib.suppress(Exception):
+                self.dockerd.wait(5)
+        if self.state.get("status") != "failed":
+            self.state["status"] = "stopped"
+        self.save()
+
+
+def _install_tree(shared: Path) -> None:
+    """Put the stand-in VeRL tree (tui/core/sim/tree, another module's) under the
+    shared dir, where the profile's paths point. Missing tree: nothing to install."""
+    tree = Path(__file__).parent / "tree"
+    if not tree.is_dir():
+        return
+    hook = tree / "install.py"
+    if hook.is_file():
+        import runpy
+
+        mod = runpy.run_path(str(hook))
+        if callable(mod.get("install")):
+            mod["install"](shared)
+            return
+    for child in tree.iterdir():
+        if child.name.startswith((".", "__")):
+            continue
+        dst = shared / child.name
+        if child.is_dir():
+            shutil.copytree(child, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(child, dst)
+
+
+def _daemon_main(state_dir: str) -> int:
+    d = Path(state_dir)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("asyncssh").setLevel(logging.WARNING)
+    os.umask(0o022)
+    daemon = _Daemon(d)
+    asyncio.run(daemon.run())
+    return 0 if daemon.state.get("status") != "failed" else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "daemon":
+        sys.exit(_daemon_main(sys.argv[2]))
+    print("usage: python -m tui.core.sim.cluster daemon STATE_DIR", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,6 @@
+"""SIMULATION stand-in for Megatron-LM (NVIDIA): only the configuration dataclasses.
+
+rlconsole's simulated cluster puts this directory where the real cluster keeps Megatron-LM
+(the PYTHONPATH of the converter and of the training job), so that a preflight check can
+compare the run's `override_transformer_config` keys with the fields Megatron really has.
+"""

@@ -1,0 +1,1 @@
+"""SIMULATION stand-in for megatron.core: configuration dataclasses only."""

@@ -1,0 +1,122 @@
+"""SIMULATION stand-in for VeRL's GPU workers (`WorkerDict` actors on the Ray cluster).
+
+Each `WorkerDict` is a Ray actor that holds GPUs (`num_gpus` of the Ray resources), so
+`ray status` shows them used, and marks those cards busy for the simulated `mthreads-gmi`
+(see `verl.utils.sim_gpu`). One actor may stand for one card (as in real VeRL) or for all the
+cards of a node (the default in the simulation: 4 processes instead of 32 on a small
+machine); either way every card it holds gets its own gpu-load file with the actor's pid.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["WorkerDict"]
+
+
+class WorkerDict:
+    """The body of a GPU worker; `ray.remote` is applied by the trainer when placing it."""
+
+    def __init__(self, rank0: int, world_size: int, config: dict[str, Any],
+                 step_s: float) -> None:
+        import ray
+
+        from verl.utils import torch_standin
+        from verl.utils.sim_gpu import GpuLoad, node_dir
+
+        self.rank0 = rank0
+        self.world_size = world_size
+        self.config = config
+        self.pid = os.getpid()
+        self.gpu_ids = sorted(int(float(g)) for g in ray.get_gpu_ids())
+        self.node_ip = ray.util.get_node_ip_address()
+        self.node_dir = node_dir()
+        torch_standin.set_rank(rank0, world_size)
+        self.load: GpuLoad | None = None
+        if self.node_dir is not None:
+            self.load = GpuLoad(self.node_dir, self.gpu_ids, period_s=min(1.0, max(0.2, step_s)))
+            self.load.start()
+            atexit.register(self.load.stop)
+        elif rank0 == 0:
+            print("[sim] RLCONSOLE_SIM_NODE_DIR is not set on this node: cards are not "
+                  "marked busy", file=sys.stderr, flush=True)
+        from verl.workers.actor.megatron_actor import MegatronPPOActor
+
+        self.actor = MegatronPPOActor(config.get("actor_rollout_ref", {}).get("actor", {}),
+                                      rank0, world_size)
+
+    def info(self) -> dict[str, Any]:
+        """Where this worker is and what it holds (for placement checks and tests)."""
+        return {"pid": self.pid, "gpu_ids": self.gpu_ids, "node_ip": self.node_ip,
+                "rank0": self.rank0,
+                "node_dir": str(self.node_dir) if self.node_dir else None}
+
+    def init_model(self) -> dict[str, Any]:
+        """Load the actor: the MCore checkpoint must exist when dist checkpointing is on."""
+        from verl.utils.model import check_dist_checkpoint
+
+        arr = self.config.get("actor_rollout_ref", {})
+        for role in ("actor", "ref"):
+            mg = arr.get(role, {}).get("megatron", {})
+            if mg.get("use_dist_checkpointing") and mg.get("dist_checkpointing_path"):
+                check_dist_checkpoint(str(mg["dist_checkpointing_path"]))
+        if self.rank0 == 0:
+            self._check_transformer_config(arr.get("actor", {}).get("megatron", {}))
+        return self.info()
+
+    def _check_transformer_config(self, mg: dict[str, Any]) -> None:
+        """Compare `override_transformer_config` keys with Megatron's TransformerConfig.
+
+        Real VeRL passes them as keyword arguments to `TransformerConfig(...)`, so an unknown
+        key is a TypeError there. The simulation warns (or, with
+        RLCONSOLE_SIM_STRICT_TF_CONFIG=1, fails the same way) using the TransformerConfig it
+        finds on PYTHONPATH (the Megatron-LM stand-in on the simulated cluster).
+        """
+        keys = list((mg.get("override_transformer_config") or {}).keys())
+        if not keys:
+            return
+        try:
+            import dataclasses
+
+            from megatron.core.transformer.transformer_config import TransformerConfig
+        except ImportError:
+            return
+        fields = {f.name for f in dataclasses.fields(TransformerConfig)}
+        unknown = [k for k in keys if k not in fields]
+        if not unknown:
+            return
+        if os.environ.get("RLCONSOLE_SIM_STRICT_TF_CONFIG") == "1":
+            raise TypeError(
+                f"TransformerConfig.__init__() got an unexpected keyword argument '{unknown[0]}'")
+        print(f"[sim] override_transformer_config keys that TransformerConfig does not have "
+              f"(a real Megatron run fails on the first): {', '.join(unknown)}",
+              file=sys.stderr, flush=True)
+
+    def set_phase(self, phase: str) -> None:
+        if self.load is not None:
+            self.load.set_phase(phase)
+
+    def update_actor(self, data: dict[str, Any]) -> dict[str, Any]:
+        self.set_phase("update")
+        return self.actor.update_policy(data)
+
+    def save_checkpoint(self, local_path: str, global_step: int) -> list[str]:
+        """Write this worker's shards of the actor's dist checkpoint (small files)."""
+        self.set_phase("ckpt")
+        d = Path(local_path) / "dist_ckpt"
+        d.mkdir(parents=True, exist_ok=True)
+        written = []
+        for i, _g in enumerate(self.gpu_ids or [0]):
+            rank = self.rank0 + i
+            f = d / f"__{rank}_0.distcp"
+            f.write_bytes(b"SIMDISTCP" + global_step.to_bytes(4, "little") + os.urandom(2048))
+            written.append(str(f))
+        return written
+
+    def shutdown(self) -> int:
+        """Release the cards: remove the gpu-load files this process still owns."""
+        return self.load.stop() if self.load is not None else 0

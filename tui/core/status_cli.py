@@ -1,0 +1,105 @@
+"""`rlconsole status [--json]`: one snapshot of nodes, cards, containers, Ray and job.
+
+Down nodes are a state, not an error: the exit code is 0 whenever the profile is valid,
+even if every node is down, so scripts can run `status --json` and decide for
+themselves. The human form is a compact table that fits 80 columns; messages that say
+what to do (a refused host key) are wrapped below their node, never cut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json as _json
+import sys
+import textwrap
+import time
+from typing import TextIO
+
+from .probes import snapshot
+from .profile import Profile
+from .state import ClusterState, NodeState
+
+WIDTH = 80
+
+
+def _gib(mib: float) -> str:
+    return f"{mib / 1024:.0f}" if mib >= 10240 else f"{mib / 1024:.1f}"
+
+
+def _cards_cells(n: NodeState) -> tuple[str, str, str, str, str]:
+    """(cards, util avg/max, mem used/total GiB, temp max, power sum)."""
+    if not n.reachable and n.gpu is None:
+        return "-", "", "", "", ""
+    if n.gpu is None:
+        return "?", "", "", "", ""
+    cards = n.gpu.cards
+    if not n.gpu.parsed:
+        return "unparsed", "", "", "", ""
+    if not cards:
+        return "0", "", "", "", ""
+    utils = [c.util_pct for c in cards if c.util_pct is not None]
+    used = [c.mem_used_mib for c in cards if c.mem_used_mib is not None]
+    total = [c.mem_total_mib for c in cards if c.mem_total_mib is not None]
+    temps = [c.temp_c for c in cards if c.temp_c is not None]
+    power = [c.power_w for c in cards if c.power_w is not None]
+    util = f"{sum(utils) / len(utils):.0f}%/{max(utils):.0f}%" if utils else "n/a"
+    mem = f"{_gib(sum(used))}/{_gib(sum(total))}" if used and total else "n/a"
+    return (str(len(cards)), util, mem, f"{max(temps):.0f}C" if temps else "n/a",
+            f"{sum(power):.0f}W" if power else "n/a")
+
+
+def render_table(st: ClusterState, width: int = WIDTH) -> str:
+    """The human form of a snapshot (fits `width` columns)."""
+    sim = " (SIMULATED)" if st.simulated else ""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.taken_at or time.time()))
+    title = f"{st.profile}{sim}"
+    lines = [f"{title:<{width - len(when) - 1}} {when}"]
+    if st.simulated:
+        lines.append("simulated cluster: card figures come from the sim, not from hardware")
+    hdr = f"{'NODE':<10}{'ROLE':<7}{'SSH':<6}{'CONTAINER':<12}{'CARDS':<9}{'UTIL avg/max':<14}{'MEM GiB':<11}{'TEMP':<6}{'POWER':>5}"
+    lines += [hdr, "-" * min(width, len(hdr) + 1)]
+    reachable = 0
+    for n in st.nodes:
+        reachable += n.reachable
+        cards, util, mem, temp, power = _cards_cells(n)
+        container = n.container.status if n.container else "-"
+        row = (f"{n.name[:9]:<10}{n.role[:6]:<7}{'up' if n.reachable else 'DOWN':<6}{container[:11]:<12}"
+               f"{cards:<9}{util:<14}{mem:<11}{temp:<6}{power:>5}")
+        lines.append(row.rstrip())
+        notes = []
+        if n.error:
+            notes.append(n.error)
+        if n.gpu is not None and not n.gpu.parsed and n.gpu.error:
+            notes.append(f"cards: {n.gpu.error}")
+        if n.container is not None and n.container.error and n.container.status not in ("running",):
+            notes.append(f"container: {n.container.error}")
+        for note in notes:
+            lines += textwrap.wrap(note, width - 1, initial_indent="  ! ", subsequent_indent="    ")
+    lines.append("-" * min(width, len(hdr) + 1))
+    total_cards = sum(len(n.gpus) for n in st.nodes)
+    lines.append(f"nodes: {reachable}/{len(st.nodes)} reachable, {total_cards} cards reporting")
+    r = st.ray
+    if r.available:
+        lines.append(f"Ray: {r.nodes_alive} nodes alive, {r.nodes_dead} dead; GPUs {r.gpus_used:g}/{r.gpus_total:g} "
+                     f"used ({r.source})")
+    else:
+        lines += textwrap.wrap(f"Ray: not available: {r.error or 'unknown'}", width - 1, subsequent_indent="     ")
+    if st.job is None:
+        lines.append("Job: none")
+    else:
+        j = st.job
+        step = f" step {j.step}/{j.total_steps or '?'}" if j.step is not None else ""
+        lines.append(f"Job: {j.id} {j.status}{step}")
+    return "\n".join(lines) + "\n"
+
+
+def run_status(profile: Profile, json: bool = False, out: TextIO | None = None) -> int:
+    """Print one snapshot (`--json`: ClusterState.to_json()). Returns the exit code:
+    0 whenever the profile is valid, even if every node is down."""
+    out = out or sys.stdout
+    st = asyncio.run(snapshot(profile))
+    if json:
+        out.write(_json.dumps(st.to_json(), indent=2) + "\n")
+    else:
+        out.write(render_table(st))
+    return 0

@@ -1,0 +1,1 @@
+"""The console's screens: main (everything at once), help, alerts, preflight results."""

@@ -1,0 +1,41 @@
+"""`?`: every key and what it does, generated from the same table as the footer and the
+command palette so the three never disagree."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.markup import escape
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from ..commands import EXTRA_KEYS, KEYS
+
+
+def help_markup() -> str:
+    rows = [f"[b $text-accent]{escape(k.shown_key):>7}[/]  {escape(k.help)}" for k in KEYS]
+    rows.append("")
+    rows += [f"[b $text-accent]{escape(key):>7}[/]  {escape(text)}" for key, text in EXTRA_KEYS]
+    rows += ["", "[dim]Quitting leaves the training job and Ray running; `rlconsole` re-attaches.[/]"]
+    return "\n".join(rows)
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 96; max-width: 100%; height: auto; max-height: 90%;
+        border: round $primary; background: $panel; padding: 0 1;
+    }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as vs:
+            vs.border_title = "rlconsole keys"
+            vs.border_subtitle = "Esc closes"
+            yield Static(help_markup(), id="help-text")
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

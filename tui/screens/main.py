@@ -1,0 +1,245 @@
+"""The main screen: nodes and cards, Ray, training metrics, the job log and the running
+action, all at once, driven by single keys.
+
+Layout adapts to the terminal: side by side from 150 columns, stacked below that, and a
+compact form (two-line cards, no plots, action panel only while one runs) under 100
+columns, so 4 x 8 cards fit at 120x40 and stay readable at 80x24.
+
+Actions run in Textual workers, so the screen keeps taking keys and telemetry keeps
+arriving while a bring-up takes minutes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Header
+from textual.worker import Worker, WorkerState
+
+from widgets.action_panel import ActionPanel
+from widgets.alerts_bar import AlertsBar
+from widgets.confirm import ConfirmationModal
+from widgets.log_pane import LogPane
+from widgets.metrics_pane import MetricsPane
+from widgets.node_grid import NodeGrid
+from widgets.ray_pane import RayPane
+from widgets.sim_badge import SimBadge
+
+from ..commands import KEYS
+from ..core.actions.events import ActionEvent
+from ..core.alerts import Alert
+from ..core.state import ClusterState
+from ..messages import (
+    ActionEventReceived, ActionFinished, AlertRaised, AlertsBarClicked, LogLinesReceived,
+    MetricsUpdated, StateUpdated,
+)
+from .alerts import AlertsScreen
+from .help import HelpScreen
+from .preflight import PreflightScreen
+
+if TYPE_CHECKING:
+    from ..backend import Backend
+
+WIDE_COLS = 150
+NARROW_COLS = 100
+STOP_ACTIONS = ("stop",)
+"""Actions allowed while another runs: stopping is the escape hatch."""
+
+
+class MainScreen(Screen[None]):
+    BINDINGS = [
+        Binding(k.key, k.action, k.label, show=k.footer, key_display=k.display) for k in KEYS
+    ]
+
+    def __init__(self, backend: "Backend") -> None:
+        super().__init__()
+        self.backend = backend
+        self.state: ClusterState | None = None
+        self.alerts: list[Alert] = []
+        self.running: dict[str, Worker[Any]] = {}
+        self.check_events: list[ActionEvent] = []
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        prof = self.backend.profile
+        yield Header(show_clock=False, icon="◆")
+        with Horizontal(id="topbar"):
+            yield AlertsBar(id="alerts")
+            yield SimBadge(self.backend.simulated, id="sim")
+        with Horizontal(id="top"):
+            yield NodeGrid(id="nodes")
+            with Horizontal(id="side"):
+                yield RayPane(len(prof.nodes), prof.total_gpus, id="ray")
+                yield MetricsPane(prof.monitoring, id="metrics")
+        with Horizontal(id="bottom"):
+            yield LogPane(id="log")
+            yield ActionPanel(id="action")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(LogPane).spool_search = self.backend.log_search
+        self.query_one(LogPane).log_widget.focus()
+
+    def on_resize(self, event: Resize) -> None:
+        w = event.size.width
+        self.set_class(w >= WIDE_COLS, "-wide")
+        self.set_class(w < NARROW_COLS, "-narrow")
+
+    # ------------------------------------------------------------------ data in
+    async def on_state_updated(self, msg: StateUpdated) -> None:
+        self.state = msg.state
+        await self.query_one(NodeGrid).update_state(msg.state)
+        self.query_one(RayPane).update_state(msg.state)
+
+    def on_log_lines_received(self, msg: LogLinesReceived) -> None:
+        self.query_one(LogPane).add_lines(msg.lines)
+
+    def on_metrics_updated(self, msg: MetricsUpdated) -> None:
+        self.query_one(MetricsPane).update_metrics(msg.summary, msg.series)
+
+    def on_alert_raised(self, msg: AlertRaised) -> None:
+        self.alerts.append(msg.alert)
+        self.query_one(AlertsBar).add_alert(msg.alert)
+
+    def on_alerts_bar_clicked(self, msg: AlertsBarClicked) -> None:
+        self.action_alerts()
+
+    # ------------------------------------------------------------------ actions
+    def start_action(self, name: str, **opts: Any) -> bool:
+        """Run `name` in a worker unless something else runs (stop is always allowed)."""
+        busy = [n for n in self.running if n not in STOP_ACTIONS]
+        if name in self.running or (busy and name not in STOP_ACTIONS):
+            self.notify(f"{', '.join(busy) or name} is still running; wait for it, or stop with x/X",
+                        severity="warning")
+            return False
+        self.query_one(ActionPanel).begin(name)
+        self.running[name] = self.run_worker(self._action(name, opts), name=name, group="actions",
+                                             exit_on_error=False)
+        return True
+
+    async def _action(self, name: str, opts: dict[str, Any]) -> None:
+        ok: bool | None = True
+        message = ""
+        events: list[ActionEvent] = []
+        try:
+            async for ev in self.backend.run_action(name, **opts):
+                events.append(ev)
+                self.post_message(ActionEventReceived(ev))
+                if ev.kind == "fail":
+                    ok, message = False, ev.message
+                elif ev.kind in ("done", "skip"):
+                    message = ev.message
+        except Exception as e:  # shown, not raised: a failed action must not kill the console
+            ok, message = False, f"{name}: {type(e).__name__}: {e}"
+        finally:
+            if name == "check":
+                self.check_events = events
+        self.post_message(ActionFinished(name, ok, message))
+
+    def on_action_event_received(self, msg: ActionEventReceived) -> None:
+        self.query_one(ActionPanel).add_event(msg.event)
+
+    def on_action_finished(self, msg: ActionFinished) -> None:
+        self.running.pop(msg.name, None)
+        self.query_one(ActionPanel).finish(msg.ok, msg.message)
+        if msg.name == "check":
+            self.app.push_screen(PreflightScreen(self.check_events, msg.message))
+        elif msg.ok is False:
+            self.notify(msg.message or f"{msg.name} failed", title=msg.name, severity="error")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        w = event.worker
+        if w.group == "actions" and event.state == WorkerState.CANCELLED and w.name in self.running:
+            self.running.pop(w.name, None)
+            self.query_one(ActionPanel).finish(None, f"{w.name} cancelled")
+
+    def action_containers(self) -> None:
+        self.start_action("containers")
+
+    def action_model(self) -> None:
+        self.start_action("model")
+
+    def action_setup_ray(self) -> None:
+        self.start_action("setup-ray")
+
+    def action_submit(self) -> None:
+        self.start_action("submit")
+
+    def action_preflight(self) -> None:
+        self.start_action("check")
+
+    @work(group="dialogs", exclusive=True)
+    async def action_convert(self) -> None:
+        exists = await self.backend.describe_convert()
+        if exists is None:
+            self.start_action("convert")
+            return
+        p = self.backend.profile.paths.mcore_checkpoint
+        yes = await self.app.push_screen_wait(ConfirmationModal(
+            "Convert again with --force?",
+            f"{exists}.\nConvert with --force deletes {p} and converts "
+            f"{self.backend.profile.paths.hf_model} again.",
+            confirm_label="Delete and convert"))
+        if yes:
+            self.start_action("convert", force=True)
+
+    @work(group="dialogs", exclusive=True)
+    async def action_stop_job(self) -> None:
+        what = self.backend.describe_stop(cluster=False)
+        yes = await self.app.push_screen_wait(ConfirmationModal(
+            "Stop the training job?", what[:1].upper() + what[1:] + ".", confirm_label="Stop job"))
+        if yes:
+            self.start_action("stop")
+
+    @work(group="dialogs", exclusive=True)
+    async def action_stop_cluster(self) -> None:
+        what = self.backend.describe_stop(cluster=True)
+        yes = await self.app.push_screen_wait(ConfirmationModal(
+            "Stop the Ray cluster?", what[:1].upper() + what[1:] + ".", confirm_label="Stop Ray"))
+        if yes:
+            self.start_action("stop", cluster=True)
+
+    # ------------------------------------------------------------------ view keys
+    def action_focus_logs(self) -> None:
+        self.query_one(LogPane).log_widget.focus()
+
+    def action_toggle_follow(self) -> None:
+        self.query_one(LogPane).toggle_follow()
+
+    def action_search(self) -> None:
+        self.query_one(LogPane).open_search()
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen())
+
+    def action_alerts(self) -> None:
+        def jump(line: int | None) -> None:
+            if line is not None:
+                pane = self.query_one(LogPane)
+                rel = line - pane.dropped
+                if 0 <= rel < pane.log_widget.line_count:
+                    pane._jump(line)
+                else:
+                    self.notify(f"log line {line + 1} is no longer on screen; see `rlconsole logs`")
+
+        self.app.push_screen(AlertsScreen(self.alerts), jump)
+
+    @work(group="dialogs", exclusive=True)
+    async def action_quit(self) -> None:
+        """Quit; ask first while an action runs. The training job is never touched."""
+        if self.running:
+            names = ", ".join(self.running)
+            yes = await self.app.push_screen_wait(ConfirmationModal(
+                f"Quit while {names} runs?",
+                f"{names} is still running: quitting abandons it mid-way (commands already sent "
+                "may still finish on the nodes). The training job and Ray keep running.",
+                confirm_label="Quit"))
+            if not yes:
+                return
+        self.app.exit(0)
