@@ -301,3 +301,43 @@ async def test_pool_concurrent_open(node_server, ssh_kit):
         assert [o.stdout for o in outs] == ["a\n", "b\n"]
     finally:
         await pool.close()
+
+
+async def test_jump_host(node_server, ssh_kit):
+    import getpass
+
+    jump = await node_server(address="127.0.0.2")
+    target = await node_server(address="127.0.0.3")
+    node = make_node("n", target.address, target.port, ssh_kit.client_key)
+    node.ssh.jump_host = f"{getpass.getuser()}@{jump.address}:{jump.port}"
+    s = NodeSession(node, settings(ssh_kit))
+    try:
+        assert await s.wait_first_attempt(5), s.reason
+        r = await s.run("echo through")
+        assert r.stdout == "through\n"
+        assert jump.commands == 0 and target.commands == 1  # the jump host only forwarded
+    finally:
+        await s.close()
+
+
+async def test_silent_peer_times_out(ssh_kit):
+    """A peer that accepts TCP and never speaks (a hung host) is down after the connect
+    timeout, not hung forever."""
+    held = []
+
+    async def mute(reader, writer):
+        held.append(writer)
+
+    srv = await asyncio.start_server(mute, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    s = NodeSession(make_node("n", "127.0.0.1", port, ssh_kit.client_key), settings(ssh_kit, connect_timeout_s=1.0))
+    try:
+        t0 = time.monotonic()
+        assert not await s.wait_first_attempt(5)
+        assert time.monotonic() - t0 < 3
+        assert s.state == "down" and "no answer" in s.reason
+    finally:
+        await s.close()
+        for w in held:
+            w.close()
+        srv.close()

@@ -385,3 +385,30 @@ def test_parser_never_raises_on_arbitrary_streams(parts: list[str]) -> None:
     for step, m in p.steps.items():
         assert isinstance(step, int)
         assert all(isinstance(v, float) for v in m.values())
+
+
+_keys = st.sampled_from(["a/b", "val-core/x/reward/mean@1", "k", "a b", "", "x)", "(y", "c:d"])
+_vals = st.sampled_from(["0.5", "-1e-3", "nan", "inf", "12", "np.float64(0.25)", "np.int64(3)",
+                         "np.float64(0.5", "0.5)", "tensor(1)", "float(2)", "os.x(1)", "abc",
+                         "", "1:2", " 1.5", "np.float64(nan)", "(1)"])
+_seps = st.sampled_from([" - ", " - ", " - ", "-", " -  ", " "])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_keys, _vals, _seps), min_size=1, max_size=12))
+def test_fast_path_agrees_with_careful_path(parts: list[tuple[str, str, str]]) -> None:
+    """The whole-line fast path may decline a line, but never disagrees with the
+    segment-by-segment parser on one it accepts."""
+    from tui.core.verl_log import _careful_metrics, _fast_metrics
+
+    rest = "".join(f"{k}:{v}{sep}" for k, v, sep in parts)[: -len(parts[-1][2])].strip()
+    if not rest:
+        return
+    fast = _fast_metrics(rest)
+    if fast is None:
+        return
+    careful, bad, _ = _careful_metrics(rest)
+    assert bad == 0
+    assert fast.keys() == careful.keys()
+    for k, v in fast.items():
+        assert (math.isnan(v) and math.isnan(careful[k])) or v == careful[k]

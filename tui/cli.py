@@ -86,12 +86,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from .core.metrics_cli import load_metrics, write_csv, write_json
+    from .core.metrics_cli import MetricsSourceError, load_metrics, write_csv, write_json
 
     try:
         rows = load_metrics(args.source)
     except FileNotFoundError as e:
-        raise UsageError(f"{args.source}: {e.strerror or 'not found'}") from None
+        raise UsageError(str(e) if str(e) else f"{args.source}: not found") from None
+    except MetricsSourceError as e:
+        raise UsageError(str(e)) from None
     if args.csv:
         write_csv(rows, sys.stdout)
     else:

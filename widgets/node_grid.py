@@ -1,28 +1,36 @@
 """Nodes x cards: the part of the screen an operator looks at most.
 
-One row per node (name, address, reachable, container state, Ray node state) and one
-small `CardCell` widget per card. Each cell redraws only itself when its card changes, at
-the probe rate (1-2 Hz); a DataTable would re-render every visible row per update (~40 ms
-a frame for 32x10, measured), which does not scale to 64 nodes x 8 cards.
+One block per node: a header line (name, address, reachable, container state, Ray node
+state) and its cards side by side, each showing utilisation, power, memory used/total,
+temperature and a utilisation sparkline, coloured by load and by trouble.
 
-Colours come from CSS classes on the cells (`-load-*`, `-hot`, `-memfull`, `-unparsed`,
-`-down`) styled with theme variables in the widget's DEFAULT_CSS, so every Textual theme
-works.
+The whole grid is ONE Line-API widget (`ScrollView` + `render_line`), not a widget per
+card. Mounting ~700 widgets for 64 x 8 cost ~11 s to the first frame and pushed a
+keypress to 0.5-2 s (BENCHMARKS.md, before): every widget pays for stylesheet
+application, layout and compositing even when off screen. Here a node is a plain
+`NodeRow` model; a probe round updates the models (microseconds), and only blocks whose
+rendered content changed *and* are visible get repainted, from strips cached per node.
+Scrolling 64 x 8 draws only the lines in view.
+
+Colours are component classes (`nodegrid--load-*`, `--hot`, `--memfull`, `--unparsed`,
+`--down`, ...) styled with theme variables in DEFAULT_CSS, so every Textual theme works;
+the caches are dropped when the theme (stylesheet) changes.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable
+from dataclasses import dataclass
+from itertools import islice
+from typing import Hashable, Iterable, Iterator
 
+from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
-from textual.app import ComposeResult, RenderResult
 from textual.color import Color
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.markup import escape
-from textual.widget import Widget
-from textual.widgets import Static
+from textual.events import Resize
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from tui.core.state import ClusterState, GpuCard, NodeState, RayNodeState
 
@@ -32,6 +40,13 @@ MEM_FULL_PCT = 95.0
 """Memory use from which a card is flagged nearly full (an OOM is next)."""
 HISTORY = 60
 """Samples of utilisation kept per card for its sparkline (a minute or two)."""
+
+CELL_W = 11
+"""Card width when there is room: "3  88% 412W" / "57/80G  71°" / sparkline."""
+MIN_CELL_W = 8
+"""Narrowest card that still shows utilisation and temperature (80-column screens)."""
+GAP = 1
+"""Columns between cards."""
 
 SPARK_BARS = "▁▂▃▄▅▆▇█"
 LOAD_CLASSES = ("-load-idle", "-load-low", "-load-mid", "-load-high")
@@ -50,8 +65,16 @@ def load_class(util: float | None) -> str:
     return "-load-high"
 
 
+def mem_pct(card: GpuCard) -> float | None:
+    """Memory used in percent, None when either figure is unknown (never a made-up 0)."""
+    if card.mem_used_mib is None or not card.mem_total_mib:
+        return None
+    return 100.0 * card.mem_used_mib / card.mem_total_mib
+
+
 def card_trouble(card: GpuCard | None, node_down: bool, unparsed: bool) -> list[str]:
-    """The trouble classes of one card, worst first."""
+    """The trouble classes of one card, worst first: a down node hides everything else,
+    because its last numbers are stale and must not look current."""
     if node_down:
         return ["-down"]
     if unparsed:
@@ -61,15 +84,10 @@ def card_trouble(card: GpuCard | None, node_down: bool, unparsed: bool) -> list[
     out: list[str] = []
     if card.temp_c is not None and card.temp_c >= HOT_C:
         out.append("-hot")
-    if mem_pct(card) is not None and (mem_pct(card) or 0) >= MEM_FULL_PCT:
+    pct = mem_pct(card)
+    if pct is not None and pct >= MEM_FULL_PCT:
         out.append("-memfull")
     return out
-
-
-def mem_pct(card: GpuCard) -> float | None:
-    if card.mem_used_mib is None or not card.mem_total_mib:
-        return None
-    return 100.0 * card.mem_used_mib / card.mem_total_mib
 
 
 def _gib(mib: float | None) -> str:
@@ -88,39 +106,18 @@ def _fit(parts: Iterable[str], width: int) -> str:
     return out
 
 
-class CardCell(Widget):
-    """One card: utilisation, power; memory used/total, temperature; a sparkline of
-    utilisation. Three lines, or two (no sparkline) when the screen is narrow.
+# --------------------------------------------------------------------------- models
 
-    Load and trouble colours are component classes painted in `render`, not CSS classes
-    toggled on the widget: changing a widget's classes re-applies the stylesheet to it
-    (~10 ms each, measured), which at 512 cards and 1-2 Hz would eat the event loop; a
-    repaint of one 11x3 cell costs microseconds.
+
+class CardCell:
+    """One card's data and history (a model, not a widget: see the module docstring).
+
+    `flags` are the component-class suffixes that colour it, e.g. ["-load-high", "-hot"].
     """
 
-    COMPONENT_CLASSES = {
-        "cardcell--load-idle", "cardcell--load-low", "cardcell--load-mid", "cardcell--load-high",
-        "cardcell--hot", "cardcell--memfull", "cardcell--unparsed", "cardcell--down", "cardcell--na",
-        "cardcell--spark-min", "cardcell--spark-max", "cardcell--alarm",
-    }
+    __slots__ = ("index", "card", "node_down", "unparsed", "history")
 
-    DEFAULT_CSS = """
-    CardCell { width: 11; height: 3; margin-right: 1; background: $boost; color: $text; }
-    CardCell > .cardcell--load-idle { background: $boost; }
-    CardCell > .cardcell--load-low { background: $primary 12%; }
-    CardCell > .cardcell--load-mid { background: $primary 25%; }
-    CardCell > .cardcell--load-high { background: $primary 40%; }
-    CardCell > .cardcell--hot, CardCell > .cardcell--memfull { background: $warning-muted; }
-    CardCell > .cardcell--unparsed { background: $error-muted; }
-    CardCell > .cardcell--down { background: $error-muted; color: $text-muted; }
-    CardCell > .cardcell--na { background: $boost; color: $text-muted; }
-    CardCell > .cardcell--spark-min { color: $primary 40%; }
-    CardCell > .cardcell--spark-max { color: $primary; }
-    CardCell > .cardcell--alarm { color: $text-warning; text-style: bold; }
-    """
-
-    def __init__(self, index: int, **kw) -> None:
-        super().__init__(**kw)
+    def __init__(self, index: int) -> None:
         self.index = index
         self.card: GpuCard | None = None
         self.node_down = False
@@ -129,170 +126,175 @@ class CardCell(Widget):
 
     @property
     def flags(self) -> list[str]:
-        """Load bucket and trouble of this card, e.g. ["-load-high", "-hot"] (the
-        component class suffixes that colour it)."""
+        """Load bucket and trouble of this card, e.g. ["-load-high", "-hot"]."""
         trouble = card_trouble(self.card, self.node_down, self.unparsed)
         if self.node_down or self.card is None:
             return trouble
         return [load_class(self.card.util_pct)] + trouble
 
+    @property
+    def kind(self) -> str:
+        """The one colour the cell gets: trouble wins over load, the worst thing shows."""
+        flags = self.flags
+        return next((f for f in flags if f in TROUBLE_CLASSES), flags[0] if flags else "-na")
+
     def set_card(self, card: GpuCard | None, node_down: bool = False, unparsed: bool = False) -> None:
-        """Take a new sample and repaint this cell only."""
+        """Take a new sample (one per probe round; the sparkline's x axis is rounds)."""
         self.card, self.node_down, self.unparsed = card, node_down, unparsed
         if card is not None and card.util_pct is not None and not node_down:
             self.history.append(card.util_pct)
-        self.refresh()
 
-    def render(self) -> RenderResult:
-        w = max(1, self.size.width)
-        h = self.size.height
-        flags = self.flags
-        # Trouble colours win over load colours: the worst thing is what shows.
-        kind = next((f for f in flags if f in TROUBLE_CLASSES), flags[0] if flags else "-na")
-        base = self.get_component_rich_style(f"cardcell-{kind}")
-        alarm = self.get_component_rich_style("cardcell--alarm", partial=True)
+    def signature(self, spark: int) -> Hashable:
+        """Everything the cell's pixels depend on, to skip repainting an unchanged node."""
         c = self.card
-        if self.node_down:
-            lines = [Text(_fit([f"{self.index}", "down"], w)), Text("—")]
-        elif self.unparsed and c is None:
-            lines = [Text(_fit([f"{self.index}", "??"], w)), Text("unparsed"[:w])]
-        elif c is None:
-            lines = [Text(_fit([f"{self.index}", "—"], w)), Text("")]
-        else:
-            util = "?%" if c.util_pct is None else f"{c.util_pct:.0f}%"
-            power = "?W" if c.power_w is None else f"{c.power_w:.0f}W"
-            temp = "?°" if c.temp_c is None else f"{c.temp_c:.0f}°"
-            mem = f"{_gib(c.mem_used_mib)}/{_gib(c.mem_total_mib)}G"
-            l1 = Text(_fit([f"{self.index}", f"{util:>4}", power], w))
-            l2 = Text()
-            pct = mem_pct(c)
-            l2.append(mem, alarm if pct is not None and pct >= MEM_FULL_PCT else "")
-            t_style = alarm if c.temp_c is not None and c.temp_c >= HOT_C else ""
-            if len(mem) + 1 + len(temp) > w:
-                mem = f"{_gib(c.mem_used_mib)}G"  # narrow: used only, keep the temperature
-            l2 = Text()
-            l2.append(mem, alarm if pct is not None and pct >= MEM_FULL_PCT else "")
-            if len(mem) + 1 + len(temp) <= w:
-                l2.append(" " * (w - len(mem) - len(temp)))
-                l2.append(temp, t_style)
-            lines = [l1, l2]
-        if h >= 3 and not self.node_down:
-            lines.append(self._spark(w, base))
-        out = Text()
-        for i, line in enumerate(lines[:max(1, h)]):
-            line.truncate(w, pad=True)
-            if i:
-                out.append("\n")
-            out.append_text(line)
-        out.stylize_before(base)
-        return out
-
-    def _spark(self, width: int, base: Style) -> Text:
-        """Utilisation history on a fixed 0-100 scale. Textual's Sparkline rescales to the
-        data's own min..max, which would draw a card steady at 99% like an idle one; here
-        the bar height is the utilisation itself, coloured min->max like Sparkline."""
-        bg = Color.from_rich_color(base.bgcolor) if base.bgcolor else self.background_colors[1]
-        lo = bg + self.get_component_styles("cardcell--spark-min").color
-        hi = bg + self.get_component_styles("cardcell--spark-max").color
-        data = list(self.history)[-width:]
-        text = Text(" " * (width - len(data)))
-        for v in data:
-            f = min(1.0, max(0.0, v / 100.0))
-            text.append(SPARK_BARS[min(7, int(f * 8))], Style(color=lo.blend(hi, f).rich_color))
-        return text
+        vals = None if c is None else (c.util_pct, c.mem_used_mib, c.mem_total_mib, c.temp_c, c.power_w)
+        return (vals, self.node_down, self.unparsed, tuple(islice(reversed(self.history), spark)))
 
 
-class NodeHeader(Static):
-    """The node's one-line identity and health."""
+@dataclass(frozen=True)
+class HeaderInfo:
+    """What a node's header line shows; compared to skip repaints."""
 
-    DEFAULT_CSS = """
-    NodeHeader { height: 1; width: 1fr; }
-    """
+    name: str
+    address: str
+    head: bool
+    reachable: bool
+    error: str
+    container: str
+    ray: str  # alive | dead | absent | none (Ray itself not answering)
+    unparsed_error: str | None
 
 
-class NodeRow(Vertical):
-    """One node: its header line, then its cards side by side."""
+class NodeRow:
+    """One node: header data, its cards, and its rendered strips (cached until its data
+    or the grid's layout changes)."""
 
-    DEFAULT_CSS = """
-    NodeRow { height: auto; width: 1fr; }
-    NodeRow > Horizontal { height: auto; width: 1fr; }
-    NodeRow.-down NodeHeader { background: $error-muted; }
-    """
-
-    def __init__(self, name: str, cards: int, **kw) -> None:
-        super().__init__(**kw)
+    def __init__(self, name: str, cards: int = 0) -> None:
         self.node_name = name
-        self._ncards = cards
-        self._header = ""
+        self.header: HeaderInfo | None = None
+        self.cells: list[CardCell] = [CardCell(j) for j in range(cards)]
+        self.down = False
+        self.strips: list[Strip] | None = None
+        self._sig: Hashable = None
 
-    def compose(self) -> ComposeResult:
-        yield NodeHeader(escape(self.node_name))
-        with Horizontal():
-            for j in range(self._ncards):
-                yield CardCell(j)
-
-    def update_node(self, node: NodeState, ray: RayNodeState | None, ray_available: bool) -> None:
-        down = not node.reachable
-        self.set_class(down, "-down")
-        markup = node_header_markup(node, ray, ray_available)
-        if markup != self._header:  # an unchanged header must not cost a layout pass
-            self._header = markup
-            self.query_one(NodeHeader).update(markup)
-        cells = list(self.query(CardCell))
+    def update(self, node: NodeState, ray: RayNodeState | None, ray_available: bool, spark: int) -> bool:
+        """Apply one probe round. Returns True when what the node looks like changed."""
+        self.down = not node.reachable
+        self.header = HeaderInfo(
+            name=node.name, address=node.address, head=node.role == "head", reachable=node.reachable,
+            error=node.error or "", container=node.container.status if node.container else "unknown",
+            ray=("alive" if ray.alive else "dead") if ray is not None else ("absent" if ray_available else "none"),
+            unparsed_error=(node.gpu.error or "") if node.gpu is not None and not node.gpu.parsed else None)
         cards = {c.index: c for c in node.gpus}
         unparsed = bool(node.gpu is not None and not node.gpu.parsed)
-        want = max([len(cells)] + [i + 1 for i in cards])
-        if want > len(cells):
-            strip = self.query_one(Horizontal)
-            new = [CardCell(j) for j in range(len(cells), want)]
-            strip.mount_all(new)
-            cells.extend(new)
-        for cell in cells:
-            cell.set_card(cards.get(cell.index), node_down=down, unparsed=unparsed)
+        want = max([len(self.cells)] + [i + 1 for i in cards])
+        self.cells.extend(CardCell(j) for j in range(len(self.cells), want))
+        for cell in self.cells:
+            cell.set_card(cards.get(cell.index), node_down=self.down, unparsed=unparsed)
+        sig = (self.header, tuple(c.signature(spark) for c in self.cells))
+        if sig == self._sig:
+            return False
+        self._sig = sig
+        self.strips = None
+        return True
 
 
-def node_header_markup(node: NodeState, ray: RayNodeState | None, ray_available: bool) -> str:
-    """Name, address, reachability, container and Ray state, coloured by health."""
-    dot = "[$text-success]●[/]" if node.reachable else "[$text-error]●[/]"
-    role = " [dim]head[/]" if node.role == "head" else ""
-    parts = [f"{dot} [b]{escape(node.name)}[/]{role} [dim]{escape(node.address)}[/]"]
-    if not node.reachable:
-        parts.append(f"[$text-error]DOWN[/] [dim]{escape(node.error or '')}[/]")
-    ctr = node.container.status if node.container else "unknown"
-    ctr_style = {"running": "$text-success", "unknown": "$text-muted"}.get(ctr, "$text-warning")
-    parts.append(f"ctr [{ctr_style}]{escape(ctr)}[/]")
-    if ray is not None:
-        parts.append("ray [$text-success]alive[/]" if ray.alive else "ray [$text-error]dead[/]")
-    else:
-        parts.append("ray [$text-muted]—[/]" if not ray_available else "ray [$text-warning]absent[/]")
-    if node.gpu is not None and not node.gpu.parsed:
-        parts.append(f"[$text-error]cards unparsed[/] [dim]{escape(node.gpu.error or '')}[/]")
-    return "  ".join(parts)
+@dataclass(frozen=True)
+class GridLayout:
+    """Card geometry for one width: computed on resize, shared by every node."""
+
+    width: int
+    cell_w: int
+    cell_h: int  # 3 lines with a sparkline, 2 when compact
+    per_line: int  # cards side by side (wraps when a node has more)
+    block_h: int  # header + card lines
+
+    @classmethod
+    def for_width(cls, width: int, cards: int) -> "GridLayout":
+        """Full-size cards when they all fit; narrower two-line cards otherwise (80
+        columns); wrap onto more lines only when even those do not fit."""
+        cards = max(1, cards)
+        if width <= 0:  # not laid out yet: assume room, the resize fixes it
+            return cls(width, CELL_W, 3, cards, 4)
+        cell_w = max(MIN_CELL_W, min(CELL_W, (width + GAP) // cards - GAP))
+        cell_h = 3 if cell_w >= CELL_W else 2
+        per_line = max(1, min(cards, (width + GAP) // (cell_w + GAP)))
+        rows = -(-cards // per_line)
+        return cls(width, cell_w, cell_h, per_line, 1 + rows * cell_h)
 
 
-class NodeGrid(VerticalScroll):
-    """All nodes; scrolls when they do not fit (64 nodes x 8 cards)."""
+# --------------------------------------------------------------------------- widget
+
+
+class NodeGrid(ScrollView, can_focus=True):
+    """All nodes, one block each; scrolls when they do not fit (64 nodes x 8 cards)."""
+
+    COMPONENT_CLASSES = {
+        "nodegrid--load-idle", "nodegrid--load-low", "nodegrid--load-mid", "nodegrid--load-high",
+        "nodegrid--hot", "nodegrid--memfull", "nodegrid--unparsed", "nodegrid--down", "nodegrid--na",
+        "nodegrid--spark-min", "nodegrid--spark-max", "nodegrid--alarm",
+        "nodegrid--ok", "nodegrid--bad", "nodegrid--warn", "nodegrid--muted", "nodegrid--name",
+        "nodegrid--down-header",
+    }
 
     DEFAULT_CSS = """
-    NodeGrid { height: auto; }
+    NodeGrid {
+        height: auto; overflow-x: hidden; overflow-y: auto; scrollbar-size-vertical: 1;
+    }
+    NodeGrid > .nodegrid--load-idle { background: $boost; }
+    NodeGrid > .nodegrid--load-low { background: $primary 12%; }
+    NodeGrid > .nodegrid--load-mid { background: $primary 25%; }
+    NodeGrid > .nodegrid--load-high { background: $primary 40%; }
+    NodeGrid > .nodegrid--hot, NodeGrid > .nodegrid--memfull { background: $warning-muted; }
+    NodeGrid > .nodegrid--unparsed { background: $error-muted; }
+    NodeGrid > .nodegrid--down { background: $error-muted; color: $text-muted; }
+    NodeGrid > .nodegrid--na { background: $boost; color: $text-muted; }
+    NodeGrid > .nodegrid--spark-min { color: $primary 40%; }
+    NodeGrid > .nodegrid--spark-max { color: $primary; }
+    NodeGrid > .nodegrid--alarm { color: $text-warning; text-style: bold; }
+    NodeGrid > .nodegrid--ok { color: $text-success; }
+    NodeGrid > .nodegrid--bad { color: $text-error; }
+    NodeGrid > .nodegrid--warn { color: $text-warning; }
+    NodeGrid > .nodegrid--muted { color: $text-muted; }
+    NodeGrid > .nodegrid--name { text-style: bold; }
+    NodeGrid > .nodegrid--down-header { background: $error-muted; }
     """
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
-        self._rows: dict[str, NodeRow] = {}
+        self.rows: dict[str, NodeRow] = {}
+        self._order: list[NodeRow] = []
+        self._layout = GridLayout.for_width(0, 8)
+        self._styles: dict[str, Style] = {}
+        self._spark_styles: dict[str, list[Style]] = {}
 
+    # ------------------------------------------------------------------ data in
     async def update_state(self, state: ClusterState) -> None:
-        """Apply one probe round. New nodes are mounted in one batch; existing rows update
-        in place, so scrolling position and focus survive."""
-        new_rows: list[NodeRow] = []
+        """Apply one probe round: update the node models, repaint only the visible nodes
+        whose look changed. New nodes are appended, so scrolling position and focus
+        survive. (Async for the screen's `await`; nothing here awaits.)"""
+        grew = False
         for node in state.nodes:
-            if node.name not in self._rows:
-                row = NodeRow(node.name, len(node.gpus) or 0)
-                self._rows[node.name] = row
-                new_rows.append(row)
-        if new_rows:
-            await self.mount_all(new_rows)
-        self._apply(state)
+            if node.name not in self.rows:
+                row = NodeRow(node.name, len(node.gpus))
+                self.rows[node.name] = row
+                self._order.append(row)
+                grew = True
+        by_addr = {r.address: r for r in state.ray.nodes}
+        spark = self._layout.cell_w
+        changed: list[int] = []
+        index = {id(r): i for i, r in enumerate(self._order)} if not grew else {}
+        for node in state.nodes:
+            row = self.rows[node.name]
+            before = len(row.cells)
+            if row.update(node, by_addr.get(node.address), state.ray.available, spark):
+                changed.append(index.get(id(row), -1))
+            grew = grew or len(row.cells) != before
+        if grew:
+            self._relayout()
+        else:
+            for i in changed:
+                self._refresh_block(i)
         up = sum(1 for n in state.nodes if n.reachable)
         cards = sum(len(n.gpus) for n in state.nodes)
         title = f"Nodes {up}/{len(state.nodes)} up · {cards} cards"
@@ -300,11 +302,201 @@ class NodeGrid(VerticalScroll):
         # Ray's own count is repeated here: on a narrow screen the Ray pane is hidden.
         title += (f" · Ray {r.nodes_alive}/{len(state.nodes)} nodes, {r.gpus_used:.0f}/{r.gpus_total:.0f} GPUs"
                   if r.available else " · Ray down")
-        self.border_title = title
+        if title != self.border_title:
+            self.border_title = title
 
-    def _apply(self, state: ClusterState) -> None:
-        by_addr = {r.address: r for r in state.ray.nodes}
-        for node in state.nodes:
-            row = self._rows.get(node.name)
-            if row is not None and row.is_mounted:
-                row.update_node(node, by_addr.get(node.address), state.ray.available)
+    def row(self, name: str) -> NodeRow:
+        """The model of node `name` (KeyError if it never reported)."""
+        return self.rows[name]
+
+    def cells(self) -> Iterator[CardCell]:
+        """Every card of every node, in display order."""
+        for row in self._order:
+            yield from row.cells
+
+    @property
+    def card_count(self) -> int:
+        return sum(len(r.cells) for r in self._order)
+
+    # ------------------------------------------------------------------ geometry
+    def _max_cards(self) -> int:
+        return max((len(r.cells) for r in self._order), default=8)
+
+    def _card_width(self) -> int:
+        """Columns for cards: the scrollbar's column is always kept free, so that the
+        scrollbar appearing (64 nodes) neither covers a card nor changes the layout
+        (which could flip it back off: `scrollbar-gutter: stable` would do the same but
+        adds a blank row to an auto-height widget)."""
+        return max(0, self.size.width - self.styles.scrollbar_size_vertical)
+
+    def _relayout(self) -> None:
+        """Recompute card geometry for the current width; drop every cached strip."""
+        self._layout = GridLayout.for_width(self._card_width(), self._max_cards())
+        for row in self._order:
+            row.strips = None
+        self.virtual_size = Size(self._card_width(), len(self._order) * self._layout.block_h)
+        self.refresh()
+
+    def on_resize(self, event: Resize) -> None:
+        # render_line may have adopted the new width already; the virtual size tells.
+        if self._card_width() != self._layout.width or self.virtual_size.width != self._layout.width:
+            self._relayout()
+
+    def notify_style_update(self) -> None:
+        """A theme or stylesheet change: colours are baked into the cached strips."""
+        super().notify_style_update()
+        if hasattr(self, "_styles"):  # also called while the widget is being constructed
+            self._styles.clear()
+            self._spark_styles.clear()
+        for row in getattr(self, "_order", ()):
+            row.strips = None
+
+    def _refresh_block(self, i: int) -> None:
+        """Repaint node `i`'s lines if any are on screen (off-screen ones repaint, from
+        fresh data, when scrolled to)."""
+        if i < 0:
+            self.refresh()
+            return
+        h = self._layout.block_h
+        top = i * h - self.scroll_offset.y
+        if top + h > 0 and top < self.size.height:
+            self.refresh(Region(0, top, max(1, self.size.width), h))
+
+    def block_text(self, name: str) -> list[str]:
+        """The plain text of node `name`'s block as drawn now (for tests and debugging)."""
+        row = self.rows[name]
+        return [s.text for s in self._strips(row)]
+
+    # ------------------------------------------------------------------ drawing
+    def render_line(self, y: int) -> Strip:
+        scroll_y = self.scroll_offset.y
+        width = self.size.width
+        if self._card_width() != self._layout.width:  # resized; the Resize event is yet to come
+            self._layout = GridLayout.for_width(self._card_width(), self._max_cards())
+            for row in self._order:
+                row.strips = None
+        base = self.rich_style
+        block, line = divmod(scroll_y + y, self._layout.block_h)
+        if block >= len(self._order):
+            return Strip.blank(width, base)
+        strips = self._strips(self._order[block])
+        return strips[line] if line < len(strips) else Strip.blank(width, base)
+
+    def _style(self, name: str, partial: bool = False) -> Style:
+        key = f"{name}{'~' if partial else ''}"
+        st = self._styles.get(key)
+        if st is None:
+            st = self.get_component_rich_style(f"nodegrid--{name}", partial=partial)
+            self._styles[key] = st
+        return st
+
+    def _strips(self, row: NodeRow) -> list[Strip]:
+        if row.strips is None:
+            row.strips = self._draw(row)
+        return row.strips
+
+    def _draw(self, row: NodeRow) -> list[Strip]:
+        """Render one node block at the current layout: header, then card lines."""
+        lay = self._layout
+        width = max(1, self.size.width)
+        base = self.rich_style
+        out = [self._header_strip(row, base, width)]
+        blank = Segment(" " * GAP, base)
+        for start in range(0, max(1, len(row.cells)), lay.per_line):
+            chunk = row.cells[start:start + lay.per_line]
+            lines: list[list[Segment]] = [[] for _ in range(lay.cell_h)]
+            for k, cell in enumerate(chunk):
+                cell_lines = self._cell(cell, lay.cell_w, lay.cell_h)
+                for i in range(lay.cell_h):
+                    if k:
+                        lines[i].append(blank)
+                    lines[i].extend(cell_lines[i])
+            for segs in lines:
+                out.append(Strip(segs).crop_extend(0, width, base))
+        return out
+
+    def _header_strip(self, row: NodeRow, base: Style, width: int) -> Strip:
+        """Name, address, reachability, container and Ray state, coloured by health."""
+        h = row.header
+        if h is None:
+            return Strip([Segment(row.node_name, base)]).crop_extend(0, width, base)
+        if not h.reachable:
+            base = base + self._style("down-header", partial=False)
+        ok, bad, warn, muted = (base + self._style(n, partial=True) for n in ("ok", "bad", "warn", "muted"))
+        dim = base + Style(dim=True)
+        segs = [Segment("●", ok if h.reachable else bad), Segment(" "),
+                Segment(h.name, base + self._style("name", partial=True))]
+        if h.head:
+            segs += [Segment(" "), Segment("head", dim)]
+        segs += [Segment(" "), Segment(h.address, dim)]
+        if not h.reachable:
+            segs += [Segment("  "), Segment("DOWN", bad), Segment(" "), Segment(h.error, dim)]
+        ctr_style = {"running": ok, "unknown": muted}.get(h.container, warn)
+        segs += [Segment("  ctr "), Segment(h.container, ctr_style), Segment("  ray ")]
+        segs.append({"alive": Segment("alive", ok), "dead": Segment("dead", bad),
+                     "absent": Segment("absent", warn)}.get(h.ray, Segment("—", muted)))
+        if h.unparsed_error is not None:
+            segs += [Segment("  "), Segment("cards unparsed", bad), Segment(" "), Segment(h.unparsed_error, dim)]
+        segs = [s if s.style is not None else Segment(s.text, base) for s in segs]
+        return Strip(segs).crop_extend(0, width, base)
+
+    def _cell(self, cell: CardCell, w: int, h: int) -> list[list[Segment]]:
+        """One card as `h` lines of exactly `w` cells: utilisation and power; memory and
+        temperature; the sparkline (three-line cards only)."""
+        kind = cell.kind
+        st = self._style(kind[1:])
+        alarm = st + self._style("alarm", partial=True)
+        c = cell.card
+        if cell.node_down:
+            lines = [[(_fit([f"{cell.index}", "down"], w), st)], [("—", st)]]
+        elif cell.unparsed and c is None:
+            lines = [[(_fit([f"{cell.index}", "??"], w), st)], [("unparsed"[:w], st)]]
+        elif c is None:
+            lines = [[(_fit([f"{cell.index}", "—"], w), st)], [("", st)]]
+        else:
+            util = "?%" if c.util_pct is None else f"{c.util_pct:.0f}%"
+            power = "?W" if c.power_w is None else f"{c.power_w:.0f}W"
+            temp = "?°" if c.temp_c is None else f"{c.temp_c:.0f}°"
+            mem = f"{_gib(c.mem_used_mib)}/{_gib(c.mem_total_mib)}G"
+            if len(mem) + 1 + len(temp) > w:
+                mem = f"{_gib(c.mem_used_mib)}G"  # narrow: used only, keep the temperature
+            pct = mem_pct(c)
+            l2 = [(mem, alarm if pct is not None and pct >= MEM_FULL_PCT else st)]
+            if len(mem) + 1 + len(temp) <= w:
+                l2.append((" " * (w - len(mem) - len(temp)), st))
+                l2.append((temp, alarm if c.temp_c is not None and c.temp_c >= HOT_C else st))
+            lines = [[(_fit([f"{cell.index}", f"{util:>4}", power], w), st)], l2]
+        if h >= 3:
+            lines.append(self._spark(cell, w, kind, st) if not cell.node_down else [("", st)])
+        out: list[list[Segment]] = []
+        for parts in lines[:h]:
+            segs: list[Segment] = []
+            used = 0
+            for text, style in parts:
+                text = text[: w - used]
+                if text:
+                    segs.append(Segment(text, style))
+                    used += len(text)
+            if used < w:
+                segs.append(Segment(" " * (w - used), st))
+            out.append(segs)
+        return out
+
+    def _spark(self, cell: CardCell, width: int, kind: str, st: Style) -> list[tuple[str, Style]]:
+        """Utilisation history on a fixed 0-100 scale. Textual's Sparkline rescales to the
+        data's own min..max, which would draw a card steady at 99% like an idle one; here
+        the bar height is the utilisation itself, coloured min->max like Sparkline."""
+        styles = self._spark_styles.get(kind)
+        if styles is None:
+            bg = Color.from_rich_color(st.bgcolor) if st.bgcolor else self.background_colors[1]
+            lo = bg + self.get_component_styles("nodegrid--spark-min").color
+            hi = bg + self.get_component_styles("nodegrid--spark-max").color
+            styles = [st + Style(color=lo.blend(hi, i / (len(SPARK_BARS) - 1)).rich_color)
+                      for i in range(len(SPARK_BARS))]
+            self._spark_styles[kind] = styles
+        data = list(islice(reversed(cell.history), width))[::-1]
+        out: list[tuple[str, Style]] = [(" " * (width - len(data)), st)] if len(data) < width else []
+        for v in data:
+            i = min(len(SPARK_BARS) - 1, int(min(1.0, max(0.0, v / 100.0)) * len(SPARK_BARS)))
+            out.append((SPARK_BARS[i], styles[i]))
+        return out

@@ -449,6 +449,8 @@ class ClusterMonitor:
                     await asyncio.wait_for(wake.wait(), self.refresh_s)
                 continue
             lines: list[str] = []
+            # the watchdog's clock starts with the sampler, so one that never prints is caught too
+            self._last_sample[sess.name] = max(self._last_sample.get(sess.name, 0.0), time.time())
             try:
                 async with contextlib.aclosing(sess.stream(script)) as it:  # type: ignore[type-var]
                     async for line in it:

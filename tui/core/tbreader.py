@@ -36,7 +36,6 @@ from __future__ import annotations
 import os
 import re
 import struct
-from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
@@ -551,10 +550,3 @@ class ScalarReader:
     def _bad_frame(self, path: str, st: _FileState, pos: int) -> None:
         st.error = f"{path}: bad frame checksum at byte {st.offset + pos}; file no longer read"
         self.errors[path] = st.error
-
-
-def iter_rows(reader: ScalarReader) -> Iterable[dict[str, Any]]:
-    """Rows in step order without building the whole list (for streaming writers)."""
-    by_step = reader._by_step  # noqa: SLF001 - same module
-    for s in sorted(by_step):
-        yield {"step": s, "metrics": dict(by_step[s])}

@@ -66,9 +66,6 @@ _WRAPPERS = frozenset(
 ) | {"tensor", "float", "int"}
 
 
-_FAST_WRAPPERS = ("np.float64(", "np.float32(", "np.int64(", "np.int32(")
-
-
 def strip_ansi(text: str) -> str:
     """Remove ANSI escape sequences (Ray colours its prefixes)."""
     return _ANSI_RE.sub("", text) if "\x1b" in text else text
@@ -103,12 +100,19 @@ def _parse(line: str) -> tuple[int, dict[str, float], int, bool] | None:
     if "[repeated" in rest:
         rest = _REPEATED_RE.sub("", rest)
     rest = rest.strip()
-    metrics: dict[str, float] = {}
     if not rest:
-        return step, metrics, 0, False
+        return step, {}, 0, False
     fast = _fast_metrics(rest)
     if fast is not None:
         return step, fast, 0, False
+    metrics, bad, last_bad = _careful_metrics(rest)
+    return step, metrics, bad, last_bad
+
+
+def _careful_metrics(rest: str) -> tuple[dict[str, float], int, bool]:
+    """Segment by segment: keep every whole `key:number`, count the others, and say
+    whether the last one was bad (then the line may continue on the next one)."""
+    metrics: dict[str, float] = {}
     bad = 0
     last_bad = False
     cut_at_separator = rest.endswith(" -")
@@ -132,29 +136,28 @@ def _parse(line: str) -> tuple[int, dict[str, float], int, bool] | None:
     if cut_at_separator:
         bad += 1
         last_bad = True
-    return step, metrics, bad, last_bad
+    return metrics, bad, last_bad
+
+
+def _wrapped_float(text: str) -> float:
+    """`float` that also takes `np.float64(0.12)`; raises ValueError like `float`."""
+    if text[-1:] == ")":
+        i = text.find("(")
+        if i > 0 and text[:i] in _WRAPPERS:
+            return float(text[i + 1:-1])
+        raise ValueError(text)
+    return float(text)
 
 
 def _fast_metrics(rest: str) -> dict[str, float] | None:
-    """The whole-line fast path: C-level string operations only, no per-segment Python.
+    """The whole-line fast path: C-level string operations, no per-segment Python.
 
     It applies only when the line is exactly `k:v - k:v ...` with one colon per segment,
-    keys without spaces, and values that are plain numbers once the common numpy
-    wrappers are removed; anything else (a cut segment, an unclosed `np.float64(`, an
-    odd key) returns None and the careful per-segment parser decides. Both paths give
-    the same result on the lines the fast one accepts.
+    keys without spaces, and every value a number or a numpy-wrapped number; anything
+    else (a cut segment, an unclosed `np.float64(`, an odd key) returns None and
+    `_careful_metrics` decides. On the lines it accepts, both give the same result
+    (a property test checks this).
     """
-    if "(" in rest:
-        n_open = rest.count("(")
-        if n_open != rest.count(")"):
-            return None
-        for w in _FAST_WRAPPERS:
-            if w in rest:
-                n_open -= rest.count(w)
-                rest = rest.replace(w, "")
-        if n_open:
-            return None
-        rest = rest.replace(")", "")
     if rest.count(":") != rest.count(" - ") + 1:
         return None
     parts = rest.replace(" - ", ":").split(":")
@@ -162,7 +165,7 @@ def _fast_metrics(rest: str) -> dict[str, float] | None:
     if not all(keys) or " " in "".join(keys):
         return None
     try:
-        return dict(zip(keys, map(float, parts[1::2])))
+        return dict(zip(keys, map(_wrapped_float if ")" in rest else float, parts[1::2])))
     except ValueError:
         return None
 

@@ -686,7 +686,8 @@ class _Daemon:
         venv_bin = str(Path(self.cfg["python"]).parent)
         user = getpass.getuser()
         return {
-            "PATH": os.pathsep.join([str(nd / "bin"), venv_bin, "/usr/local/sbin", "/usr/local/bin",
+            "PATH": os.pathsep.join([str(nd / "bin"), str(self.d / "shared" / "bin"), venv_bin,
+                                     "/usr/local/sbin", "/usr/local/bin",
                                      "/usr/sbin", "/usr/bin", "/sbin", "/bin"]),
             "HOME": str(nd / "home"),
             "USER": user,
@@ -920,27 +921,14 @@ class _Daemon:
 
 
 def _install_tree(shared: Path) -> None:
-    """Put the stand-in VeRL tree (tui/core/sim/tree, another module's) under the
-    shared dir, where the profile's paths point. Missing tree: nothing to install."""
-    tree = Path(__file__).parent / "tree"
-    if not tree.is_dir():
+    """Lay out the stand-in VeRL tree, data and `modelscope` under the shared dir, where
+    the profile's paths point (`tree_install.install_sim_tree`, another module's)."""
+    try:
+        from .tree_install import install_sim_tree
+    except ImportError:
+        log.warning("no sim tree installer: the shared dir stays empty")
         return
-    hook = tree / "install.py"
-    if hook.is_file():
-        import runpy
-
-        mod = runpy.run_path(str(hook))
-        if callable(mod.get("install")):
-            mod["install"](shared)
-            return
-    for child in tree.iterdir():
-        if child.name.startswith((".", "__")):
-            continue
-        dst = shared / child.name
-        if child.is_dir():
-            shutil.copytree(child, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(child, dst)
+    install_sim_tree(shared)
 
 
 def _daemon_main(state_dir: str) -> int:
