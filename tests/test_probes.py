@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+
 from tests.conftest import require_dockerd
 from tui.core.probes import (
     ClusterMonitor,
@@ -19,7 +20,6 @@ from tui.core.probes import (
     sampler_script,
     snapshot,
 )
-from tui.core.profile import load_profile
 from tui.core.sim import gmi
 from tui.core.sim.cluster import sim_node
 from tui.core.ssh import SessionPool
@@ -95,6 +95,7 @@ def test_ray_state_from_api():
 # --------------------------------------------------------------------------- sim
 
 
+@pytest.mark.integration
 async def test_snapshot_of_the_sim(sim_cluster):
     st = await snapshot(_profile(sim_cluster))
     assert st.simulated
@@ -114,6 +115,7 @@ async def test_snapshot_of_the_sim(sim_cluster):
                                                  "temp_c", "power_w"}
 
 
+@pytest.mark.integration
 async def test_container_state_follows_docker(sim_cluster):
     require_dockerd()
     p = _profile(sim_cluster)
@@ -136,6 +138,7 @@ async def test_container_state_follows_docker(sim_cluster):
             await s.run("docker rm -f train-rl")
 
 
+@pytest.mark.integration
 async def test_monitor_node_down_and_back(sim_cluster):
     p = _profile(sim_cluster)
     refresh = 1.0
@@ -170,6 +173,7 @@ async def test_monitor_node_down_and_back(sim_cluster):
         await asyncio.to_thread(sim_node, "start", "node3", sim_cluster.state_dir)
 
 
+@pytest.mark.integration
 async def test_monitor_shows_simulated_load_honestly(sim_cluster):
     p = _profile(sim_cluster)
     mon = ClusterMonitor(p, refresh_s=1.0)
@@ -205,6 +209,7 @@ async def test_monitor_shows_simulated_load_honestly(sim_cluster):
             await s.run("rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/5.json")
 
 
+@pytest.mark.integration
 async def test_ray_on_the_sim_nodes(sim_cluster):
     """Ray started by hand over SSH as LAB.md shows: status sees 4 nodes and 32 GPUs."""
     p = _profile(sim_cluster)
@@ -249,6 +254,7 @@ async def test_ray_on_the_sim_nodes(sim_cluster):
         assert not st.ray.available
 
 
+@pytest.mark.integration
 async def test_probe_ray_head_down(sim_cluster):
     p = _profile(sim_cluster)
     pool = SessionPool(p)

@@ -279,7 +279,6 @@ async def test_audit_log_masks(node_server, ssh_kit, caplog):
 
 
 async def test_pool_concurrent_open(node_server, ssh_kit):
-    from tui.core.profile import load_profile_text  # noqa: F401 - profile shape only
     from tui.core.ssh import SessionPool
 
     a = await node_server(address="127.0.0.2")

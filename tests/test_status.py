@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+
 from tui.core.profile import load_profile
 from tui.core.state import ClusterState, ContainerState, GpuCard, GpuReport, NodeState, RayState
 from tui.core.status_cli import render_table, run_status
@@ -46,6 +47,7 @@ def test_table_fits_80_columns_and_says_simulated():
     assert "running" in row and "8" in row and "35%/70%" in row
 
 
+@pytest.mark.integration
 def test_status_json_on_the_sim(sim_cluster, capsys):
     rc = run_status(sim_cluster.profile, json=True)
     assert rc == 0
@@ -62,6 +64,7 @@ def test_status_json_on_the_sim(sim_cluster, capsys):
     assert doc["job"] is None
 
 
+@pytest.mark.integration
 def test_status_table_on_the_sim(sim_cluster):
     out = io.StringIO()
     assert run_status(sim_cluster.profile, json=False, out=out) == 0
@@ -70,6 +73,7 @@ def test_status_table_on_the_sim(sim_cluster):
     assert all(len(line) <= 80 for line in text.splitlines())
 
 
+@pytest.mark.integration
 def test_status_exit_0_when_every_node_is_down(sim_cluster, tmp_path, capsys):
     # The sim's profile, with every node moved to a port where nothing listens.
     text = Path(sim_cluster.profile_path).read_text()

@@ -2,7 +2,9 @@
 
 StaticBackend feeds fixed data and fake actions, so these tests check the console's own
 behaviour (keys, confirmations, workers, re-rendering), not the cluster's. Each runs in a
-fraction of a second.
+fraction of a second: instead of fixed sleeps they wait for the app to go idle
+(`pilot.pause()`), or for the condition they need (`until`), and the log buffer is flushed
+explicitly rather than waited for.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 
 import pytest
 
+from textual.command import CommandList
 from textual.widgets import Input
 
 from tui.app import RlconsoleApp
@@ -25,18 +28,43 @@ from widgets.action_panel import ActionPanel
 from widgets.alerts_bar import AlertsBar
 from widgets.confirm import ConfirmationModal
 from widgets.log_pane import LogPane
-from widgets.node_grid import CardCell, NodeGrid, NodeRow
+from widgets.node_grid import NodeGrid, NodeRow
 
 SIZE = (120, 40)
 
 
-async def settle(pilot, t: float = 0.15) -> None:
-    """Let workers, message queues and the 80 ms log flush run."""
-    await pilot.pause(t)
+async def settle(pilot) -> None:
+    """Let message queues and workers run until the app is idle, then flush the log
+    buffer (it would otherwise reach the screen on the next 80 ms tick)."""
+    await pilot.pause()
+    if isinstance(pilot.app.screen, MainScreen):
+        pilot.app.screen.query_one(LogPane).flush()
+    await pilot.pause()
+
+
+async def until(pilot, cond, timeout: float = 5.0) -> None:
+    """Wait until `cond()` holds (a chain of workers and messages may take a few idle
+    cycles under load); fail with the condition's source after `timeout`."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        if loop.time() > end:
+            raise AssertionError(f"timed out waiting for {cond.__code__.co_filename}:{cond.__code__.co_firstlineno}")
+        await pilot.pause(0.01)
+
+
+def grid(app: RlconsoleApp) -> NodeGrid:
+    return app.screen.query_one(NodeGrid)
 
 
 def row(app: RlconsoleApp, name: str) -> NodeRow:
-    return next(r for r in app.screen.query(NodeRow) if r.node_name == name)
+    return grid(app).row(name)
+
+
+def visible_text(app: RlconsoleApp) -> str:
+    """What the node grid shows on screen right now (its rendered lines)."""
+    g = grid(app)
+    return "\n".join(g.render_line(y).text for y in range(g.size.height))
 
 
 def test_static_backend_satisfies_protocol() -> None:
@@ -48,14 +76,21 @@ async def test_first_frame_shows_all_nodes_and_cards() -> None:
     app = RlconsoleApp(b)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert len(app.screen.query(NodeRow)) == 4
-        assert len(app.screen.query(CardCell)) == 32
+        assert len(grid(app).rows) == 4
+        assert grid(app).card_count == 32
         assert "SIMULATED" in app.sub_title
-        hot = row(app, "node71").query(CardCell)[3]
+        hot = row(app, "node71").cells[3]
         assert "-hot" in hot.flags
-        full = row(app, "node116").query(CardCell)[5]
+        full = row(app, "node116").cells[5]
         assert "-memfull" in full.flags
-        assert "4/4 up" in str(app.screen.query_one(NodeGrid).border_title)
+        assert "4/4 up" in str(grid(app).border_title)
+        # and drawn: every node's header, the hot card's temperature, the full card's memory
+        shown = visible_text(app)
+        for name in ("node125", "node71", "node116", "node119"):
+            assert name in shown
+        assert "88°" in "\n".join(grid(app).block_text("node71"))
+        assert "77/80G" in "\n".join(grid(app).block_text("node116"))
+        assert len(row(app, "node71").cells[0].history) == 11  # warm-up rounds feed the sparkline
 
 
 @pytest.mark.parametrize("key,action", [("u", "containers"), ("m", "model"), ("c", "convert"),
@@ -113,8 +148,8 @@ async def test_stop_confirmed_stops_and_cards_go_idle() -> None:
         await settle(pilot)
         assert b.calls == [("stop", {})]
         assert b.state.job is not None and b.state.job.status == "STOPPED"
-        cells = app.screen.query(CardCell)
-        assert all(c.flags == ["-load-idle"] for c in cells)
+        cells = list(grid(app).cells())
+        assert len(cells) == 32 and all(c.flags == ["-load-idle"] for c in cells)
 
 
 async def test_enter_on_confirmation_cancels() -> None:
@@ -171,15 +206,19 @@ async def test_node_going_down_rerenders_that_node() -> None:
         b.push_state(demo_state(b.profile, down=["node71"]))
         await settle(pilot)
         down = row(app, "node71")
-        assert down.has_class("-down")
-        assert all(c.flags == ["-down"] for c in down.query(CardCell))
-        assert len(down.query(CardCell)) == 8  # the cards stay, marked down
-        assert not row(app, "node125").has_class("-down")
-        assert "3/4 up" in str(app.screen.query_one(NodeGrid).border_title)
+        assert down.down
+        assert all(c.flags == ["-down"] for c in down.cells)
+        assert len(down.cells) == 8  # the cards stay, marked down
+        text = grid(app).block_text("node71")
+        assert "DOWN" in text[0] and "connection timed out" in text[0]
+        assert "7 down" in text[1]
+        assert not row(app, "node125").down
+        assert "3/4 up" in str(grid(app).border_title)
         # and back up
         b.push_state(demo_state(b.profile))
         await settle(pilot)
-        assert not row(app, "node71").has_class("-down")
+        assert not row(app, "node71").down
+        assert "DOWN" not in grid(app).block_text("node71")[0]
 
 
 async def test_unparsed_cards_are_flagged() -> None:
@@ -193,7 +232,8 @@ async def test_unparsed_cards_are_flagged() -> None:
         await settle(pilot)
         b.push_state(st)
         await settle(pilot)
-        assert all(c.flags == ["-unparsed"] for c in row(app, "node116").query(CardCell))
+        assert all(c.flags == ["-unparsed"] for c in row(app, "node116").cells)
+        assert "cards unparsed" in grid(app).block_text("node116")[0]
 
 
 async def test_search_finds_a_line_and_steps() -> None:
@@ -202,7 +242,7 @@ async def test_search_finds_a_line_and_steps() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("slash")
-        await settle(pilot, 0.05)
+        await settle(pilot)
         assert isinstance(app.focused, Input)
         await pilot.press(*"rollout")
         await pilot.press("enter")
@@ -305,10 +345,10 @@ async def test_command_palette_runs_actions() -> None:
         await pilot.press("ctrl+p")
         await settle(pilot)
         await pilot.press(*"Setup Ray")
-        await settle(pilot, 0.4)
+        # the palette searches in a worker: wait for its hit before pressing Enter
+        await until(pilot, lambda: any("Setup Ray" in str(o.prompt) for o in app.screen.query_one(CommandList).options))
         await pilot.press("enter")
-        await settle(pilot, 0.3)
-        assert ("setup-ray", {}) in b.calls
+        await until(pilot, lambda: ("setup-ray", {}) in b.calls)
 
 
 async def test_preflight_shows_results() -> None:
@@ -317,7 +357,7 @@ async def test_preflight_shows_results() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("p")
-        await settle(pilot, 0.3)
+        await until(pilot, lambda: isinstance(app.screen, PreflightScreen))
         assert b.calls == [("check", {})]
         assert isinstance(app.screen, PreflightScreen)
         assert app.screen.rows[0].status == "fail"  # failures first
@@ -355,7 +395,7 @@ async def test_telemetry_updates_while_an_action_runs() -> None:
         assert "setup-ray" in app.screen.running
         b.push_state(demo_state(b.profile, down=["node119"]))
         await settle(pilot)
-        assert row(app, "node119").has_class("-down")
+        assert row(app, "node119").down
         await pilot.press("s")  # another action waits its turn
         await settle(pilot)
         assert [c[0] for c in b.calls] == ["setup-ray"]
@@ -425,19 +465,33 @@ async def test_layout_adapts(size: tuple[int, int], cls: str | None) -> None:
         await settle(pilot)
         classes = app.screen.classes
         assert (cls in classes) if cls else not ({"-narrow", "-wide"} & classes)
+        g = grid(app)
         if size == (120, 40):  # 4 x 8 fits without scrolling
-            grid = app.screen.query_one(NodeGrid)
-            assert grid.max_scroll_y == 0
+            assert g.max_scroll_y == 0
+        # full three-line cards (with sparklines) from 100 columns, two-line ones below,
+        # and all 8 cards of a node side by side either way
+        assert g._layout.cell_h == (2 if size[0] < 100 else 3)
+        assert g._layout.per_line == 8
+        line = g.block_text("node71")[1]
+        assert line.split()[0] == "0" and "7" in line.split()
 
 
 async def test_64_nodes_mount_and_scroll() -> None:
     b = demo_backend(nodes=64, gpus=8)
     app = RlconsoleApp(b)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, 0.5)
-        grid = app.screen.query_one(NodeGrid)
-        assert len(grid.query(CardCell)) == 512
-        assert grid.max_scroll_y > 0
-        grid.scroll_end(animate=False)
         await settle(pilot)
-        assert grid.scroll_y == grid.max_scroll_y
+        g = grid(app)
+        assert g.card_count == 512 and len(g.rows) == 64
+        assert g.max_scroll_y > 0
+        assert "node125" in visible_text(app) and "node263" not in visible_text(app)
+        g.scroll_end(animate=False)
+        await settle(pilot)
+        assert g.scroll_y == g.max_scroll_y
+        shown = visible_text(app)
+        assert "node263" in shown and "node125" not in shown  # the last node is drawn
+        # a new probe round repaints in place; the scroll position survives it
+        b.push_state(demo_state(b.profile, step=900, down=["node263"]))
+        await settle(pilot)
+        assert g.scroll_y == g.max_scroll_y
+        assert "DOWN" in visible_text(app)

@@ -28,11 +28,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _sim_profile_fallback() -> str | None:
     try:
-        from .core.sim.cluster import running_sim_profile
+        from .core.sim.cluster import running_profile
     except ImportError:
         return None
     try:
-        p = running_sim_profile()
+        p = running_profile()
     except Exception:  # a broken sim state must not break profile lookup
         return None
     return str(p) if p else None
@@ -64,7 +64,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from .core.status_cli import run_status
 
-    return run_status(_load(args), as_json=args.json)
+    return run_status(_load(args), json=args.json)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -109,8 +109,12 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(path)
         return 0
     if args.sim_cmd == "down":
-        return cluster.sim_down()
-    return cluster.sim_status(as_json=args.json)
+        stopped = cluster.sim_down()
+        print("simulated cluster stopped" if stopped else "no simulated cluster was running")
+        return 0
+    st = cluster.sim_status()
+    print(json.dumps(st.to_json(), indent=2) if args.json else st.to_text())
+    return 0
 
 
 def cmd_tui(args: argparse.Namespace) -> int:

@@ -236,5 +236,7 @@ class LogPane(Vertical):
         note = f" · {self.search_note}" if self.search_note else ""
         from textual.markup import escape
 
+        # layout=False: the status line is one row at the pane's width, so its size never
+        # changes; a layout pass per flush (12.5 Hz) re-arranged the whole screen (profiled).
         self.query_one("#log-status", Static).update(
-            f"{follow} f · {self.total:,} lines{kept}{escape(note)}")
+            f"{follow} f · {self.total:,} lines{kept}{escape(note)}", layout=False)

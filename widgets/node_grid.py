@@ -375,12 +375,20 @@ class NodeGrid(ScrollView, can_focus=True):
             self._layout = GridLayout.for_width(self._card_width(), self._max_cards())
             for row in self._order:
                 row.strips = None
-        base = self.rich_style
+        base = self._base_style()
         block, line = divmod(scroll_y + y, self._layout.block_h)
         if block >= len(self._order):
             return Strip.blank(width, base)
         strips = self._strips(self._order[block])
         return strips[line] if line < len(strips) else Strip.blank(width, base)
+
+    def _base_style(self) -> Style:
+        """The widget's own style, cached: `Widget.rich_style` walks every ancestor's
+        background on each call, which profiled as the grid's largest cost."""
+        st = self._styles.get("")
+        if st is None:
+            st = self._styles[""] = self.rich_style
+        return st
 
     def _style(self, name: str, partial: bool = False) -> Style:
         key = f"{name}{'~' if partial else ''}"
@@ -399,7 +407,7 @@ class NodeGrid(ScrollView, can_focus=True):
         """Render one node block at the current layout: header, then card lines."""
         lay = self._layout
         width = max(1, self.size.width)
-        base = self.rich_style
+        base = self._base_style()
         out = [self._header_strip(row, base, width)]
         blank = Segment(" " * GAP, base)
         for start in range(0, max(1, len(row.cells)), lay.per_line):
@@ -411,8 +419,14 @@ class NodeGrid(ScrollView, can_focus=True):
                     if k:
                         lines[i].append(blank)
                     lines[i].extend(cell_lines[i])
-            for segs in lines:
-                out.append(Strip(segs).crop_extend(0, width, base))
+            used = max(0, len(chunk) * (lay.cell_w + GAP) - GAP)  # cards are exactly cell_w wide
+            for segs in lines:  # one Strip per line at its known length: Strips are not free
+                if used <= width:
+                    if used < width:
+                        segs.append(Segment(" " * (width - used), base))
+                    out.append(Strip(segs, width))
+                else:
+                    out.append(Strip(segs, used).crop(0, width))
         return out
 
     def _header_strip(self, row: NodeRow, base: Style, width: int) -> Strip:

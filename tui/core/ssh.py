@@ -33,7 +33,6 @@ import re
 import shlex
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
 import asyncssh

@@ -9,11 +9,12 @@ what to do (a refused host key) are wrapped below their node, never cut.
 from __future__ import annotations
 
 import asyncio
+import logging
 import json as _json
 import sys
 import textwrap
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from .probes import snapshot
 from .profile import Profile
@@ -46,6 +47,9 @@ def _cards_cells(n: NodeState) -> tuple[str, str, str, str, str]:
     mem = f"{_gib(sum(used))}/{_gib(sum(total))}" if used and total else "n/a"
     return (str(len(cards)), util, mem, f"{max(temps):.0f}C" if temps else "n/a",
             f"{sum(power):.0f}W" if power else "n/a")
+
+
+log = logging.getLogger("rlconsole.status")
 
 
 def render_table(st: ClusterState, width: int = WIDTH) -> str:
@@ -90,14 +94,62 @@ def render_table(st: ClusterState, width: int = WIDTH) -> str:
         j = st.job
         step = f" step {j.step}/{j.total_steps or '?'}" if j.step is not None else ""
         lines.append(f"Job: {j.id} {j.status}{step}")
+        sm = j.summary or {}
+        bits = []
+        if sm.get("reward_mean") is not None:
+            bits.append(f"reward {sm['reward_mean']:.3f}")
+        if sm.get("throughput_tokens_per_s_per_node") is not None:
+            bits.append(f"{sm['throughput_tokens_per_s_per_node']:,.0f} tok/s/node")
+        if sm.get("mfu_pct") is not None:
+            bits.append(f"MFU {sm['mfu_pct']:.1f}%")
+        if j.last_checkpoint is not None:
+            bits.append(f"checkpoint step {j.last_checkpoint}")
+        if bits:
+            lines.append("     " + "  ".join(bits))
     return "\n".join(lines) + "\n"
+
+
+async def _snapshot_with_job(profile: Profile) -> ClusterState:
+    """The cluster snapshot, plus the job's progress: the run history and Ray's job
+    list name the job; its log (read on from the local spool, so a re-run fetches only
+    what is new) and its scalars give step, total and metrics."""
+    from .ssh import SessionPool
+
+    pool = SessionPool(profile)
+    try:
+        await pool.open()
+        st = await snapshot(profile, pool=pool)
+        if pool.head.connected:
+            try:
+                await _attach_job(profile, pool, st)
+            except Exception as e:  # noqa: BLE001 - the job part must not sink the snapshot
+                log.info("status: job details unavailable: %s", e)
+        return st
+    finally:
+        await pool.close()
+
+
+async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
+    from .actions.remote import PoolRemote
+    from .jobwatch import JobWatcher, find_job
+
+    found = await find_job(profile, PoolRemote(pool, profile))
+    if found is None:
+        return
+    job_id, status = found
+    w = JobWatcher(profile, pool, job_id)
+    w.status = status
+    await asyncio.to_thread(w.reattach)
+    await w.follow_log(once=True)
+    await w.poll_scalars_once()
+    st.job = w.job_state()
 
 
 def run_status(profile: Profile, json: bool = False, out: TextIO | None = None) -> int:
     """Print one snapshot (`--json`: ClusterState.to_json()). Returns the exit code:
     0 whenever the profile is valid, even if every node is down."""
     out = out or sys.stdout
-    st = asyncio.run(snapshot(profile))
+    st = asyncio.run(_snapshot_with_job(profile))
     if json:
         out.write(_json.dumps(st.to_json(), indent=2) + "\n")
     else:

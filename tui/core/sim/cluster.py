@@ -293,6 +293,10 @@ def sim_up(
                        "run `rlconsole sim down` first")
     if current.stale or (d / "state.json").exists():
         sim_down(d)
+    if d.is_dir() and any(d.iterdir()) and (_read_json(d / "config.json") or {}).get("marker") != MARKER:
+        # sim down removes the whole state dir: never adopt a directory with other content
+        raise SimError(f"{d} is not empty and is not a simulated cluster's state dir: choose another "
+                       "(RLCONSOLE_SIM_DIR or --state-dir)")
     d.mkdir(parents=True, exist_ok=True)
     for stale in ("state.json", "profile.yaml", "daemon.pid"):
         with contextlib.suppress(FileNotFoundError):
@@ -622,6 +626,13 @@ def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known
     }
     for k, v in small.items():
         _set(o, k.split("."), v)
+    # The seed passes five Megatron *command-line flags* as override_transformer_config
+    # keys; TransformerConfig has no such fields, so a real run dies with a TypeError
+    # (`rlconsole check` reports it). The sim's profile is the corrected run.
+    tc = o.get("actor_rollout_ref", {}).get("actor", {}).get("megatron", {}).get("+override_transformer_config", {})
+    for bad in ("no_gradient_accumulation_fusion", "accumulate_allreduce_grads_in_fp32",
+                "no_masked_softmax_fusion", "no_bias_swiglu_fusion", "swiglu"):
+        tc.pop(bad, None)
     mon = p.setdefault("monitoring", {})
     mon["refresh_s"] = refresh_s
     mon.pop("total_steps", None)
