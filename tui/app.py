@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -79,8 +80,28 @@ class RlconsoleApp(App[int]):
             self.exit(0)
 
 
+STATIC_BACKEND_ENV = "RLCONSOLE_STATIC_BACKEND"
+"""Set to 1 to run the console on fixed demo data instead of the live cluster: lets the
+tmux smoke test drive the real terminal path (driver, keys, screen) without a cluster."""
+
+
+def static_backend(profile: "Profile") -> "Backend":
+    """A StaticBackend over `profile` with the deterministic demo data (see
+    tui/backend.py `demo_backend`, which builds the same for the packaged profile)."""
+    from .backend import StaticBackend, demo_alerts, demo_log, demo_metrics, demo_state
+
+    step = 812
+    summary, series = demo_metrics(profile, step)
+    return StaticBackend(profile=profile, state=demo_state(profile, step), log_lines=demo_log(step),
+                         summary=summary, series=series, alerts=demo_alerts(),
+                         warmup=[demo_state(profile, s) for s in range(step - 10, step)])
+
+
 def run_app(profile: "Profile") -> int:
-    """`rlconsole [--profile P]`: the console on the live cluster."""
+    """`rlconsole [--profile P]`: the console on the live cluster (or on fixed demo data
+    when RLCONSOLE_STATIC_BACKEND=1)."""
+    if os.environ.get(STATIC_BACKEND_ENV) == "1":
+        return int(RlconsoleApp(static_backend(profile)).run() or 0)
     try:
         from .live import LiveBackend  # type: ignore[import-not-found]
     except ImportError as e:

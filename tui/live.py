@@ -150,7 +150,7 @@ class LiveBackend:
         for a in w.alerts[-20:]:
             self._alert(a)
         w.start()
-        self._alert(Alert("info", "ray", f"watching job {job_id} ({status})"))
+        self._alert(Alert("info", "ray", f"watching job {job_id}"))
 
     async def _job_loop(self) -> None:
         from .core.jobwatch import find_job

@@ -510,7 +510,16 @@ class NodeGrid(ScrollView, can_focus=True):
             self._spark_styles[kind] = styles
         data = list(islice(reversed(cell.history), width))[::-1]
         out: list[tuple[str, Style]] = [(" " * (width - len(data)), st)] if len(data) < width else []
+        # Runs of equal bars are one segment: the grid is most of the screen's segments,
+        # and every segment costs again when a modal dims the screen behind it.
+        run, level = "", -1
         for v in data:
             i = min(len(SPARK_BARS) - 1, int(min(1.0, max(0.0, v / 100.0)) * len(SPARK_BARS)))
-            out.append((SPARK_BARS[i], styles[i]))
+            if i != level and run:
+                out.append((run, styles[level]))
+                run = ""
+            run += SPARK_BARS[i]
+            level = i
+        if run:
+            out.append((run, styles[level]))
         return out
