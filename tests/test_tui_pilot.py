@@ -474,6 +474,9 @@ async def test_layout_adapts(size: tuple[int, int], cls: str | None) -> None:
         assert g._layout.per_line == 8
         line = g.block_text("node71")[1]
         assert line.split()[0] == "0" and "7" in line.split()
+        # following the log: its last line is in view once the panes above filled in
+        log = app.screen.query_one(LogPane).log_widget
+        assert log.scroll_y == log.max_scroll_y
 
 
 async def test_64_nodes_mount_and_scroll() -> None:

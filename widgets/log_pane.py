@@ -53,6 +53,13 @@ class SearchLog(Log):
             strip = strip.apply_style(self.get_component_rich_style("searchlog--match"))
         return strip
 
+    def on_resize(self) -> None:
+        """Follow means the newest line is in view. When the pane shrinks (the node grid or
+        the metrics above it filled in after the first lines were written), scroll back to
+        the end now rather than at the next write, which on a quiet log may never come."""
+        if self.auto_scroll:
+            self.scroll_end(animate=False, immediate=True)
+
     def action_search_next(self) -> None:
         pane = self._pane()
         if pane is not None:

@@ -203,7 +203,7 @@ try:
     with initialize_config_dir(config_dir=cfg_dir, version_base=None):
         compose(config_name=name, overrides=ov)
 except Exception as e:
-    print("ERROR:", str(e).splitlines()[0] if str(e) else repr(e))
+    print("ERROR:", " ".join(x.strip() for x in str(e).splitlines() if x.strip()) or repr(e))
     sys.exit(3)
 print("OK")
 """
@@ -377,8 +377,9 @@ async def live_checks(p: Profile, remote: Any, before_submit: bool = False) -> l
         else:
             msg = next((x for x in r.output.splitlines() if x.startswith("ERROR:")), r.tail(1))[6:].strip() or r.tail(1)
             fix = None
-            if "To append to your config use +" in msg:
-                fix = "prefix the key with + in the profile (write it +key under its section)"
+            if "Could not override" in msg:
+                fix = ("the key is not in the config: if it is meant to be new, prefix it with + in the "
+                       "profile (write it +key under its section); otherwise check its spelling")
             elif "Could not append to config. An item is already at" in msg:
                 fix = "remove the + prefix: the key exists in the config"
             out.append(CheckResult("code.overrides", "fail", msg, fix, head))

@@ -37,7 +37,10 @@ class CmdResult:
         return (self.stdout + ("\n" + self.stderr if self.stderr else "")).strip()
 
     def tail(self, n: int = 5) -> str:
-        return "\n".join(self.output.splitlines()[-n:])
+        """The last `n` non-empty lines of output, on one line: failure messages are
+        one line (the CLI's contract), and this is what goes into them."""
+        lines = [ln.strip() for ln in self.output.splitlines() if ln.strip()]
+        return " / ".join(lines[-n:])
 
 
 class Remote(Protocol):

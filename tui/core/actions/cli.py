@@ -51,16 +51,13 @@ async def _drive(profile: Profile, name: str, opts: dict, as_json: bool) -> int:
     try:
         await pool.open()
         remote = PoolRemote(pool, profile)
+        # Every action ends with one done/skip/fail event: its verdict is the exit code.
         verdict = 1
         gen: AsyncIterator[ActionEvent] = run_action(name, profile, remote, **opts)
         async for ev in gen:
             _print(ev, as_json)
-            if ev.kind == "fail" and ev.node is None:
-                verdict = 1
-            elif ev.kind in ("done", "skip") and ev.node is None:
-                verdict = 0
-        if not as_json and verdict:
-            pass
+            if ev.kind in ("done", "skip", "fail"):
+                verdict = 0 if ev.kind != "fail" else 1
         return verdict
     finally:
         await pool.close()

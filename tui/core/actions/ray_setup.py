@@ -53,7 +53,13 @@ def stop_argv(profile: Profile) -> list[str]:
 
 
 async def ray_state(profile: Profile, remote: Remote) -> RayState:
-    """Ask the head's Ray (`ray status`, run where Ray runs: in the container)."""
+    """Ask the head's Ray (`ray status`, run where Ray runs: in the container).
+
+    When nothing listens on the GCS port, `ray status` retries for most of a minute
+    before it gives up: a direct TCP probe through the SSH connection answers first."""
+    probe = getattr(remote, "tcp_reachable", None)
+    if probe is not None and not await probe(profile.head.name, profile.head.address, profile.ray.head_port):
+        return RayState(available=False, error=f"nothing listens on {gcs_address(profile)}: Ray is not running")
     r = await remote.run(profile.head.name, [profile.ray.binary, "status", f"--address={gcs_address(profile)}"],
                          container=True, timeout=60)
     if not r.ok:
@@ -99,7 +105,7 @@ async def stop_everywhere(profile: Profile, remote: Remote, action: str) -> Asyn
             q.put(ActionEvent(action, "node", "Ray stopped", node=n.name, status="ok"))
         else:
             failed.append(n.name)
-            q.put(ActionEvent(action, "fail", f"ray stop exited {r.rc}: {r.tail(1)}", node=n.name, status="failed"))
+            q.put(ActionEvent(action, "fail", f"ray stop exited {r.rc}: {' '.join(r.tail(1).split())}", node=n.name, status="failed"))
 
     async for ev in q.drain_while(gather_nodes(profile.nodes, one)):
         yield ev
@@ -128,7 +134,7 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
     r = await remote.run(head.name, head_argv(profile), container=True, timeout=180)
     if not r.ok:
         yield ActionEvent(NAME, "node", "head failed", node=head.name, status="failed")
-        yield ActionEvent(NAME, "fail", f"ray start --head exited {r.rc}: {r.tail(3)}", node=head.name)
+        yield ActionEvent(NAME, "fail", f"ray start --head exited {r.rc}: {' '.join(r.tail(3).split())}", node=head.name)
         return
     yield ActionEvent(NAME, "node", "head started", node=head.name, status="ok")
 
@@ -179,7 +185,7 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
                 yield ActionEvent(NAME, "node", "did not join", node=n.name, status="failed",
                                   data={"tail": res.tail(5) if res else ""})
             names = ", ".join(n.name for n in missing) or "?"
-            tails = "; ".join(f"{n.name}: {outputs[n.name].tail(2)}" for n in missing
+            tails = "; ".join(f"{n.name}: {' '.join(outputs[n.name].tail(2).split())}" for n in missing
                               if n.name in outputs and outputs[n.name].output)
             yield ActionEvent(NAME, "fail", f"{st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs "
                                             f"after waiting; did not join: {names}" + (f" -- {tails}" if tails else ""))

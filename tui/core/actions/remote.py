@@ -70,6 +70,13 @@ class PoolRemote:
                timeout: float | None = None) -> PoolStream:
         return PoolStream(self.pool, node, cmd, container)
 
+    async def tcp_reachable(self, node: str, host: str, port: int) -> bool:
+        """Whether something listens on host:port as seen from `node` (no process runs)."""
+        try:
+            return await self.pool.session(node).tcp_reachable(host, port)
+        except SshError:
+            return False
+
     async def dashboard_url(self) -> str:
         """The head's dashboard, through the SSH connection: http://127.0.0.1:<forwarded>."""
         host = self.profile.ray.dashboard_host

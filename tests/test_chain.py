@@ -1,0 +1,255 @@
+"""The whole seed procedure, headless, on the simulated cluster: real SSH, real dockerd,
+real Ray (4 nodes, 32 declared GPUs), the stand-in VeRL tree.
+
+containers -> model -> convert -> setup-ray -> submit -> (steps) -> stop -> stop --cluster,
+checking the state after each step; every action run twice says "nothing to do" the
+second time; failing steps (a converter that exits non-zero, a worker that cannot join,
+a submit while a job runs) give one line naming the node and the command's output.
+Plus: preflight on the correct profile passes, each planted fault fails its check; and
+the job log resumes byte for byte after a cut in the middle of a line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import require_dockerd
+from tui.cli import main
+from tui.core.profile import load_profile
+from tui.core.state import ClusterState
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def chain_sim(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch):
+    require_dockerd()
+    from tui.core.sim.cluster import sim_down, sim_up
+
+    state = tmp_path_factory.mktemp("chain-state")
+    monkeypatch_module.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
+    sim = tmp_path_factory.mktemp("chain-sim")
+    path = sim_up(4, 8, state_dir=sim)
+    try:
+        yield path
+    finally:
+        sim_down(state_dir=sim)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = main(args)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def snapshot(profile_path: Path) -> ClusterState:
+    from tui.core.probes import snapshot as snap
+
+    return asyncio.run(snap(load_profile(profile_path)))
+
+
+def variant(src: Path, dst: Path, edit: Any) -> Path:
+    data = yaml.safe_load(src.read_text())
+    edit(data)
+    dst.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dst
+
+
+def test_the_whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    P = ["--profile", str(chain_sim)]
+    prof = load_profile(chain_sim)
+    shared = Path(prof.paths.verl).parent
+
+    # -- containers
+    rc, out, _ = run(["containers", *P, "--yes"], capsys)
+    assert rc == 0, out
+    st = snapshot(chain_sim)
+    assert [n.container.status for n in st.nodes] == ["running"] * 4
+    rc, out, _ = run(["containers", *P, "--yes"], capsys)
+    assert rc == 0 and "nothing to do" in out.splitlines()[-1]
+
+    # -- model
+    rc, out, _ = run(["model", *P, "--yes"], capsys)
+    assert rc == 0, out
+    assert (Path(prof.paths.hf_model) / "config.json").exists()
+    rc, out, _ = run(["model", *P, "--yes"], capsys)
+    assert rc == 0 and "nothing to do" in out.splitlines()[-1]
+
+    # -- convert: a failing converter first (an unknown flag: argparse exits 2)
+    bad = variant(chain_sim, tmp_path / "badconv.yaml", lambda d: d["convert"].update(extra_args=["--no-such-flag"]))
+    rc, out, _ = run(["convert", "--profile", str(bad), "--yes"], capsys)
+    last = out.splitlines()[-1]
+    assert rc == 1 and last.startswith("convert: [node1] FAILED: converter exited 2"), last
+    assert "--no-such-flag" in last or "unrecognized" in last
+    mcore = Path(prof.paths.mcore_checkpoint)
+    for leftover in mcore.glob("*") if mcore.exists() else []:
+        leftover.unlink()
+    rc, out, _ = run(["convert", *P, "--yes"], capsys)
+    assert rc == 0, out
+    names = {p.name for p in mcore.iterdir()}
+    assert {".metadata", "common.pt"} <= names and any(n.endswith(".distcp") for n in names)
+    rc, out, _ = run(["convert", *P, "--yes"], capsys)
+    assert rc == 0 and "already holds a complete checkpoint" in out
+    # a half-written output is detected, not silently skipped
+    (mcore / "common.pt").unlink()
+    rc, out, _ = run(["convert", *P, "--yes"], capsys)
+    assert rc == 1 and "half-written" in out and "common.pt" in out
+    rc, out, _ = run(["convert", *P, "--yes", "--force"], capsys)
+    assert rc == 0 and (mcore / "common.pt").exists(), out
+
+    # -- setup-ray: a worker that cannot join first
+    def break_worker(d: dict) -> None:
+        d["nodes"][3]["ray_args"] = d["nodes"][3]["ray_args"] + ["--no-such-ray-flag"]
+        d["ray"]["join_timeout_s"] = 40
+    broken = variant(chain_sim, tmp_path / "badray.yaml", break_worker)
+    rc, out, _ = run(["setup-ray", "--profile", str(broken), "--yes"], capsys)
+    last = out.splitlines()[-1]
+    assert rc == 1 and "did not join: node4" in last, out[-2000:]
+    assert "no-such-ray-flag" in last or "no such option" in last.lower()
+
+    rc, out, _ = run(["setup-ray", *P, "--yes"], capsys)
+    assert rc == 0, out[-2000:]
+    st = snapshot(chain_sim)
+    assert st.ray.available and st.ray.nodes_alive == 4 and int(st.ray.gpus_total) == 32
+    rc, out, _ = run(["setup-ray", *P, "--yes"], capsys)
+    assert rc == 0 and "nothing changed" in out.splitlines()[-1]
+
+    # -- submit (runs the preflight first: the sim's profile passes it)
+    rc, out, _ = run(["submit", *P, "--yes"], capsys)
+    assert rc == 0, out[-3000:]
+    job_id = json.loads((Path(__import__("os").environ["RLCONSOLE_STATE_DIR"]) / "runs.jsonl").read_text().splitlines()[-1])["job_id"]
+    rc, out, _ = run(["submit", *P, "--yes", "--skip-checks"], capsys)
+    last = out.splitlines()[-1]
+    assert rc == 1 and "a job is already running" in last and job_id in last
+
+    # steps arrive: status --json shows step, total, throughput, reward, checkpoint
+    deadline = time.monotonic() + 120
+    job: dict = {}
+    while time.monotonic() < deadline:
+        rc, out, _ = run(["status", *P, "--json"], capsys)
+        job = json.loads(out)["job"] or {}
+        if job.get("status") == "RUNNING" and (job.get("step") or 0) >= 6 and job.get("last_checkpoint"):
+            break
+        time.sleep(2)
+    assert job.get("id") == job_id and job["status"] == "RUNNING", job
+    assert job["step"] >= 6 and job["total_steps"] and job["total_steps"] > job["step"]
+    assert "perf/throughput" in job["metrics"] and "critic/rewards/mean" in job["metrics"]
+    assert job["last_checkpoint"] >= 5
+    busy = [c for n in json.loads(run(["status", *P, "--json"], capsys)[1])["nodes"] for c in n["gpus"]
+            if (c["util_pct"] or 0) > 0]
+    assert len(busy) == 32
+
+    # -- logs: the driver log, with VeRL step lines
+    rc, out, _ = run(["logs", *P], capsys)
+    assert rc == 0 and "Total training steps:" in out and "(TaskRunner pid=" in out and " step:1 - " in out
+
+    # -- stop, then stop again (a no-op), then the cluster
+    rc, out, _ = run(["stop", *P, "--yes"], capsys)
+    assert rc == 0 and "every card is free" in out.splitlines()[-1], out[-2000:]
+    st = snapshot(chain_sim)
+    assert all((c.util_pct or 0) == 0 for n in st.nodes for c in n.gpus)
+    rc, out, _ = run(["stop", *P, "--yes"], capsys)
+    assert rc == 0 and "nothing to do" in out.splitlines()[-1]
+    rc, out, _ = run(["stop", *P, "--yes", "--cluster"], capsys)
+    assert rc == 0, out[-2000:]
+    st = snapshot(chain_sim)
+    assert not st.ray.available
+
+
+def test_actions_refuse_headless_without_yes(chain_sim: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    rc, out, err = run(["stop", "--profile", str(chain_sim)], capsys)
+    assert rc == 2 and "refusing without --yes" in err and out == ""
+
+
+def test_preflight_planted_faults(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The correct sim profile passes every check; each planted fault fails its check."""
+    from tui.core.sim.tree_install import set_debug_save
+
+    P = ["--profile", str(chain_sim)]
+    prof = load_profile(chain_sim)
+    for action in ("containers", "model", "convert", "setup-ray"):
+        rc, out, _ = run([action, *P, "--yes"], capsys)
+        assert rc == 0, out[-1500:]
+
+    def check(path: Path) -> dict[str, list[dict]]:
+        rc, out, _ = run(["check", "--profile", str(path), "--json"], capsys)
+        by: dict[str, list[dict]] = {}
+        for r in json.loads(out)["results"]:
+            by.setdefault(r["id"], []).append(r)
+        return by
+
+    def failing(by: dict[str, list[dict]]) -> set[str]:
+        return {k for k, rs in by.items() if any(r["status"] == "fail" for r in rs)}
+
+    base = check(chain_sim)
+    assert failing(base) == set(), {k: v for k, v in base.items() if k in failing(base)}
+
+    # the seed's debug torch.save, planted in the VeRL tree
+    verl = Path(prof.paths.verl)
+    set_debug_save(verl, planted=True)
+    try:
+        by = check(chain_sim)
+        assert failing(by) == {"code.debug_save"}
+        msg = by["code.debug_save"][0]["message"]
+        assert "megatron_actor.py:" in msg or "ray_trainer.py:" in msg
+        assert "/mnt/seed-program-nas" in msg
+    finally:
+        set_debug_save(verl, planted=False)
+
+    # a missing `+` on a key the config lacks
+    def no_plus(d: dict) -> None:
+        rollout = d["training"]["overrides"]["actor_rollout_ref"]["rollout"]
+        rollout["engine_kwargs.sglang"] = rollout.pop("+engine_kwargs.sglang")
+    by = check(variant(chain_sim, tmp_path / "noplus.yaml", no_plus))
+    assert failing(by) == {"code.overrides"}
+    assert "+" in (by["code.overrides"][0]["fix"] or "")
+
+    # a network interface no node has
+    by = check(variant(chain_sim, tmp_path / "iface.yaml", lambda d: d["env"].update(MCCL_SOCKET_IFNAME="bond0")))
+    assert failing(by) == {"net.interface"}
+    assert all(r["node"] for r in by["net.interface"] if r["status"] == "fail")
+
+    # a data file that is not there
+    train = Path(prof.paths.train_files[0])
+    moved = train.with_suffix(".away")
+    train.rename(moved)
+    try:
+        by = check(chain_sim)
+        assert "data.files" in failing(by)
+        assert failing(by) <= {"data.files", "code.overrides"}  # the stand-in's Hydra reads nothing; VeRL's may
+    finally:
+        moved.rename(train)
+
+    # an incomplete MCore checkpoint
+    common = Path(prof.paths.mcore_checkpoint) / "common.pt"
+    common.rename(common.with_suffix(".away"))
+    try:
+        by = check(chain_sim)
+        assert failing(by) == {"model.mcore"}
+    finally:
+        common.with_suffix(".away").rename(common)
+
+    # a card count the nodes do not have
+    def more_cards(d: dict) -> None:
+        d["nodes"][1]["gpus"] = 16
+    by = check(variant(chain_sim, tmp_path / "cards.yaml", more_cards))
+    assert "cards.count" in failing(by)
+    assert [r["node"] for r in by["cards.count"] if r["status"] == "fail"] == ["node2"]
