@@ -121,8 +121,10 @@ def test_the_whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.Capture
     assert rc == 1 and "did not join: node4" in last, out[-2000:]
     assert "no-such-ray-flag" in last or "no such option" in last.lower()
 
+    # run again with the right profile: only the node that is missing is started
     rc, out, _ = run(["setup-ray", *P, "--yes"], capsys)
     assert rc == 0, out[-2000:]
+    assert "starting only node4" in out
     st = snapshot(chain_sim)
     assert st.ray.available and st.ray.nodes_alive == 4 and int(st.ray.gpus_total) == 32
     rc, out, _ = run(["setup-ray", *P, "--yes"], capsys)
@@ -220,7 +222,8 @@ def test_preflight_planted_faults(chain_sim: Path, tmp_path: Path, capsys: pytes
         rollout["engine_kwargs.sglang"] = rollout.pop("+engine_kwargs.sglang")
     by = check(variant(chain_sim, tmp_path / "noplus.yaml", no_plus))
     assert failing(by) == {"code.overrides"}
-    assert "+" in (by["code.overrides"][0]["fix"] or "")
+    assert "engine_kwargs.sglang" in by["code.overrides"][0]["message"]
+    assert "prefix it with +" in (by["code.overrides"][0]["fix"] or "")
 
     # a network interface no node has
     by = check(variant(chain_sim, tmp_path / "iface.yaml", lambda d: d["env"].update(MCCL_SOCKET_IFNAME="bond0")))

@@ -20,6 +20,7 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import sys
 import time
 from collections.abc import Iterator
@@ -230,7 +231,9 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, obj
     """A real one-node Ray 'cluster' with 8 declared GPUs, like one simulated node."""
     if RAY_CLI is None:
         pytest.skip("the ray CLI is not installed")
-    base = tmp_path_factory.mktemp("rayhead")
+    # Ray's socket paths must fit in 107 bytes: pytest's (and xdist's) temp paths are
+    # too deep, so the Ray temp dir lives in a short directory of its own.
+    base = Path(tempfile.mkdtemp(prefix="rlc-ray-", dir="/tmp"))
     node_dir = base / "node"
     node_dir.mkdir()
     temp_dir = base / "ray"
@@ -255,6 +258,7 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, obj
         if proc.poll() is None:
             proc.kill()
         _kill_session(sid)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _trainer_cmd(paths: dict[str, Path], *extra: str, config_name: str =

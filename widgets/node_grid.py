@@ -169,8 +169,9 @@ class NodeRow:
     """One node: header data, its cards, and its rendered strips (cached until its data
     or the grid's layout changes)."""
 
-    def __init__(self, name: str, cards: int = 0) -> None:
+    def __init__(self, name: str, cards: int = 0, pos: int = 0) -> None:
         self.node_name = name
+        self.pos = pos  # block index in the grid: the node's lines start at pos * block_h
         self.header: HeaderInfo | None = None
         self.cells: list[CardCell] = [CardCell(j) for j in range(cards)]
         self.down = False
@@ -276,19 +277,18 @@ class NodeGrid(ScrollView, can_focus=True):
         grew = False
         for node in state.nodes:
             if node.name not in self.rows:
-                row = NodeRow(node.name, len(node.gpus))
+                row = NodeRow(node.name, len(node.gpus), pos=len(self._order))
                 self.rows[node.name] = row
                 self._order.append(row)
                 grew = True
         by_addr = {r.address: r for r in state.ray.nodes}
         spark = self._layout.cell_w
         changed: list[int] = []
-        index = {id(r): i for i, r in enumerate(self._order)} if not grew else {}
         for node in state.nodes:
             row = self.rows[node.name]
             before = len(row.cells)
             if row.update(node, by_addr.get(node.address), state.ray.available, spark):
-                changed.append(index.get(id(row), -1))
+                changed.append(row.pos)
             grew = grew or len(row.cells) != before
         if grew:
             self._relayout()
@@ -354,9 +354,6 @@ class NodeGrid(ScrollView, can_focus=True):
     def _refresh_block(self, i: int) -> None:
         """Repaint node `i`'s lines if any are on screen (off-screen ones repaint, from
         fresh data, when scrolled to)."""
-        if i < 0:
-            self.refresh()
-            return
         h = self._layout.block_h
         top = i * h - self.scroll_offset.y
         if top + h > 0 and top < self.size.height:

@@ -124,19 +124,37 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
     if cluster_is_right(profile, st):
         yield ActionEvent(NAME, "skip", f"Ray already up: {st.nodes_alive} nodes, {st.gpus_total:g} GPUs; nothing changed")
         return
-    stop_first = profile.ray.stop_before_start if stop_first is None else stop_first
-    if stop_first:
-        yield ActionEvent(NAME, "step", "stopping Ray on every node")
-        async for ev in stop_everywhere(profile, remote, NAME):
-            yield ev
-    head = profile.head
-    yield ActionEvent(NAME, "node", "starting head", node=head.name, status="running")
-    r = await remote.run(head.name, head_argv(profile), container=True, timeout=180)
-    if not r.ok:
-        yield ActionEvent(NAME, "node", "head failed", node=head.name, status="failed")
-        yield ActionEvent(NAME, "fail", f"ray start --head exited {r.rc}: {' '.join(r.tail(3).split())}", node=head.name)
-        return
-    yield ActionEvent(NAME, "node", "head started", node=head.name, status="ok")
+    to_start = list(profile.workers)
+    partial = False
+    if st.available and 0 < st.nodes_alive < want_nodes:
+        # Ray is up but some nodes are missing (a worker failed to start, or dropped
+        # out): start only those, without touching the nodes that are fine.
+        alive = await alive_addresses(profile, remote)
+        if alive is not None and profile.head.address in alive:
+            to_start = [n for n in profile.workers if n.address not in alive]
+            partial = bool(to_start)
+    if partial:
+        yield ActionEvent(NAME, "step", f"Ray is up on {st.nodes_alive}/{want_nodes} nodes; starting only "
+                                        f"{', '.join(n.name for n in to_start)}")
+        for n in profile.nodes:
+            if n not in to_start:
+                yield ActionEvent(NAME, "node", "already in the cluster", node=n.name, status="skipped")
+        for n in to_start:  # a half-started raylet would refuse a second `ray start`
+            await remote.run(n.name, stop_argv(profile), container=True, timeout=120)
+    else:
+        stop_first = profile.ray.stop_before_start if stop_first is None else stop_first
+        if stop_first:
+            yield ActionEvent(NAME, "step", "stopping Ray on every node")
+            async for ev in stop_everywhere(profile, remote, NAME):
+                yield ev
+        head = profile.head
+        yield ActionEvent(NAME, "node", "starting head", node=head.name, status="running")
+        r = await remote.run(head.name, head_argv(profile), container=True, timeout=180)
+        if not r.ok:
+            yield ActionEvent(NAME, "node", "head failed", node=head.name, status="failed")
+            yield ActionEvent(NAME, "fail", f"ray start --head exited {r.rc}: {r.tail(3)}", node=head.name)
+            return
+        yield ActionEvent(NAME, "node", "head started", node=head.name, status="ok")
 
     outputs: dict[str, CmdResult] = {}
     q = EventQueue()
@@ -155,7 +173,7 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
         else:
             q.put(ActionEvent(NAME, "node", f"ray start exited {res.rc}", node=n.name, status="failed"))
 
-    async for ev in q.drain_while(gather_nodes(profile.workers, start_worker)):
+    async for ev in q.drain_while(gather_nodes(to_start, start_worker)):
         yield ev
 
     yield ActionEvent(NAME, "step", f"waiting for {want_nodes} nodes and {want_gpus} GPUs")
@@ -191,7 +209,7 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
                                             f"after waiting; did not join: {names}" + (f" -- {tails}" if tails else ""))
             return
         await asyncio.sleep(poll_s)
-    for n in profile.workers:
+    for n in to_start:
         yield ActionEvent(NAME, "node", "joined", node=n.name, status="ok")
     yield ActionEvent(NAME, "done", f"Ray up: {st.nodes_alive} nodes, {st.gpus_total:g} GPUs "
                                     f"(dashboard {profile.ray.dashboard_host}:{profile.ray.dashboard_port})")
