@@ -61,6 +61,8 @@ def test_demo_in_a_terminal(tmp_path: Path) -> None:
     sim_dir = tmp_path / "sim"
     env = {**os.environ, "RLCONSOLE_SIM_DIR": str(sim_dir), "RLCONSOLE_STATE_DIR": str(tmp_path / "state"),
            "TERM": "xterm-256color"}
+    for var in ("COLUMNS", "LINES"):  # Textual would take these over the terminal's real size
+        env.pop(var, None)
     sock = f"rlc-demo-{uuid.uuid4().hex[:8]}"
     term = Term(sock)
     cmd = f"{sys.executable} -m tui.cli demo; echo DEMO-EXITED $?; sleep 60"
