@@ -85,3 +85,36 @@ async def test_follow_survives_a_dropped_connection(sim_cluster, tmp_path: Path)
         with pytest.raises(asyncio.CancelledError):
             await task
     assert got == ["one", "two", "three", "four"]
+
+
+async def test_remote_scalars_mirror_incrementally(sim_cluster, tmp_path: Path) -> None:
+    """Event files on the head are fetched over SSH by byte offset: only what was
+    appended since the last sync travels, and the local copy equals the remote file."""
+    from tui.core.jobwatch import RemoteTbMirror
+    from tui.core.tbreader import ScalarReader
+    from tui.core.tbwrite import ScalarWriter
+
+    prof = _direct_profile(sim_cluster, tmp_path)
+    remote_dir = Path(sim_cluster.state_dir) / "shared" / "tb-mirror-test"
+    w = ScalarWriter(str(remote_dir), sync=True)
+    for step in range(1, 11):
+        w.add_scalars(step, {"critic/rewards/mean": step / 10, "perf/throughput": 80.0 + step})
+    w.flush()
+    async with SessionPool(prof) as pool:
+        m = RemoteTbMirror(pool.head, str(remote_dir), tmp_path / "local", container=False)
+        first = await m.sync()
+        assert first > 0
+        reader = ScalarReader(tmp_path / "local")
+        reader.update()
+        assert [r["step"] for r in reader.rows()] == list(range(1, 11))
+        for step in range(11, 14):
+            w.add_scalars(step, {"critic/rewards/mean": step / 10})
+        w.flush()
+        second = await m.sync()
+        assert 0 < second < first
+        assert await m.sync() == 0
+    w.close()
+    reader.update()
+    assert reader.rows()[-1] == {"step": 13, "metrics": {"critic/rewards/mean": pytest.approx(1.3)}}
+    for f in remote_dir.rglob("*tfevents*"):
+        assert (tmp_path / "local" / f.relative_to(remote_dir)).read_bytes() == f.read_bytes()
