@@ -72,7 +72,6 @@ def variant(src: Path, dst: Path, edit: Any) -> Path:
 def test_the_whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     P = ["--profile", str(chain_sim)]
     prof = load_profile(chain_sim)
-    shared = Path(prof.paths.verl).parent
 
     # -- containers
     rc, out, _ = run(["containers", *P, "--yes"], capsys)

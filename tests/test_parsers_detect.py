@@ -6,7 +6,6 @@ new sample cannot be added without being parsed."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import stat
@@ -15,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tui.core.parsers.detect import (
@@ -29,29 +28,8 @@ from tui.core.parsers.gmi import parse_gmi_json, parse_gmi_plain, parse_gmi_proc
 from tui.core.parsers.nvsmi import NVSMI_APPS_ARGS, NVSMI_QUERY_ARGS, parse_nvsmi_csv
 from tui.core.parsers.raystatus import parse_ray_job_list, parse_ray_job_status, parse_ray_status
 from tui.core.state import GpuReport
+from tests.samples import FUZZ, read_sample, samples_dir
 
-
-def samples_dir() -> Path:
-    """$RLCONSOLE_SAMPLES or <repo>/../shared/samples; missing: fail under CI, else skip."""
-    env = os.environ.get("RLCONSOLE_SAMPLES")
-    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "samples"
-    if not path.is_dir():
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"samples directory {path} is missing (set RLCONSOLE_SAMPLES)")
-        pytest.skip(f"samples directory {path} is missing")
-    return path
-
-
-def read_sample(rel: str, *, strip_source: bool = True) -> str:
-    text = (samples_dir() / rel).read_text(encoding="utf-8")
-    if strip_source:
-        first, _, rest = text.partition("\n")
-        if re.match(r"^\s*(#|//)", first):
-            return rest
-    return text
-
-
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 S5000 = "mthreads-gmi/01_gmi_plain_S5000x8_gmi2.4.1_drv5.1.0-server.txt"
 S80 = "mthreads-gmi/04_gmi_plain_S80_with_processes_gmi1.9.0_drv2.7.0.txt"

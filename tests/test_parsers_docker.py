@@ -5,41 +5,19 @@ JSON, ANSI colour, full `docker inspect` arrays."""
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tui.core.parsers.docker import container_from_ps, parse_docker_inspect, parse_docker_ps_json
 from tui.core.state import ContainerState
-
-
-def samples_dir() -> Path:
-    """$RLCONSOLE_SAMPLES or <repo>/../shared/samples; missing: fail under CI, else skip."""
-    env = os.environ.get("RLCONSOLE_SAMPLES")
-    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "samples"
-    if not path.is_dir():
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"samples directory {path} is missing (set RLCONSOLE_SAMPLES)")
-        pytest.skip(f"samples directory {path} is missing")
-    return path
-
-
-def read_sample(rel: str, *, strip_source: bool = True) -> str:
-    text = (samples_dir() / rel).read_text(encoding="utf-8")
-    if strip_source:
-        first, _, rest = text.partition("\n")
-        if re.match(r"^\s*(#|//)", first):
-            return rest
-    return text
+from tests.samples import FUZZ, read_sample, samples_dir
 
 
 INSPECT = "docker/01_docker_inspect_State_samples_REAL.json.txt"
 PS = "docker/02_docker_ps_format_json_REAL.txt"
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 STATUSES = {
     "created", "running", "paused", "restarting", "removing", "exited", "dead",
     "absent", "unknown", "unavailable",

@@ -5,47 +5,22 @@ exit 0, N/A values, missing fields, 16 cards."""
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tui.core.parsers.ansi import parse_mib, parse_number, strip_ansi
 from tui.core.parsers.gmi import attach_processes, parse_gmi_json, parse_gmi_plain, parse_gmi_processes
 from tui.core.state import GpuReport
-
-
-def samples_dir() -> Path:
-    """$RLCONSOLE_SAMPLES or <repo>/../shared/samples; missing: fail under CI, else skip."""
-    env = os.environ.get("RLCONSOLE_SAMPLES")
-    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "samples"
-    if not path.is_dir():
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"samples directory {path} is missing (set RLCONSOLE_SAMPLES)")
-        pytest.skip(f"samples directory {path} is missing")
-    return path
-
-
-def read_sample(rel: str, *, strip_source: bool = True) -> str:
-    """A sample's text; its first line names its source (# SOURCE / // SOURCE) and is
-    dropped unless strip_source is False (the parsers must survive it too)."""
-    text = (samples_dir() / rel).read_text(encoding="utf-8")
-    if strip_source:
-        first, _, rest = text.partition("\n")
-        if re.match(r"^\s*(#|//)", first):
-            return rest
-    return text
+from tests.samples import FUZZ, read_sample, samples_dir
 
 
 S5000 = "mthreads-gmi/01_gmi_plain_S5000x8_gmi2.4.1_drv5.1.0-server.txt"
 S80 = "mthreads-gmi/04_gmi_plain_S80_with_processes_gmi1.9.0_drv2.7.0.txt"
 JSON_EXCERPT = "mthreads-gmi/09_gmi_query_json_S5000_EXCERPT_2of8.json"
 MUSATOP = "mthreads-gmi/11_musatop_fixture_gmi_x10000_process_REAL_FORMAT.txt"
-
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # --------------------------------------------------------------------- plain, S5000

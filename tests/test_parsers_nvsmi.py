@@ -4,12 +4,10 @@ ANSI colour, 16 cards and errors on stdout."""
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tui.core.parsers.nvsmi import (
@@ -20,31 +18,11 @@ from tui.core.parsers.nvsmi import (
     parse_nvsmi_csv,
 )
 from tui.core.state import GpuReport
-
-
-def samples_dir() -> Path:
-    """$RLCONSOLE_SAMPLES or <repo>/../shared/samples; missing: fail under CI, else skip."""
-    env = os.environ.get("RLCONSOLE_SAMPLES")
-    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "samples"
-    if not path.is_dir():
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"samples directory {path} is missing (set RLCONSOLE_SAMPLES)")
-        pytest.skip(f"samples directory {path} is missing")
-    return path
-
-
-def read_sample(rel: str, *, strip_source: bool = True) -> str:
-    text = (samples_dir() / rel).read_text(encoding="utf-8")
-    if strip_source:
-        first, _, rest = text.partition("\n")
-        if re.match(r"^\s*(#|//)", first):
-            return rest
-    return text
+from tests.samples import FUZZ, read_sample, samples_dir
 
 
 H200 = "nvidia-smi/01_query_gpu_csv_header_units_and_compute_apps_8xH200_REAL.txt"
 VARIANTS = "nvidia-smi/03_noheader_nounits_NA_and_NotSupported_variants_REAL.txt"
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 UUIDS = [
     "GPU-a44622e3-2296-6285-0a86-84d0f6c67900",

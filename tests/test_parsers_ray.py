@@ -5,12 +5,10 @@ Idle/failures/verbose layouts from Ray's own formatter, errors, cut-off output, 
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tui.core.parsers.raystatus import (
@@ -20,32 +18,12 @@ from tui.core.parsers.raystatus import (
     parse_ray_status,
 )
 from tui.core.state import RayJobState, RayState
-
-
-def samples_dir() -> Path:
-    """$RLCONSOLE_SAMPLES or <repo>/../shared/samples; missing: fail under CI, else skip."""
-    env = os.environ.get("RLCONSOLE_SAMPLES")
-    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "samples"
-    if not path.is_dir():
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"samples directory {path} is missing (set RLCONSOLE_SAMPLES)")
-        pytest.skip(f"samples directory {path} is missing")
-    return path
-
-
-def read_sample(rel: str, *, strip_source: bool = True) -> str:
-    text = (samples_dir() / rel).read_text(encoding="utf-8")
-    if strip_source:
-        first, _, rest = text.partition("\n")
-        if re.match(r"^\s*(#|//)", first):
-            return rest
-    return text
+from tests.samples import FUZZ, read_sample, samples_dir
 
 
 ACTIVE_4x8 = "ray/01_ray_status_4node_32GPU_Active_format.txt"
 TOTAL_2x8 = "ray/02_ray_status_2node_16GPU_TotalUsage_TotalConstraints_newer.txt"
 JOB_CLI = "ray/05_ray_job_cli_outputs.txt"
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def job_cli_sources() -> dict[str, str]:

@@ -5,7 +5,6 @@ and real Ray started on the sim nodes by hand."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 import pytest

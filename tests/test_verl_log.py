@@ -19,17 +19,7 @@ from tui.core.verl_log import (
     parse_value,
     strip_ansi,
 )
-
-
-def samples_dir() -> Path:
-    """$RLCONSOLE_SAMPLES or <repo>/../shared/samples; missing: fail under CI, else skip."""
-    env = os.environ.get("RLCONSOLE_SAMPLES")
-    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "samples"
-    if not path.is_dir():
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"samples directory {path} is missing (set RLCONSOLE_SAMPLES)")
-        pytest.skip(f"samples directory {path} is missing")
-    return path
+from tests.samples import samples_dir
 
 
 def verl_samples() -> list[Path]:
