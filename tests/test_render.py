@@ -131,7 +131,7 @@ def test_render_cli_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     (True, "True"), (False, "False"), (None, "null"), (8, "8"), (0.6, "0.6"),
     (1e-6, "1e-06"), ("1e-6", '"1e-6"'), ("8", '"8"'), ("error", "error"), (["console", "tensorboard"], '["console","tensorboard"]'),
     ("a b", '"a b"'), ("${data.max_prompt_length}", "${data.max_prompt_length}"),
-    ("null", '"null"'), ({}, "{}"),
+    ("null", '"null"'), ({}, "{}"), ("~/x", '"~/x"'), ("a~b", '"a~b"'),
 ])
 def test_hydra_values(value: object, expected: str) -> None:
     assert hydra_value(value) == expected

@@ -74,11 +74,15 @@ class Tmux:
         pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}; screen was:\n{text}")
 
     def kill(self) -> None:
+        """Stop this test's server and remove its socket file (tmux leaves it behind when
+        the server exits on its own, as it does once the console quits)."""
         self.run("kill-server", check=False)
+        sock = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / self.socket
+        sock.unlink(missing_ok=True)
 
 
 @pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
+def tmux() -> Iterator[Tmux]:
     t = Tmux(require_tmux())
     yield t
     t.kill()

@@ -20,7 +20,7 @@ from typing import Any
 from .profile import Override, Profile
 
 # Characters Hydra accepts in an unquoted value without changing its meaning.
-_BARE_RE = re.compile(r"^[A-Za-z0-9_\-+./:@%*?~]+$")
+_BARE_RE = re.compile(r"^[A-Za-z0-9_\-+./:@%*?]+$")
 _INTERP_RE = re.compile(r"^\$\{[^{}'\"\\\s]+\}$")
 # Bare words Hydra would read as something other than the string the user wrote.
 _RESERVED = {"null", "true", "false", "nan", "inf", "-inf", "+inf", "+nan", "-nan"}
