@@ -134,9 +134,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--profile", "-P", metavar="P",
+    # SUPPRESS: an option given before the subcommand must not be reset by the
+    # subcommand's own default (`rlconsole --profile P status` == `status --profile P`).
+    common.add_argument("--profile", "-P", metavar="P", default=argparse.SUPPRESS,
                         help="profile path or name (./profiles, user config dir, packaged)")
-    common.add_argument("--verbose", "-v", action="store_true",
+    common.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                         help="mirror the debug log on stderr")
 
     p = _Parser(prog="rlconsole", parents=[common],
