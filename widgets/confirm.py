@@ -20,7 +20,7 @@ class ConfirmationModal(ModalScreen[bool]):
     """Dismisses with True (confirm) or False (cancel, Escape, n)."""
 
     DEFAULT_CSS = """
-    ConfirmationModal { align: center middle; }
+    ConfirmationModal { align: center middle; background: $background; }
     ConfirmationModal > Vertical {
         width: 72; max-width: 95%; height: auto; padding: 1 2;
         border: thick $error 60%; background: $panel;

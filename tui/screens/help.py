@@ -23,7 +23,7 @@ def help_markup() -> str:
 
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
+    HelpScreen { align: center middle; background: $background; }
     HelpScreen > VerticalScroll {
         width: 96; max-width: 100%; height: auto; max-height: 90%;
         border: round $primary; background: $panel; padding: 0 1;

@@ -19,9 +19,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
+from widgets.key_bar import KeyBar
 from widgets.action_panel import ActionPanel
 from widgets.alerts_bar import AlertsBar
 from widgets.confirm import ConfirmationModal
@@ -80,7 +81,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="bottom"):
             yield LogPane(id="log")
             yield ActionPanel(id="action")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one(LogPane).spool_search = self.backend.log_search
