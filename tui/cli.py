@@ -108,6 +108,12 @@ def cmd_sim(args: argparse.Namespace) -> int:
         path = cluster.sim_up(args.nodes, args.gpus, replay_gpu=args.replay_gpu)
         print(path)
         return 0
+    if args.sim_cmd in ("stop-node", "start-node"):
+        if not args.node:
+            raise UsageError(f"sim {args.sim_cmd} needs a node name (e.g. node2)")
+        cluster.sim_node(args.sim_cmd.split("-")[0], args.node)
+        print(f"{args.node}: SSH server {'stopped' if args.sim_cmd == 'stop-node' else 'started'}")
+        return 0
     if args.sim_cmd == "down":
         stopped = cluster.sim_down()
         print("simulated cluster stopped" if stopped else "no simulated cluster was running")
@@ -193,7 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--csv", action="store_true")
 
     sp = add("sim", cmd_sim, "the simulated cluster in the background")
-    sp.add_argument("sim_cmd", choices=["up", "down", "status"])
+    sp.add_argument("sim_cmd", choices=["up", "down", "status", "stop-node", "start-node"],
+                    help="stop-node/start-node NAME: take one node's SSH server down or back up")
+    sp.add_argument("node", nargs="?", help="for stop-node/start-node")
     sp.add_argument("--nodes", type=int, default=4)
     sp.add_argument("--gpus", type=int, default=8)
     sp.add_argument("--replay-gpu", metavar="FILE", help="every node's card tool prints FILE")
