@@ -48,8 +48,21 @@ async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -
         async for ev in model(profile, remote):
             yield ev
     elif name == "convert":
-        from .model import convert
+        from .model import convert, hf_missing, list_dir, model
 
+        # Converting needs the HF model (seed 5.1 before 5.2): when it is missing and the
+        # profile says how to get it, fetch it first, so `c` alone does the whole step.
+        if profile.model.download and remote.reachable(profile.head.name)[0] and hf_missing(
+                await list_dir(remote, profile.head.name, profile.paths.hf_model)):
+            yield ActionEvent("convert", "step", "the HF model is missing: downloading it first (as `model` does)")
+            async for ev in model(profile, remote):
+                if ev.kind == "fail":
+                    yield ActionEvent("convert", "fail", f"model download failed: {ev.message}", node=ev.node)
+                    return
+                if ev.kind in ("start", "done", "skip"):
+                    yield ActionEvent("convert", "step", ev.message, node=ev.node)
+                else:
+                    yield ev
         async for ev in convert(profile, remote, force=bool(opts.get("force"))):
             yield ev
     elif name == "setup-ray":
