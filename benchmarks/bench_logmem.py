@@ -36,6 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.mdsection import write_section  # noqa: E402
 
 NAME = "logmem"
 MB = 1024 * 1024
@@ -259,22 +260,6 @@ def run(size_mb: int, naive_mb: int) -> str:
     ]
     return "\n".join(rows + notes)
 
-
-def write_section(name: str, body: str, path: Path = ROOT / "BENCHMARKS.md") -> None:
-    """Replace (or append) the `<!-- bench:name -->` section; keep everything else.
-
-    Read-modify-write right before writing: other benchmarks own the other sections.
-    """
-    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    block = f"{start}\n{body.rstrip()}\n{end}"
-    if start in text and end in text and text.index(start) < text.index(end):
-        a = text.index(start)
-        b = text.index(end) + len(end)
-        text = text[:a] + block + text[b:]
-    else:
-        text = text.rstrip() + f"\n\n## Log memory over a 1 GB log\n{block}\n"
-    path.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

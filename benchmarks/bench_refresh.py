@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import platform
-import re
 import shlex
 import statistics
 import subprocess
@@ -38,6 +37,7 @@ from tui.core.probes import container_probe_command, probe_node, probe_ray  # no
 from tui.core.profile import Profile, load_profile  # noqa: E402
 from tui.core.sim.cluster import sim_down, sim_up  # noqa: E402
 from tui.core.ssh import SessionPool  # noqa: E402
+from benchmarks.mdsection import write_section  # noqa: E402
 
 BEGIN, END = "<!-- bench:refresh -->", "<!-- /bench:refresh -->"
 
@@ -175,16 +175,6 @@ def table(res: dict[str, list[float]], p: Profile, rounds: int, n_cmds: int) -> 
     return "\n".join(lines)
 
 
-def write_section(md: Path, body: str) -> None:
-    text = md.read_text() if md.exists() else "# Benchmarks\n"
-    block = f"{BEGIN}\n{body}\n{END}"
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + ("\n\n## One full telemetry refresh of the 4-node sim: persistent SSH vs "
-                                    f"`ssh` per command\n{block}\n")
-    md.write_text(text)
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -204,7 +194,7 @@ def main() -> int:
             sim_down(state_dir=state)
     print(body)
     if args.write:
-        write_section(ROOT / "BENCHMARKS.md", body)
+        write_section("refresh", body)
         print(f"\nwrote {ROOT / 'BENCHMARKS.md'}")
     return 0
 

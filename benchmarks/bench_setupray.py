@@ -36,6 +36,7 @@ from tui.core.actions.remote import PoolRemote  # noqa: E402
 from tui.core.profile import Profile, load_profile  # noqa: E402
 from tui.core.sim.cluster import sim_down, sim_up  # noqa: E402
 from tui.core.ssh import SessionPool, wrap_command  # noqa: E402
+from benchmarks.mdsection import write_section  # noqa: E402
 
 BEGIN, END = "<!-- bench:setupray -->", "<!-- /bench:setupray -->"
 
@@ -126,15 +127,9 @@ def main() -> int:
     ])
     print(body)
     if args.write:
-        write_section(ROOT / "BENCHMARKS.md", body)
+        write_section("setupray", body)
     return 0
 
-
-def write_section(md: Path, body: str) -> None:
-    """Replace only this script's section of BENCHMARKS.md."""
-    text = md.read_text()
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    md.write_text(text[:start] + "\n" + body + "\n" + text[end:])
 
 
 def _ray_version() -> str:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.mdsection import write_section  # noqa: E402
 
 from tui.core.tbreader import ScalarReader  # noqa: E402
 from tui.core.tbwrite import ScalarWriter  # noqa: E402
@@ -172,20 +173,6 @@ def run(steps: int, n_tags: int, repeat: int) -> str:
     ]
     return "\n".join(out)
 
-
-def write_section(name: str, body: str, heading: str,
-                  path: Path = ROOT / "BENCHMARKS.md") -> None:
-    """Replace the text between `<!-- bench:name -->` markers, keeping everything else
-    (headings and other sections belong to the file); append a new section if absent."""
-    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if start in text and end in text:
-        a = text.index(start) + len(start)
-        b = text.index(end)
-        text = text[:a] + "\n" + body + "\n" + text[b:]
-    else:
-        text = text.rstrip("\n") + f"\n\n## {heading}\n{start}\n{body}\n{end}\n"
-    path.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
