@@ -167,7 +167,7 @@ def main() -> None:
         rows.append((nodes, gpus, r))
         print(nodes, gpus, r, file=sys.stderr)
     lines = [
-        "## TUI: first frame and keypress latency", "",
+        "",
         f"Headless (`App.run_test`, 160x50) on the StaticBackend pumped with ~10k log lines/s and a new "
         f"ClusterState at 2 Hz; {a.presses} presses of `f`, latency = key posted to the first repaint after "
         f"its handler. Python {platform.python_version()}, {__import__('os').cpu_count()} CPUs, "
