@@ -28,9 +28,18 @@ def _client(url: str) -> Any:
     return JobSubmissionClient(url)
 
 
+_clients: dict[str, Any] = {}
+
+
 async def job_client(remote: Remote) -> Any:
+    """A JobSubmissionClient for the head's dashboard (through the SSH forward). Cached
+    per URL: creating one costs an HTTP round trip, and the console asks every refresh.
+    A reconnect gets a new forwarded port, hence a new URL and a new client."""
     url = await remote.dashboard_url()  # type: ignore[attr-defined]
-    return await asyncio.to_thread(_client, url)
+    client = _clients.get(url)
+    if client is None:
+        client = _clients[url] = await asyncio.to_thread(_client, url)
+    return client
 
 
 async def list_jobs(client: Any) -> list[dict[str, Any]]:
