@@ -13,6 +13,7 @@ tmux and run this for real.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -103,7 +104,14 @@ def test_console_under_tmux_shows_grid_help_and_quits(tmux: Tmux, tmp_path: Path
     # The pane runs a shell: record the console's exit status, then end (which ends tmux).
     # COLUMNS/LINES, if pytest's environment has them, would override the pane's real
     # size (shutil.get_terminal_size reads them first).
-    cmd = (f"env -u COLUMNS -u LINES {exports} {sys.executable} -m tui.cli --profile {PROFILE}; "
+    # The seed's run with loopback addresses: even if the static backend were not taken,
+    # nothing could reach for the real cluster's addresses.
+    profile = tmp_path / "seed-on-loopback.yaml"
+    seen: dict[str, str] = {}
+    profile.write_text(re.sub(r"\b10\.10\.\d+\.\d+\b",
+                              lambda m: seen.setdefault(m.group(0), f"127.0.0.{len(seen) + 2}"),
+                              PROFILE.read_text()))
+    cmd = (f"env -u COLUMNS -u LINES {exports} {sys.executable} -m tui.cli --profile {profile}; "
            f"echo $? > {done}")
     tmux.run("new-session", "-d", "-s", "main", "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(ROOT), cmd)
 

@@ -122,17 +122,17 @@ JOB_ID = "raysubmit_8Hk2xQ4vTnB1"
 
 def demo_profile(nodes: int = 4, gpus: int = 8) -> Profile:
     """The packaged seed profile (4 x 8), reshaped to `nodes` x `gpus` for benchmarks.
-    Using the real profile keeps names, ranges and paths honest in screenshots."""
+    Using the real profile keeps names, ranges and paths honest in screenshots; the
+    addresses are loopback ones, as the simulated cluster's are, so that demo data can
+    never lead anything to the real cluster's addresses."""
     from .core.profile import load_profile, packaged_profiles_dir
 
     prof = load_profile(packaged_profiles_dir() / "qwen3-8b-grpo-32gpu.yaml")
-    if nodes == len(prof.nodes) and all(n.gpus == gpus for n in prof.nodes):
-        return prof
     new: list[Node] = []
     for i in range(nodes):
         base = prof.nodes[i] if i < len(prof.nodes) else None
         name = base.name if base else f"node{200 + i}"
-        addr = base.address if base else f"10.10.143.{(i % 250) + 1}"
+        addr = f"127.0.{(i + 2) // 250}.{(i + 2) % 250}"
         new.append(Node(name=name, address=addr, gpus=gpus, role="head" if i == 0 else "worker",
                         ssh=SshEndpoint(host=addr)))
     return replace(prof, nodes=new)
@@ -210,7 +210,7 @@ def demo_log(step: int = 812, count: int = 40) -> list[str]:
                    f"actor/entropy:{0.41 - s * 1e-5:.4f} - critic/score/mean:{r:.4f} - "
                    f"response_length/mean:{4800 + (s * 37) % 700:.1f} - perf/mfu/actor:{0.31:.4f} - "
                    f"perf/throughput:{92.0 + (s % 7):.2f} - timing_s/step:{1032.0 + (s % 11) * 3:.1f}")
-        out.append(f"(WorkerDict pid=5{s % 10}77, ip=10.10.134.71) [rollout] sglang: generated 512 "
+        out.append(f"(WorkerDict pid=5{s % 10}77, ip=127.0.0.3) [rollout] sglang: generated 512 "
                    f"sequences, max len {15000 + (s * 91) % 1300}")
         out.append(f"Training Progress:  {100 * s // 2710}%|###       | {s}/2710 [{s // 4}:00:00<452:00:00]")
     return out
