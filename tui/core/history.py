@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +64,3 @@ def last_run(profile_name: str) -> RunRecord | None:
     rs = runs(profile_name)
     return rs[-1] if rs else None
 
-
-def now() -> float:
-    return time.time()

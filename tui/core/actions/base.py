@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shlex
 from dataclasses import dataclass
 from typing import AsyncIterator, Awaitable, Callable, Protocol, Sequence
 
@@ -61,15 +60,6 @@ class StreamHandle(Protocol):
     rc: int | None
 
     def __aiter__(self) -> AsyncIterator[str]: ...
-
-
-def as_command(cmd: Command) -> str:
-    return cmd if isinstance(cmd, str) else shlex.join(list(cmd))
-
-
-def with_env(env: dict[str, str], argv: Sequence[str]) -> list[str]:
-    """Prefix argv with `env K=V ...`: values travel as data, not as shell text."""
-    return ["env", *[f"{k}={v}" for k, v in env.items()], *argv] if env else list(argv)
 
 
 def docker_argv(profile: Profile, *args: str) -> list[str]:

@@ -165,8 +165,3 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
                           data={"job_id": job_id, "leftovers": left})
         return
     yield ActionEvent("stop", "done", f"{job_id} {status}; every card is free", data={"job_id": job_id})
-
-
-async def wait_running(remote: Remote, job_id: str, timeout: float = 60) -> str:
-    client = await job_client(remote)
-    return await _wait_status(client, job_id, {"RUNNING", "FAILED", "STOPPED", "SUCCEEDED"}, timeout)

@@ -92,10 +92,8 @@ async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -
     elif name == "stop":
         from .jobs import stop_job
 
-        final: ActionEvent | None = None
         async for ev in stop_job(profile, remote, job_id=opts.get("job_id")):
             if ev.node is None and ev.kind in ("done", "skip", "fail"):
-                final = ev
                 if opts.get("cluster"):
                     # the job's verdict is not the last word when the cluster goes too
                     yield ActionEvent(ev.action, "warn" if ev.kind == "fail" else "step", ev.message)
@@ -106,7 +104,6 @@ async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -
 
             async for ev in stop_cluster(profile, remote):
                 yield ev
-        del final
     elif name == "check":
         from ..checks import run_checks
 
