@@ -14,18 +14,25 @@ import sys
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
+SECRET_NAME = r"[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY)[A-Z0-9_]*"
 _SECRET_PATTERNS = [
-    # NAME=value / NAME: value where NAME looks like a credential
-    re.compile(r"(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY)[A-Z0-9_]*)"
-               r"(\s*[=:]\s*|\"\s*:\s*\")([^\s\"',}]+)"),
+    # NAME=value, NAME: value, "NAME": "value", NAME='quoted value', where NAME looks like a credential
+    re.compile(rf"(?i)\b({SECRET_NAME})(\s*[=:]\s*|\"\s*:\s*\")('[^']*'|\"[^\"]*\"|[^\s\"',}}]+)"),
     re.compile(r"(?i)(authorization:\s*(?:bearer|basic)\s+)(\S+)"),
     re.compile(r"(?i)(--(?:password|token|secret)[= ])(\S+)"),
 ]
 _PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S)
 
 
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is a credential."""
+    return re.fullmatch(SECRET_NAME, name, re.IGNORECASE) is not None
+
+
 def mask_secrets(text: str) -> str:
-    """Replace credential values with `***`, keeping the names so the log stays useful."""
+    """Replace credential values with `***`, keeping the names so the log stays useful.
+    The one masking rule for everything rlconsole writes: the log filter and the SSH
+    layer's audit lines both use it."""
     text = _PEM.sub("-----PRIVATE KEY (masked)-----", text)
     for pat in _SECRET_PATTERNS:
         if pat.groups == 3:

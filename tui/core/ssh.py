@@ -37,6 +37,7 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
 import asyncssh
 
+from .debuglog import is_secret_name, mask_secrets
 from .errors import RlconsoleError
 from .profile import Container, Node, Profile, SshSettings
 
@@ -120,20 +121,6 @@ def _short(cmd: str, limit: int = 120) -> str:
 
 
 # --------------------------------------------------------------------------- helpers
-
-_SECRET_NAME = r"[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|KEY)[A-Za-z0-9_]*"
-_SECRET_RE = re.compile(rf"(?i)(\b{_SECRET_NAME}=)('[^']*'|\"[^\"]*\"|\S+)")
-
-
-def mask_secrets(text: str) -> str:
-    """Hide the values of `NAME=value` pairs whose NAME looks like a secret, so the
-    audit log can be kept and shared."""
-    return _SECRET_RE.sub(lambda m: m.group(1) + "***", text)
-
-
-def _is_secret(name: str) -> bool:
-    return re.fullmatch(_SECRET_NAME, name, re.IGNORECASE) is not None
-
 
 def wrap_command(
     cmd: str | Sequence[str],
@@ -477,7 +464,7 @@ class NodeSession:
             shown = mask_secrets(command)
             if env:
                 for k, v in env.items():
-                    if _is_secret(k) and v:
+                    if is_secret_name(k) and v:
                         shown = shown.replace(v, "***")
             log.info("%s $ %s", self.name, shown)
 
