@@ -29,7 +29,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import shlex
 import time
 from dataclasses import dataclass
