@@ -56,31 +56,11 @@ def spool_dir() -> Path:
     return d
 
 
-async def _binary_stream(sess: Any, command: str, container: bool):  # -> AsyncIterator[bytes]
-    """Raw bytes of a remote command's stdout (the SSH layer's line streams decode and
-    strip line ends, which would make byte offsets drift)."""
-    conn = await sess._require_conn()
-    wrapped = sess.wrap(command, container)
-    proc = await conn.create_process(wrapped, encoding=None)
-    try:
-        proc.stdin.write_eof()
-        while True:
-            chunk = await proc.stdout.read(65536)
-            if not chunk:
-                break
-            yield chunk
-    finally:
-        with contextlib.suppress(Exception):
-            proc.send_signal("TERM")
-        with contextlib.suppress(Exception):
-            proc.close()
-
-
 async def read_remote_bytes(sess: Any, path: str, offset: int, container: bool, limit: int = 64 << 20) -> bytes:
     """Bytes of a remote file from `offset` (at most `limit`)."""
     cmd = f"tail -c +{int(offset) + 1} -- {shlex.quote(path)} 2>/dev/null | head -c {int(limit)}"
     buf = bytearray()
-    async for chunk in _binary_stream(sess, cmd, container):
+    async for chunk in sess.stream_bytes(cmd, container):
         buf += chunk
     return bytes(buf)
 
@@ -177,7 +157,7 @@ class JobWatcher:
                 flag = "" if once else "-F "
                 cmd = f"tail -c +{self.spool.size + 1} {flag}-- {shlex.quote(path)}"
                 self.connected_log = True
-                async for chunk in _binary_stream(sess, cmd, self.container):
+                async for chunk in sess.stream_bytes(cmd, self.container):
                     self._consume(self.spool.append(chunk))
                     backoff = 0.5
                 if once:

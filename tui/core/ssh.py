@@ -50,7 +50,7 @@ __all__ = [
     "Result",
     "SessionPool",
     "SshError",
-    "mask_secrets",
+    "StreamStatus",
     "wrap_command",
 ]
 
@@ -78,6 +78,14 @@ class Result:
         if self.stdout and self.stderr and not self.stdout.endswith("\n"):
             return self.stdout + "\n" + self.stderr
         return self.stdout + self.stderr
+
+
+@dataclass
+class StreamStatus:
+    """How a streamed command ended: filled in when its stream has been read to the end."""
+
+    rc: int | None = None
+    signal: str | None = None
 
 
 class SshError(RlconsoleError):
@@ -538,20 +546,39 @@ class NodeSession:
         env: dict[str, str] | None = None,
         merge_stderr: bool = True,
         check: bool = False,
+        status: StreamStatus | None = None,
     ) -> AsyncIterator[str]:
         """Yield a long command's output line by line (without the newline).
 
         Use it with `contextlib.aclosing` (or `async for` to the end): leaving the
         loop ends the command on the node. stderr is merged into the lines unless
         `merge_stderr=False` (then it is discarded). Raises NodeDown if the connection
-        drops, CommandFailed at the end if `check` and the exit code is not 0."""
+        drops, CommandFailed at the end if `check` and the exit code is not 0. `status`,
+        when given, holds the exit code once the loop has ended."""
+        async for line in self._stream(cmd, container, env, merge_stderr, check, status, binary=False):
+            yield line
+
+    async def stream_bytes(
+        self,
+        cmd: str | Sequence[str],
+        container: bool = False,
+        status: StreamStatus | None = None,
+    ) -> AsyncIterator[bytes]:
+        """Yield a command's stdout as raw chunks: for byte-exact copies (a log followed
+        by offset), where decoding and line splitting would make offsets drift."""
+        async for chunk in self._stream(cmd, container, None, False, False, status, binary=True):
+            yield chunk
+
+    async def _stream(self, cmd: str | Sequence[str], container: bool, env: dict[str, str] | None,
+                      merge_stderr: bool, check: bool, status: StreamStatus | None,
+                      binary: bool) -> AsyncIterator[Any]:
         command = self.wrap(cmd, container, env)
         conn = await self._require_conn()
         self._audit(command, env)
         async with self._sem:
             try:
                 proc = await conn.create_process(
-                    command, encoding="utf-8", errors="replace",
+                    command, encoding=None if binary else "utf-8", errors="replace",
                     stderr=asyncssh.STDOUT if merge_stderr else asyncssh.DEVNULL)
             except (asyncssh.ChannelOpenError, asyncssh.DisconnectError, OSError) as exc:
                 raise NodeDown(self.name, self.reason or f"cannot open a channel: {exc}") from None
@@ -559,10 +586,10 @@ class NodeSession:
             try:
                 proc.stdin.write_eof()
                 while True:
-                    line = await proc.stdout.readline()
-                    if not line:
+                    chunk = await (proc.stdout.read(65536) if binary else proc.stdout.readline())
+                    if not chunk:
                         break
-                    yield line.rstrip("\r\n")
+                    yield chunk if binary else chunk.rstrip("\r\n")
                 await proc.wait_closed()
                 finished = True
             finally:
@@ -570,6 +597,9 @@ class NodeSession:
                     self._end(proc)
             if proc.exit_status is None and proc.exit_signal is None:
                 raise NodeDown(self.name, self._lost_reason or self.reason or "connection lost during a command")
+            if status is not None:
+                status.rc = proc.exit_status if proc.exit_status is not None else -1
+                status.signal = proc.exit_signal[0] if proc.exit_signal else None
             if check and proc.exit_status != 0:
                 raise CommandFailed(self.name, command, Result(proc.exit_status or -1, "", ""))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import AsyncIterator
 
 from ..profile import Profile
-from ..ssh import CommandTimeout, NodeDown, SessionPool, SshError
+from ..ssh import CommandTimeout, NodeDown, SessionPool, SshError, StreamStatus
 from .base import CmdResult, Command
 
 
@@ -20,28 +20,14 @@ class PoolStream:
         self.rc: int | None = None
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        sess = self._pool.session(self._node)
-        # The exit code is not part of the SSH layer's line stream: ask the shell to
-        # print it as a last marker line.
-        text = self._cmd if isinstance(self._cmd, str) else None
-        from shlex import join
-
-        inner = text if text is not None else join(list(self._cmd))
-        wrapped = f"{inner}; echo \"@@rc=$?\""
+        st = StreamStatus()
         try:
-            async for line in sess.stream(["sh", "-c", wrapped], container=self._container):
-                if line.startswith("@@rc="):
-                    try:
-                        self.rc = int(line[5:])
-                    except ValueError:
-                        self.rc = -1
-                    continue
+            async for line in self._pool.session(self._node).stream(self._cmd, container=self._container, status=st):
                 yield line
         except NodeDown as e:
-            self.rc = 255
+            st.rc = 255
             yield f"[{self._node} went down: {e}]"
-        if self.rc is None:
-            self.rc = -1
+        self.rc = st.rc if st.rc is not None else -1
 
 
 class PoolRemote:
