@@ -133,7 +133,7 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     from .actions.remote import PoolRemote
     from .jobwatch import JobWatcher, find_job
 
-    found = await find_job(profile, PoolRemote(pool, profile))
+    found = await find_job(profile, PoolRemote(pool, profile), st.ray.jobs if st.ray.source == "api" else None)
     if found is None:
         return
     job_id, status = found
