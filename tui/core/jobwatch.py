@@ -18,14 +18,14 @@ import logging
 import os
 import shlex
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from .alerts import Alert
 from .history import last_run, runs
 from .profile import Profile
-from .state import JobState
+from .state import JobState, RayJobState
 
 log = logging.getLogger("rlconsole.jobwatch")
 
@@ -65,6 +65,29 @@ async def read_remote_bytes(sess: Any, path: str, offset: int, container: bool, 
     return bytes(buf)
 
 
+# One round trip per refresh: the event files' sizes (when they are mirrored) and the
+# last checkpoint step. `stat -c` works with GNU and busybox alike.
+SCAN_SCRIPT = ('if [ -n "$1" ] && cd "$1" 2>/dev/null; then '
+               'find . -name "*tfevents*" -type f -exec stat -c "%s %n" {} +; fi; '
+               'echo "@@ckpt=$(cat "$2" 2>/dev/null)"')
+
+
+def parse_scan(stdout: str) -> tuple[dict[str, int], int | None]:
+    """SCAN_SCRIPT's output -> ({relative event file: size}, last checkpoint step)."""
+    sizes: dict[str, int] = {}
+    ckpt: int | None = None
+    for line in stdout.splitlines():
+        if line.startswith("@@ckpt="):
+            v = line[7:].strip()
+            ckpt = int(v) if v.isdigit() else None
+            continue
+        size, _, name = line.strip().partition(" ")
+        name = name[2:] if name.startswith("./") else name
+        if size.isdigit() and name and ".." not in name.split("/"):
+            sizes[name] = int(size)
+    return sizes, ckpt
+
+
 @dataclass
 class RemoteTbMirror:
     """Keeps a local, append-only copy of the run's event files, fetching only the bytes
@@ -74,25 +97,28 @@ class RemoteTbMirror:
     remote_dir: str
     local_dir: Path
     container: bool
-    sizes: dict[str, int] = field(default_factory=dict)
 
-    async def sync(self) -> int:
-        r = await self.sess.run(["sh", "-c", 'cd "$1" 2>/dev/null && find . -name "*tfevents*" -type f', "sh",
-                                 self.remote_dir], container=self.container, timeout=30)
+    async def fetch(self, sizes: dict[str, int]) -> int:
+        """Fetch what each file gained beyond the local copy; files that did not grow
+        cost nothing (between steps of a real run, that is most refreshes)."""
         got = 0
-        for rel in (ln.strip() for ln in r.stdout.splitlines() if ln.strip()):
-            rel = rel[2:] if rel.startswith("./") else rel
-            if ".." in rel.split("/"):
-                continue
+        for rel, size in sizes.items():
             local = self.local_dir / rel
-            local.parent.mkdir(parents=True, exist_ok=True)
             have = local.stat().st_size if local.exists() else 0
+            if size <= have:
+                continue
+            local.parent.mkdir(parents=True, exist_ok=True)
             data = await read_remote_bytes(self.sess, f"{self.remote_dir}/{rel}", have, self.container)
             if data:
                 with open(local, "ab") as f:
                     f.write(data)
                 got += len(data)
         return got
+
+    async def sync(self) -> int:
+        r = await self.sess.run(["sh", "-c", SCAN_SCRIPT, "sh", self.remote_dir, ""],
+                                container=self.container, timeout=30)
+        return await self.fetch(parse_scan(r.stdout)[0])
 
 
 class JobWatcher:
@@ -121,6 +147,8 @@ class JobWatcher:
         self.tb_local = base / "tb"
         self.last_checkpoint: int | None = None
         self._reader: Any = None
+        self._reader_local = False
+        self._mirror: RemoteTbMirror | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.connected_log = False
         rec = next((r for r in reversed(runs(profile.name)) if r.job_id == job_id), None)
@@ -176,24 +204,26 @@ class JobWatcher:
         from .tbreader import ScalarReader
 
         if self._reader is None:
-            src = self.tb_remote if os.path.isdir(self.tb_remote) and _is_local(self.profile) else self.tb_local
-            self._reader = ScalarReader(src)
-            self._reader_local = src == self.tb_remote
+            # The console on the head (or the sim) reads the event files in place;
+            # elsewhere it reads a local mirror kept by byte offset over SSH.
+            self._reader_local = os.path.isdir(self.tb_remote) and _is_local(self.profile)
+            if not self._reader_local:
+                self._mirror = RemoteTbMirror(self.pool.head, self.tb_remote, self.tb_local, self.container)
+            self._reader = ScalarReader(self.tb_remote if self._reader_local else self.tb_local)
         return self._reader
 
     async def poll_scalars_once(self) -> None:
         reader = self._tb_reader()
-        if not getattr(self, "_reader_local", False):
-            mirror = getattr(self, "_mirror", None)
-            if mirror is None:
-                mirror = self._mirror = RemoteTbMirror(self.pool.head, self.tb_remote, self.tb_local, self.container)
-            with contextlib.suppress(Exception):
-                await mirror.sync()
+        r = await self.pool.head.run(
+            ["sh", "-c", SCAN_SCRIPT, "sh", "" if self._reader_local else self.tb_remote,
+             f"{self.ckpt_dir}/latest_checkpointed_iteration.txt"],
+            container=self.container, timeout=30)
+        sizes, ckpt = parse_scan(r.stdout)
+        if ckpt is not None:
+            self.last_checkpoint = ckpt
+        if self._mirror is not None:
+            await self._mirror.fetch(sizes)
         await asyncio.to_thread(reader.update)
-        r = await self.pool.head.run(["cat", f"{self.ckpt_dir}/latest_checkpointed_iteration.txt"],
-                                     container=self.container, timeout=15)
-        if r.ok and r.stdout.strip().isdigit():
-            self.last_checkpoint = int(r.stdout.strip())
 
     async def poll_scalars(self) -> None:
         while True:
@@ -266,11 +296,13 @@ class JobWatcher:
                           expected=expected, gpus_per_node=self.profile.nodes[0].gpus,
                           wall_times=self.parser.seen_at, now=time.time())
 
-    def job_state(self) -> JobState:
-        rows = self.rows()
-        step = max(rows) if rows else None
-        rm = self.run_metrics()
-        metrics = {k: v for k, v in (rows[step] if step is not None else {}).items()
+    def job_state(self, rm: Any = None) -> JobState:
+        """The job as `status --json` shows it; `rm`: a RunMetrics already computed for
+        this moment (merging every step's metrics is the costly part)."""
+        rm = rm if rm is not None else self.run_metrics()
+        step = rm.last_step
+        last = rm.by_step.get(step, {}) if step is not None else {}
+        metrics = {k: v for k, v in last.items()
                    if isinstance(v, (int, float)) and v == v and v not in (float("inf"), float("-inf"))}
         return JobState(id=self.job_id, status=self.status, step=step, total_steps=rm.total_steps,
                         metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=rm.summary())
@@ -282,14 +314,18 @@ def _is_local(profile: Profile) -> bool:
     return profile.head.ssh.host.startswith("127.") or profile.head.ssh.host == "localhost"
 
 
-async def find_job(profile: Profile, remote: Any) -> tuple[str, str] | None:
+async def find_job(profile: Profile, remote: Any, known: list[RayJobState] | None = None) -> tuple[str, str] | None:
     """The job to watch: a running one this console submitted, else any running one,
-    else the last one submitted from here. (id, status)."""
+    else the last one submitted from here. (id, status). `known`: Ray's job list when the
+    caller already has it (the monitor polls it), which saves asking the job API again."""
     from .actions.jobs import job_client, list_jobs
 
     jobs: list[dict[str, Any]] = []
-    with contextlib.suppress(Exception):
-        jobs = await list_jobs(await job_client(remote))
+    if known is not None:
+        jobs = [{"id": j.id, "status": j.status} for j in sorted(known, key=lambda j: j.start_time or 0)]
+    else:
+        with contextlib.suppress(Exception):
+            jobs = await list_jobs(await job_client(remote))
     mine = {r.job_id for r in runs(profile.name)}
     active = [j for j in jobs if j["status"] in ("RUNNING", "PENDING")]
     for pick in ([j for j in active if j["id"] in mine], active):
