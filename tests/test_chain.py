@@ -255,38 +255,3 @@ def test_preflight_planted_faults(chain_sim: Path, tmp_path: Path, capsys: pytes
     by = check(variant(chain_sim, tmp_path / "cards.yaml", more_cards))
     assert "cards.count" in failing(by)
     assert [r["node"] for r in by["cards.count"] if r["status"] == "fail"] == ["node2"]
-
-
-async def test_live_backend_submit_watch_stop(chain_sim: Path) -> None:
-    """The console's backend over the real core: submit from it, see steps, throughput
-    and reward arrive in the metrics it pushes, the job in the state, then stop it (the
-    previous test left Ray up)."""
-    from tui.live import LiveBackend
-
-    prof = load_profile(chain_sim)
-    b = LiveBackend(prof)
-    states: list[ClusterState] = []
-    metrics: list[dict] = []
-    lines: list[str] = []
-    b.subscribe_state(states.append)
-    b.subscribe_metrics(lambda summary, series: metrics.append(summary))
-    b.subscribe_log(lines.extend)
-    await b.start()
-    try:
-        evs = [ev async for ev in b.run_action("submit", skip_checks=True)]
-        assert evs[-1].kind == "done", [e.one_line() for e in evs]
-        job_id = evs[-1].data["job_id"]
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            m = metrics[-1] if metrics else {}
-            if (m.get("step") or 0) >= 3 and m.get("reward") is not None and m.get("throughput_per_node"):
-                break
-            await asyncio.sleep(1)
-        assert (m.get("step") or 0) >= 3 and m.get("total_steps"), m
-        assert any("Total training steps:" in ln for ln in lines)
-        assert states[-1].job is not None and states[-1].job.id == job_id
-        assert job_id in b.describe_stop()
-        evs = [ev async for ev in b.run_action("stop")]
-        assert evs[-1].kind == "done" and "every card is free" in evs[-1].message, [e.one_line() for e in evs]
-    finally:
-        await b.stop()

@@ -19,7 +19,7 @@ from .backend import AlertCallback, LogCallback, MetricsCallback, StateCallback
 from .core.actions.events import ActionEvent
 from .core.alerts import Alert
 from .core.profile import Profile
-from .core.state import ClusterState, JobState
+from .core.state import ClusterState
 
 log = logging.getLogger("rlconsole.live")
 
@@ -71,7 +71,6 @@ class LiveBackend:
         self._down: set[str] = set()
         self._kick = asyncio.Event()
         self.state: ClusterState | None = None
-        self._job: JobState | None = None
 
     # -- subscriptions ------------------------------------------------------------
 
@@ -102,9 +101,7 @@ class LiveBackend:
             ray_job = next((j for j in st.ray.jobs if j.id == self.watcher.job_id), None)
             if ray_job is not None:
                 self.watcher.status = ray_job.status
-            if self._job is not None and self._job.id == self.watcher.job_id:
-                self._job.status = self.watcher.status
-                st.job = self._job
+            st.job = self.watcher.job_state()
         for n in st.nodes:
             if not n.reachable and n.name not in self._down and n.error != "connecting":
                 self._down.add(n.name)
@@ -165,16 +162,12 @@ class LiveBackend:
                 if self.head_up():
                     active = self.watcher is not None and self.watcher.status in ("RUNNING", "PENDING", "UNKNOWN")
                     if not active:
-                        ray = self.state.ray if self.state is not None else None
-                        found = await find_job(self.profile, self.remote,
-                                               ray.jobs if ray is not None and ray.source == "api" else None)
+                        found = await find_job(self.profile, self.remote)
                         if found is not None:
                             await self._attach(*found)
                 if self.watcher is not None and time.monotonic() - last_push >= refresh:
                     last_push = time.monotonic()
-                    # One RunMetrics a refresh serves the metrics pane and the state's job.
                     rm = self.watcher.run_metrics()
-                    self._job = self.watcher.job_state(rm)
                     summary = to_pane_summary(rm)
                     series = {"reward": rm.series("critic/rewards/mean", 300) or rm.series("critic/score/mean", 300),
                               "throughput": rm.series("throughput_tokens_per_s_per_node", 300),
@@ -211,25 +204,22 @@ class LiveBackend:
             return
         from .core.actions.registry import run_action
 
-        submitted: str | None = None
         async for ev in run_action(name, self.profile, self.remote, **opts):
-            if name == "submit" and ev.kind == "done":
-                submitted = ev.data.get("job_id")
             if ev.node is None and ev.kind == "fail":
                 self._alert(Alert("error", f"action:{name}", ev.message))
             if name == "stop" and ev.kind == "warn" and ev.node:
                 self._alert(Alert("warning", "action:stop", f"{ev.node}: {ev.message}"))
             yield ev
-        if submitted:
-            await self._attach(submitted, "PENDING")  # watch the new job from its first line
         if name in ("submit", "stop"):
+            if name == "submit" and self.watcher is not None:
+                self.watcher.status = "STOPPED?"  # let the loop look for the new job
             self.monitor.refresh_now()
             self._kick.set()
 
     def describe_stop(self, cluster: bool = False) -> str:
         w = self.watcher
         if w is not None and w.status in ("RUNNING", "PENDING", "UNKNOWN"):
-            js = self._job if self._job is not None and self._job.id == w.job_id else w.job_state()
+            js = w.job_state()
             text = f"stop job {w.job_id}"
             if js.step is not None:
                 text += f" at step {js.step}"
