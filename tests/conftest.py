@@ -16,6 +16,35 @@ from typing import AsyncIterator, Awaitable, Callable
 
 import pytest
 
+# --------------------------------------------------------------------------- user dirs
+
+_USER_DIR_VARS = ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+_RLCONSOLE_VARS = ("RLCONSOLE_STATE_DIR", "RLCONSOLE_CONFIG_DIR", "RLCONSOLE_SIM_DIR",
+                   "RLCONSOLE_PROFILE", "RLCONSOLE_STATIC_BACKEND")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point every user directory at a temp dir for the whole run (each xdist worker
+    gets its own), before any fixture or session-scoped sim starts: a run history,
+    spool or profile in the real ~/.local/state or ~/.config must never change a result."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="rlconsole-test-home-"))
+    for var in _USER_DIR_VARS:
+        os.environ[var] = str(base / var.lower())
+    for var in _RLCONSOLE_VARS:
+        os.environ.pop(var, None)
+
+
+@pytest.fixture(autouse=True)
+def _own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """And a fresh set per test, so one test's run history is not the next one's."""
+    base = tmp_path_factory.mktemp("home")
+    for var in _USER_DIR_VARS:
+        monkeypatch.setenv(var, str(base / var.lower()))
+    return base
+
+
 # --------------------------------------------------------------------------- ssh
 
 
