@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.samples import seed_text
 from tui.core.alerts import Alert
 from tui.core.diagnosis import (
     PACKAGED_CATALOG,
@@ -21,7 +22,6 @@ from tui.core.diagnosis import (
     user_catalog_path,
 )
 
-SEED = Path("/work/shared/seed/000_c3d4f0c48559e113.txt")
 
 # (expected signature id, real line)
 REAL: list[tuple[str, str]] = [
@@ -160,9 +160,7 @@ def test_every_catalog_entry_has_a_real_text() -> None:
 
 
 def test_seed_appendix_texts_are_verbatim() -> None:
-    if not SEED.is_file():
-        pytest.skip("seed document not present")
-    seed = SEED.read_text(encoding="utf-8")
+    seed = seed_text()
     for sid, line in REAL:
         if sid == "debug-torch-save":
             assert line in seed

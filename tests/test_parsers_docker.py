@@ -1,4 +1,4 @@
-"""docker inspect / docker ps parsers on real captured output (shared/samples/docker)
+"""docker inspect / docker ps parsers on real captured output (tests/data/samples/docker)
 and on what a node really answers: no such container, no docker, daemon down, cut-off
 JSON, ANSI colour, full `docker inspect` arrays."""
 

@@ -1,4 +1,4 @@
-"""mthreads-gmi parsers on real captured output (shared/samples/mthreads-gmi) and on
+"""mthreads-gmi parsers on real captured output (tests/data/samples/mthreads-gmi) and on
 the ugly variants a probe meets: cut-off output, ANSI colour, errors on stdout with
 exit 0, N/A values, missing fields, 16 cards."""
 

@@ -1,4 +1,4 @@
-"""nvidia-smi CSV parsers on real captured output (shared/samples/nvidia-smi) and on
+"""nvidia-smi CSV parsers on real captured output (tests/data/samples/nvidia-smi) and on
 the probe's exact noheader,nounits query with [N/A]/[Not Supported], cut-off output,
 ANSI colour, 16 cards and errors on stdout."""
 

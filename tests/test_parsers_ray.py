@@ -1,4 +1,4 @@
-"""Ray CLI text parsers on real captured output (shared/samples/ray): both `ray status`
+"""Ray CLI text parsers on real captured output (tests/data/samples/ray): both `ray status`
 layouts, `ray job list` reprs, `ray job status`/`submit`/`stop` output; plus the newer
 Idle/failures/verbose layouts from Ray's own formatter, errors, cut-off output, ANSI."""
 

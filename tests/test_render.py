@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.samples import seed_text
 from tui.cli import main
 from tui.core.profile import Override, load_profile, load_profile_text
 from tui.core.render import hydra_value, override_arg, render
@@ -26,23 +27,8 @@ SEED_PROFILE = REPO / "profiles" / "qwen3-8b-grpo-32gpu.yaml"
 DATA = Path(__file__).parent / "data"
 
 
-def _seed_doc() -> Path | None:
-    import os
-
-    base = Path(os.environ.get("RLCONSOLE_SHARED") or REPO.parent / "shared")
-    p = base / "seed" / "000_c3d4f0c48559e113.txt"
-    if p.exists():
-        return p
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"the seed document is missing at {p}")
-    return None
-
-
 def _seed_overrides() -> list[str]:
-    doc = _seed_doc()
-    if doc is None:
-        pytest.skip("seed document not available")
-    text = doc.read_text()
+    text = seed_text()
     script = text[text.index("RAY_ADDRESS=") : text.index("trainer.total_epochs=10") + len("trainer.total_epochs=10")]
     subst = {
         "$train_files": "/data/datapool/verl/musa_examples/data/amt_math17k_d_qweninstruct.parquet",

@@ -14,19 +14,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_dockerd
+from tests.samples import samples_dir
 from tui.core.parsers.gmi import parse_gmi_json, parse_gmi_plain
 from tui.core.sim import gmi
 from tui.core.sim.cluster import SimError, sim_down, sim_node, sim_status, sim_up, short_dir
 
-SAMPLES = Path("/work/shared/samples")
-if not SAMPLES.is_dir():
-    SAMPLES = Path(__file__).parent / "data" / "samples"
 
 
 def _sample(pattern: str) -> Path:
-    hits = sorted(SAMPLES.glob(pattern))
-    if not hits:
-        pytest.skip(f"sample {pattern} not available")
+    hits = sorted(samples_dir().glob(pattern))
+    assert hits, f"sample {pattern} is missing from tests/data/samples"
     return hits[0]
 
 

@@ -1,4 +1,4 @@
-"""VeRL console log parsing, on the real excerpts in shared/samples/verl-logs and on the
+"""VeRL console log parsing, on the real excerpts in tests/data/samples/verl-logs and on the
 ugly forms a live Ray log stream produces (prefixes, ANSI colour, de-dup suffixes, numpy
 reprs, wrapped and cut lines, tqdm redraws)."""
 
@@ -19,14 +19,17 @@ from tui.core.verl_log import (
     parse_value,
     strip_ansi,
 )
-from tests.samples import samples_dir
+from tests.samples import DATA, samples_dir
 
 
 def verl_samples() -> list[Path]:
-    env = os.environ.get("RLCONSOLE_SAMPLES")
-    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "samples"
-    d = path / "verl-logs"
+    d = _samples_root() / "verl-logs"
     return sorted(d.glob("*.txt")) if d.is_dir() else []
+
+
+def _samples_root() -> Path:
+    env = os.environ.get("RLCONSOLE_SAMPLES")
+    return Path(env) if env else DATA / "samples"
 
 
 def parse_file(path: Path) -> LogMetricsParser:
@@ -98,10 +101,7 @@ EXPECTED = {
 
 def test_samples_present() -> None:
     d = samples_dir() / "verl-logs"
-    if not d.is_dir():
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"{d} is missing")
-        pytest.skip(f"{d} is missing")
+    assert d.is_dir(), f"{d} is missing"
     names = {p.name for p in d.glob("*.txt")}
     assert set(EXPECTED) <= names, f"samples renamed or removed: {set(EXPECTED) - names}"
 
@@ -109,10 +109,7 @@ def test_samples_present() -> None:
 @pytest.mark.parametrize("path", verl_samples() or [None], ids=lambda p: p.name if p else "none")
 def test_real_sample(path: Path | None) -> None:
     samples_dir()  # skip / fail when the directory is missing
-    if path is None:
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail("no VeRL log samples found")
-        pytest.skip("no VeRL log samples found")
+    assert path is not None, "no VeRL log samples found"
     first = path.read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith("# source:"), "every sample names its source"
     p = parse_file(path)
