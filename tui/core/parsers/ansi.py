@@ -35,6 +35,10 @@ _TRUNCATED = r"(?:\x1b\[|\x9b)[0-?]*[ -/]*\Z|\x1b\][^\x07\x1b]*\Z|\x1b\Z"
 _ESCAPES = re.compile(f"{_CSI}|{_OSC}|{_TWO_CHAR}|{_TRUNCATED}")
 # C0 controls other than TAB and LF (CR is handled before this), plus DEL and a lone ESC.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Anything strip_ansi would change: an escape (7- or 8-bit CSI), CR, or another control.
+# Most output has none, and one C-level scan for it is far cheaper than the substitutions
+# (the console strips every node's sample on every refresh).
+_NEEDS_WORK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 
 
 def strip_ansi(text: str | bytes | None) -> str:
@@ -51,6 +55,8 @@ def strip_ansi(text: str | bytes | None) -> str:
         text = bytes(text).decode("utf-8", errors="replace")
     elif not isinstance(text, str):
         text = str(text)
+    if _NEEDS_WORK.search(text) is None:
+        return text
     text = _ESCAPES.sub("", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return _CONTROLS.sub("", text)
