@@ -4,11 +4,11 @@ The console runs on the head node next to the Ray head and the trainer's driver 
 20 hours, so its steady-state cost per node is what matters. This starts the simulated
 cluster (4 x 8 and 64 x 8; real SSH servers, one sampler per node at the profile's 2 s
 refresh), then runs the whole console headless (`RlconsoleApp` on `LiveBackend`, the
-path users watch) for a fixed time in a child process, once the way the code was first
-landed ("baseline": every sample parsed, every sample ANSI-stripped, every sample
-notified) and once as it is now (an unchanged sample costs a comparison; stripping only
-where an escape or CR is present), alternately, and reports the child's CPU seconds per
-wall second and its peak RSS. The sim's own processes (its SSH servers, the fake card
+path users watch) for a fixed time in a child process, once on the code as first landed
+(commit `BASELINE_REV`, extracted with `git archive`: every sample read line by line,
+ANSI-stripped and parsed) and once on this checkout (samples read in chunks, an
+unchanged sample costs a comparison, stripping only where an escape or CR is present),
+alternately, and reports the child's CPU seconds per wall second and its peak RSS. The sim's own processes (its SSH servers, the fake card
 tool) are not counted: they stand in for the nodes.
 
     python benchmarks/bench_watch.py [--seconds 30] [--sizes 4,64] [--write]
@@ -31,28 +31,25 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SECTION = "watch"
+BASELINE_REV = "b436d23eb72f7295acf65d4a64d1a2097e627b0f"  # main as first landed (issues 2-7)
 TARGETS = {4: 1.0, 64: 5.0}  # % of one core (issue 16)
+REFRESH_S = 2.0
 
 
-def child(mode: str, profile_path: str, seconds: float) -> None:
-    """Run the console headless for `seconds` after it has settled; print JSON."""
+def child(tree: str, profile_path: str, seconds: float) -> None:
+    """Run the console from source tree `tree` headless for `seconds` after it has
+    settled; print JSON."""
     import asyncio
 
-    if mode == "baseline":
-        import re
-
-        from tui.core import probes
-        from tui.core.parsers import ansi
-
-        ansi._NEEDS_WORK = re.compile("")  # always "needs work": the full substitutions
-        probes.ClusterMonitor.__init__.__defaults__ = (*probes.ClusterMonitor.__init__.__defaults__[:-1], False)
-
+    sys.path.insert(0, tree)
     from tui.app import RlconsoleApp
     from tui.core.profile import load_profile
     from tui.live import LiveBackend
 
     async def go() -> dict[str, float]:
-        backend = LiveBackend(load_profile(profile_path))
+        profile = load_profile(profile_path)
+        profile.monitoring.refresh_s = REFRESH_S
+        backend = LiveBackend(profile)
         app = RlconsoleApp(backend)
         async with app.run_test(size=(160, 50)) as pilot:
             mon = backend.monitor
@@ -61,7 +58,7 @@ def child(mode: str, profile_path: str, seconds: float) -> None:
                 await asyncio.sleep(0.2)
             await asyncio.sleep(3.0)  # first samples of every node parsed, screen settled
             await pilot.pause()
-            s0, p0 = mon.samples, mon.parsed
+            s0, p0 = mon.samples, getattr(mon, "parsed", None)
             r0 = resource.getrusage(resource.RUSAGE_SELF)
             t0 = time.monotonic()
             await asyncio.sleep(seconds)
@@ -71,7 +68,7 @@ def child(mode: str, profile_path: str, seconds: float) -> None:
                 "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
                 "wall_s": wall,
                 "samples": mon.samples - s0,
-                "parsed": mon.parsed - p0,
+                "parsed": (mon.parsed - p0) if p0 is not None else mon.samples - s0,
                 "nodes_up": sum(1 for n in mon.state.nodes if n.reachable),
             }
         res["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -80,11 +77,11 @@ def child(mode: str, profile_path: str, seconds: float) -> None:
     print(json.dumps(asyncio.run(go())))
 
 
-def measure(mode: str, profile: Path, seconds: float, env: dict[str, str]) -> dict[str, float]:
-    r = subprocess.run([sys.executable, __file__, "--child", mode, str(profile), str(seconds)],
-                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=seconds + 240)
+def measure(tree: Path, profile: Path, seconds: float, env: dict[str, str]) -> dict[str, float]:
+    r = subprocess.run([sys.executable, __file__, "--child", str(tree), str(profile), str(seconds)],
+                       capture_output=True, text=True, env=env, cwd=tree, timeout=seconds + 240)
     if r.returncode != 0:
-        raise SystemExit(f"child {mode} failed:\n{r.stderr[-3000:]}")
+        raise SystemExit(f"child on {tree} failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -94,7 +91,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="4,64")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--child", nargs=3, metavar=("MODE", "PROFILE", "SECONDS"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=3, metavar=("TREE", "PROFILE", "SECONDS"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         child(a.child[0], a.child[1], float(a.child[2]))
@@ -103,6 +100,11 @@ def main() -> None:
     from tui.core.sim.cluster import sim_down, sim_up
 
     base = Path(tempfile.mkdtemp(prefix="rlc-bench-watch-"))
+    old_tree = base / "baseline-tree"
+    old_tree.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE_REV], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old_tree)], input=archive, check=True)
+    trees = {"baseline": old_tree, "rlconsole": ROOT}
     env = {**os.environ, "XDG_STATE_HOME": str(base / "state"), "XDG_CONFIG_HOME": str(base / "config"),
            "XDG_CACHE_HOME": str(base / "cache")}
     for v in ("RLCONSOLE_PROFILE", "RLCONSOLE_STATE_DIR", "RLCONSOLE_SIM_DIR"):
@@ -118,7 +120,7 @@ def main() -> None:
             got: dict[str, list[dict[str, float]]] = {"baseline": [], "rlconsole": []}
             for _ in range(a.rounds):
                 for mode in ("baseline", "rlconsole"):
-                    got[mode].append(measure(mode, profile, a.seconds, env))
+                    got[mode].append(measure(trees[mode], profile, a.seconds, env))
                     r = got[mode][-1]
                     print(f"{nodes}x8 {mode}: {100 * r['cpu_s'] / r['wall_s']:.2f}% of a core, "
                           f"RSS {r['rss_mb']:.0f} MB, {r['samples']} samples, {r['parsed']} parsed", flush=True)

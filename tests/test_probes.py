@@ -209,6 +209,45 @@ async def test_monitor_shows_simulated_load_honestly(sim_cluster):
 
 
 @pytest.mark.integration
+async def test_monitor_parses_only_changed_samples(sim_cluster):
+    """An idle node's sample repeats (but for the tool's timestamp): it costs a comparison,
+    not a parse, and the node keeps the very same report object (so a view can tell "no
+    change" by identity); a card that changes is parsed at once."""
+    p = _profile(sim_cluster)
+    mon = ClusterMonitor(p, refresh_s=0.5)
+    async with SessionPool(p) as pool:
+        s = pool.session("node3")
+        await mon.start()
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and mon.samples < 4 * len(p.nodes):
+                await asyncio.sleep(0.1)
+            assert mon.samples >= 4 * len(p.nodes), mon.samples
+            assert mon.parsed < mon.samples, (mon.parsed, mon.samples)
+            settled_parsed = mon.parsed
+            reports = [id(n.gpu) for n in mon.state.nodes]
+            samples_then = mon.samples
+            while time.monotonic() < deadline and mon.samples < samples_then + 2 * len(p.nodes):
+                await asyncio.sleep(0.1)
+            assert mon.parsed == settled_parsed, "an unchanged idle sample was parsed again"
+            assert [id(n.gpu) for n in mon.state.nodes] == reports
+            r = await s.run("sleep 60 >/dev/null 2>&1 & pid=$!; "
+                            "printf '{\"pid\": %s, \"util\": 71, \"mem_mib\": 1024, \"name\": \"python3\"}' $pid "
+                            "> $RLCONSOLE_SIM_NODE_DIR/gpu-load/2.json; echo $pid", check=True)
+            pid = int(r.stdout.strip())
+            try:
+                while time.monotonic() < deadline and not (mon.state.nodes[2].gpu and
+                                                           mon.state.nodes[2].gpus[2].util_pct == 71):
+                    await asyncio.sleep(0.1)
+                assert mon.state.nodes[2].gpus[2].util_pct == 71
+                assert mon.parsed > settled_parsed and id(mon.state.nodes[2].gpu) != reports[2]
+            finally:
+                await s.run(f"kill {pid}; rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/2.json")
+        finally:
+            await mon.stop()
+
+
+@pytest.mark.integration
 async def test_ray_on_the_sim_nodes(sim_cluster):
     """Ray started by hand over SSH as LAB.md shows: status sees 4 nodes and 32 GPUs."""
     p = _profile(sim_cluster)

@@ -585,11 +585,28 @@ class NodeSession:
             finished = False
             try:
                 proc.stdin.write_eof()
+                # Whole chunks, split here: one await per chunk rather than per line (a
+                # node's sample is ~150 lines every refresh, on every node).
+                partial = ""
                 while True:
-                    chunk = await (proc.stdout.read(65536) if binary else proc.stdout.readline())
+                    chunk = await proc.stdout.read(65536)
                     if not chunk:
                         break
-                    yield chunk if binary else chunk.rstrip("\r\n")
+                    if binary:
+                        yield chunk
+                        continue
+                    if "\n" not in chunk:
+                        partial += chunk
+                        if len(partial) >= STREAM_LINE_CAP:  # a node that never ends a line
+                            yield partial
+                            partial = ""
+                        continue
+                    lines = (partial + chunk).split("\n")
+                    partial = lines.pop()
+                    for line in lines:
+                        yield line.rstrip("\r")
+                if partial:
+                    yield partial.rstrip("\r")
                 await proc.wait_closed()
                 finished = True
             finally:
@@ -630,6 +647,11 @@ class NodeSession:
 
 
 # --------------------------------------------------------------------------- pool
+
+
+STREAM_LINE_CAP = 1 << 20
+"""A streamed line longer than this (1 MiB) is handed on in pieces of this size: what a
+node sends is untrusted and must not grow one buffer without bound."""
 
 
 class SessionPool:
