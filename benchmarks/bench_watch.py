@@ -42,6 +42,9 @@ def child(tree: str, profile_path: str, seconds: float) -> None:
     import asyncio
 
     sys.path.insert(0, tree)
+    import tui
+
+    assert Path(tui.__file__).resolve().is_relative_to(Path(tree).resolve()), tui.__file__
     from tui.app import RlconsoleApp
     from tui.core.profile import load_profile
     from tui.live import LiveBackend

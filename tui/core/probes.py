@@ -304,11 +304,22 @@ async def snapshot(profile: Profile, pool: SessionPool | None = None) -> Cluster
     Down nodes are states, not errors."""
     own = pool is None
     pool = pool or SessionPool(profile)
+    timeout = profile.ssh.command_timeout_s
+
+    async def node(name: str) -> NodeState:
+        # Each node is sampled as soon as its own connection is up: no barrier waiting
+        # for the slowest of 64 handshakes before the first sample starts.
+        sess = pool.session(name)
+        await sess.wait_first_attempt()
+        return await probe_node(sess, profile, timeout)
+
+    async def ray() -> RayState:
+        await pool.head.wait_first_attempt()
+        return await probe_ray(pool.head, profile)
+
     try:
-        await pool.open()
-        timeout = profile.ssh.command_timeout_s
-        nodes_t = [probe_node(pool.session(n.name), profile, timeout) for n in profile.nodes]
-        results = await asyncio.gather(*nodes_t, probe_ray(pool.head, profile))
+        pool.start()
+        results = await asyncio.gather(*(node(n.name) for n in profile.nodes), ray())
         ray: RayState = results[-1]  # type: ignore[assignment]
         nodes: list[NodeState] = list(results[:-1])  # type: ignore[arg-type]
         return ClusterState(profile=profile.name, simulated=profile.simulated, nodes=nodes, ray=ray,

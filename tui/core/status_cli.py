@@ -133,7 +133,10 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     from .actions.remote import PoolRemote
     from .jobwatch import JobWatcher, find_job
 
-    found = await find_job(profile, PoolRemote(pool, profile), st.ray.jobs if st.ray.source == "api" else None)
+    # Ray's job list: the dashboard's when the probe read it; none at all when no Ray
+    # answered (then the slow-to-import job client has nothing to ask either).
+    known = st.ray.jobs if st.ray.source == "api" else (None if st.ray.available else [])
+    found = await find_job(profile, PoolRemote(pool, profile), known)
     if found is None:
         return
     job_id, status = found
