@@ -194,7 +194,14 @@ def main() -> int:
             sim_down(state_dir=state)
     print(body)
     if args.write:
+        from benchmarks.mdsection import record_summary
+
         write_section("refresh", body)
+        med = {k: statistics.median(v) for k, v in res.items()}
+        record_summary("refresh", [{"figure": "one telemetry refresh, 4 nodes (bench_refresh)",
+                                    "baseline": f"{med['ssh'] * 1000:.0f} ms (`ssh` per command)",
+                                    "rlconsole": f"{med['pool'] * 1000:.0f} ms", "ratio": f"{med['ssh'] / med['pool']:.1f}x",
+                                    "target": "-", "met": "-"}])
         print(f"\nwrote {ROOT / 'BENCHMARKS.md'}")
     return 0
 

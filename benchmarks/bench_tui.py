@@ -195,6 +195,17 @@ def main() -> None:
         s = md.read_text(encoding="utf-8")
         i, j = s.index(BEGIN), s.index(END)
         md.write_text(s[: i + len(BEGIN)] + "\n" + text + "\n" + s[j:], encoding="utf-8")
+        from benchmarks.mdsection import record_summary
+
+        summary = []
+        for nodes, gpus, r in rows:
+            summary.append({"figure": f"console first frame, {nodes} x {gpus} (bench_tui)", "baseline": "-",
+                            "rlconsole": f"{r['first_frame_s']:.2f} s", "ratio": "-", "target": "< 1 s",
+                            "met": "yes" if r["first_frame_s"] < 1 else "no"})
+            summary.append({"figure": f"keypress to screen p95 under a 10k lines/s log, {nodes} x {gpus} (bench_tui)",
+                            "baseline": "-", "rlconsole": f"{r['p95_ms']:.0f} ms", "ratio": "-", "target": "<= 100 ms",
+                            "met": "yes" if r["p95_ms"] <= 100 else "no"})
+        record_summary("tui", summary)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ The console runs on the head node next to the Ray head and the trainer's driver 
 cluster (4 x 8 and 64 x 8; real SSH servers, one sampler per node at the profile's 2 s
 refresh), then runs the whole console headless (`RlconsoleApp` on `LiveBackend`, the
 path users watch) for a fixed time in a child process, once on the code as first landed
-(commit `BASELINE_REV`, extracted with `git archive`: every sample read line by line,
+(benchmarks/baseline.py's `BASELINE_REV`: every sample read line by line,
 ANSI-stripped and parsed) and once on this checkout (samples read in chunks, an
 unchanged sample costs a comparison, stripping only where an escape or CR is present),
 alternately, and reports the child's CPU seconds per wall second and its peak RSS. The sim's own processes (its SSH servers, the fake card
@@ -31,7 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SECTION = "watch"
-BASELINE_REV = "b436d23eb72f7295acf65d4a64d1a2097e627b0f"  # main as first landed (issues 2-7)
 TARGETS = {4: 1.0, 64: 5.0}  # % of one core (issue 16)
 REFRESH_S = 2.0
 
@@ -80,6 +79,38 @@ def child(tree: str, profile_path: str, seconds: float) -> None:
     print(json.dumps(asyncio.run(go())))
 
 
+def _cli(args: list[str], env: dict[str, str], timeout: float = 600) -> str:
+    r = subprocess.run([sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, env=env,
+                       cwd=ROOT, timeout=timeout)
+    if r.returncode != 0:
+        raise SystemExit(f"rlconsole {' '.join(args)} failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def start_job(profile: Path, env: dict[str, str]) -> None:
+    """The chain on the sim: containers, convert, setup-ray, submit; then wait for steps.
+    The sim's job is made long enough to outlast both measurements."""
+    import yaml
+
+    data = yaml.safe_load(profile.read_text())
+    data["training"]["overrides"]["trainer"]["total_epochs"] = 20
+    profile.write_text(yaml.safe_dump(data, sort_keys=False))
+    for action in ("containers", "convert", "setup-ray", "submit"):
+        _cli([action, "--profile", str(profile), "--yes"], env)
+    job_running_still(profile, env, want_step=2)
+
+
+def job_running_still(profile: Path, env: dict[str, str], want_step: int = 0) -> None:
+    deadline = time.monotonic() + 180
+    while True:
+        job = json.loads(_cli(["status", "--profile", str(profile), "--json"], env)).get("job") or {}
+        if job.get("status") == "RUNNING" and (job.get("step") or 0) >= want_step:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the job is not running with steps: {job}")
+        time.sleep(2)
+
+
 def measure(tree: Path, profile: Path, seconds: float, env: dict[str, str]) -> dict[str, float]:
     r = subprocess.run([sys.executable, __file__, "--child", str(tree), str(profile), str(seconds)],
                        capture_output=True, text=True, env=env, cwd=tree, timeout=seconds + 240)
@@ -94,6 +125,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="4,64")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--job-sizes", default="4", help="sizes also measured with a running job (needs dockerd)")
     ap.add_argument("--child", nargs=3, metavar=("TREE", "PROFILE", "SECONDS"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -103,10 +135,9 @@ def main() -> None:
     from tui.core.sim.cluster import sim_down, sim_up
 
     base = Path(tempfile.mkdtemp(prefix="rlc-bench-watch-"))
-    old_tree = base / "baseline-tree"
-    old_tree.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE_REV], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(old_tree)], input=archive, check=True)
+    from benchmarks.baseline import extract_baseline
+
+    old_tree = extract_baseline(base / "baseline-tree")
     trees = {"baseline": old_tree, "rlconsole": ROOT}
     env = {**os.environ, "XDG_STATE_HOME": str(base / "state"), "XDG_CONFIG_HOME": str(base / "config"),
            "XDG_CACHE_HOME": str(base / "cache")}
@@ -114,32 +145,39 @@ def main() -> None:
         env.pop(v, None)
     os.environ.update({k: env[k] for k in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")})
     rows = []
+    job_sizes = {int(x) for x in a.job_sizes.split(",") if x}
     for nodes in [int(x) for x in a.sizes.split(",")]:
-        sim = base / f"sim{nodes}"
-        t = time.monotonic()
-        profile = sim_up(nodes, 8, state_dir=sim, docker=False)
-        up_s = time.monotonic() - t
-        try:
-            got: dict[str, list[dict[str, float]]] = {"baseline": [], "rlconsole": []}
-            for _ in range(a.rounds):
-                for mode in ("baseline", "rlconsole"):
-                    got[mode].append(measure(trees[mode], profile, a.seconds, env))
-                    r = got[mode][-1]
-                    print(f"{nodes}x8 {mode}: {100 * r['cpu_s'] / r['wall_s']:.2f}% of a core, "
-                          f"RSS {r['rss_mb']:.0f} MB, {r['samples']} samples, {r['parsed']} parsed", flush=True)
-            rows.append((nodes, up_s, got))
-        finally:
-            sim_down(state_dir=sim)
+        for with_job in ([False, True] if nodes in job_sizes else [False]):
+            sim = base / f"sim{nodes}{'-job' if with_job else ''}"
+            profile = sim_up(nodes, 8, state_dir=sim, docker=None if with_job else False)
+            try:
+                if with_job:
+                    start_job(profile, env)
+                got: dict[str, list[dict[str, float]]] = {"baseline": [], "rlconsole": []}
+                for _ in range(a.rounds):
+                    for mode in ("baseline", "rlconsole"):
+                        got[mode].append(measure(trees[mode], profile, a.seconds, env))
+                        r = got[mode][-1]
+                        print(f"{nodes}x8{' job' if with_job else ''} {mode}: {100 * r['cpu_s'] / r['wall_s']:.2f}% "
+                              f"of a core, RSS {r['rss_mb']:.0f} MB, {r['samples']} samples, {r['parsed']} parsed",
+                              flush=True)
+                if with_job:
+                    job_running_still(profile, env)
+                rows.append((nodes, with_job, got))
+            finally:
+                sim_down(state_dir=sim)
 
-    lines = [f"The whole console (`RlconsoleApp` on `LiveBackend`, headless, 160x50) watching an idle "
-             f"simulated cluster (no job; sampler every 2 s per node), {a.seconds:g} s per run after it "
+    lines = [f"The whole console (`RlconsoleApp` on `LiveBackend`, headless, 160x50) watching the "
+             f"simulated cluster (sampler every 2 s per node), idle, and at 4 x 8 also with the stand-in job "
+             f"running (busy cards, the log followed, scalars mirrored), {a.seconds:g} s per run after it "
              f"settled, {a.rounds} run(s) per way, alternating, each in its own process. CPU is the console "
              "process's user+system seconds per wall second (the sim's SSH servers and fake card tool, "
              "which stand in for the nodes, are not counted).",
              "",
              "| cluster | baseline CPU (as landed) | rlconsole CPU | ratio | target | met | RSS (baseline / now) | samples parsed (now) |",
              "|---|---:|---:|---:|---:|---|---:|---:|"]
-    for nodes, _up, got in rows:
+    summary: list[dict[str, str]] = []
+    for nodes, with_job, got in rows:
         def pct(rs: list[dict[str, float]]) -> float:
             return 100 * sum(r["cpu_s"] for r in rs) / sum(r["wall_s"] for r in rs)
         b, n = pct(got["baseline"]), pct(got["rlconsole"])
@@ -148,7 +186,16 @@ def main() -> None:
         parsed = sum(r["parsed"] for r in got["rlconsole"])
         samples = sum(r["samples"] for r in got["rlconsole"])
         target = TARGETS.get(nodes)
-        lines.append(f"| {nodes} x 8 | {b:.2f}% | **{n:.2f}%** | {b / n if n else float('inf'):.1f}x | "
+        summary.append({"figure": f"console CPU watching {nodes} x 8, {'job running' if with_job else 'idle'} "
+                                  "(bench_watch)",
+                        "baseline": f"{b:.2f}%", "rlconsole": f"{n:.2f}%", "ratio": f"{b / n:.1f}x" if n else "-",
+                        "target": f"<= {target:g}%" if target else "-",
+                        "met": ("yes" if n <= target else "no") if target else "-"})
+        if nodes == 64:
+            summary.append({"figure": "console RSS watching 64 x 8 (bench_watch)", "baseline": f"{rss_b:.0f} MB",
+                            "rlconsole": f"{rss_n:.0f} MB", "ratio": f"{rss_b / rss_n:.2f}x", "target": "<= 150 MB",
+                            "met": "yes" if rss_n <= 150 else "no"})
+        lines.append(f"| {nodes} x 8{', job running' if with_job else ', idle'} | {b:.2f}% | **{n:.2f}%** | {b / n if n else float('inf'):.1f}x | "
                      f"{'<= %g%%' % target if target else '-'} | {'yes' if target and n <= target else 'no' if target else '-'} | "
                      f"{rss_b:.0f} / {rss_n:.0f} MB | {parsed} of {samples} |")
     lines += ["", f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
@@ -158,7 +205,10 @@ def main() -> None:
     if a.write:
         from benchmarks.mdsection import write_section
 
+        from benchmarks.mdsection import record_summary
+
         write_section(SECTION, body, heading="The console's own cost while watching (CPU, RSS)")
+        record_summary(SECTION, summary)
 
 
 if __name__ == "__main__":
