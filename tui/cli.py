@@ -94,6 +94,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         raise UsageError(str(e) if str(e) else f"{args.source}: not found") from None
     except MetricsSourceError as e:
         raise UsageError(str(e)) from None
+    if not rows:
+        print(f"rlconsole: no steps found in {args.source} (no VeRL step lines, file-logger records "
+              "or TensorBoard scalars)", file=sys.stderr)
     if args.csv:
         write_csv(rows, sys.stdout)
     else:
@@ -129,6 +132,39 @@ def cmd_tui(args: argparse.Namespace) -> int:
     return run_app(_load(args))
 
 
+def cmd_profiles(args: argparse.Namespace) -> int:
+    """Every profile `--profile NAME` can find, and where; the first of a name wins."""
+    from .core.profile import available_profiles, profile_search_dirs
+
+    found = list(available_profiles())
+    if args.names:
+        for name, _ in found:
+            print(name)
+        return 0
+    for name, path in found:
+        print(f"{name:<32} {path}")
+    if not found:
+        print("no profiles found", file=sys.stderr)
+    print("searched, in order: " + ", ".join(str(d) for d in profile_search_dirs()), file=sys.stderr)
+    return 0
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from .completion import script
+
+    sys.stdout.write(script(args.shell, build_parser()))
+    return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rlconsole")
+    except PackageNotFoundError:  # run from a checkout without installing
+        return "unknown (not installed)"
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .app import run_demo
 
@@ -136,6 +172,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- parser
+
+
+EPILOG = """\
+examples:
+  rlconsole demo                                  the console on a simulated 4 x 8 cluster
+  rlconsole render -P qwen3-8b-grpo-32gpu         what submit would run; changes nothing
+  rlconsole check --static -P my-run              preflight without opening a connection
+  rlconsole status --json | jq .job               one snapshot for scripts
+  rlconsole submit -P my-run --yes                headless actions need --yes
+  rlconsole metrics runs/tb/ --csv > metrics.csv  TensorBoard dir or VeRL log -> CSV
+
+environment:
+  RLCONSOLE_PROFILE         the profile when --profile is not given
+  RLCONSOLE_CONFIG_DIR      user config dir (profiles/, diagnosis.yaml); default
+                            $XDG_CONFIG_HOME/rlconsole
+  RLCONSOLE_STATE_DIR       state dir (debug log, run history, log spool); default
+                            $XDG_STATE_HOME/rlconsole
+  RLCONSOLE_SIM_DIR         the simulated cluster's state dir; default
+                            $XDG_STATE_HOME/rlconsole/sim
+  RLCONSOLE_STATIC_BACKEND  1: the console shows fixed demo data, no cluster
+  NO_COLOR                  set: no colour in command output
+
+exit status: 0 done, 1 a check or action failed, 2 bad profile or usage.
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -148,7 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="mirror the debug log on stderr")
 
     p = _Parser(prog="rlconsole", parents=[common],
-                description="Bring up and watch a multi-node VeRL run on a Ray cluster.")
+                description="Bring up and watch a multi-node VeRL run on a Ray cluster.",
+                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"rlconsole {_version()}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
@@ -157,13 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
         return sp
 
     sp = add("render", cmd_render, "print exactly what submit would run; changes nothing")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help="entrypoint, overrides and runtime env as JSON")
 
     sp = add("status", cmd_status, "one-shot snapshot of nodes, cards, containers, Ray, job")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help="the snapshot as JSON (the README documents its fields)")
 
     sp = add("check", cmd_check, "preflight checks (exit 0 pass, 1 a check failed, 2 bad profile)")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help="results as JSON")
     sp.add_argument("--static", action="store_true", help="only checks that open no connection")
 
     for name, help in [
@@ -184,32 +246,40 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--skip-checks", action="store_true", help="do not run preflight first")
         if name == "stop":
             sp.add_argument("--cluster", action="store_true", help="also `ray stop --force` on every node")
-            sp.add_argument("--job", metavar="ID")
+            sp.add_argument("--job", metavar="ID", help="the Ray submission id to stop (default: the watched job)")
         if name == "setup-ray":
             sp.add_argument("--no-stop", action="store_true", help="do not stop Ray first")
 
     sp = add("logs", cmd_logs, "print the job's driver log")
-    sp.add_argument("--job", metavar="ID")
-    sp.add_argument("--follow", "-f", action="store_true")
+    sp.add_argument("--job", metavar="ID", help="the Ray submission id (default: the running or last job)")
+    sp.add_argument("--follow", "-f", action="store_true", help="keep printing new lines until interrupted")
 
     sp = add("metrics", cmd_metrics, "step metrics from a VeRL log file or a TensorBoard run dir")
-    sp.add_argument("source", metavar="SOURCE")
+    sp.add_argument("source", metavar="SOURCE", help="a VeRL log file, a file-logger JSONL file, or a "
+                    "TensorBoard run directory or event file")
     g = sp.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="(default) a list of {step, metrics}")
-    g.add_argument("--csv", action="store_true")
+    g.add_argument("--csv", action="store_true", help="one row per step, one column per metric")
 
     sp = add("sim", cmd_sim, "the simulated cluster in the background")
     sp.add_argument("sim_cmd", choices=["up", "down", "status", "stop-node", "start-node"],
                     help="stop-node/start-node NAME: take one node's SSH server down or back up")
     sp.add_argument("node", nargs="?", help="for stop-node/start-node")
-    sp.add_argument("--nodes", type=int, default=4)
-    sp.add_argument("--gpus", type=int, default=8)
+    sp.add_argument("--nodes", type=int, default=4, help="simulated nodes (default 4; up to 200)")
+    sp.add_argument("--gpus", type=int, default=8, help="cards per node (default 8)")
     sp.add_argument("--replay-gpu", metavar="FILE", help="every node's card tool prints FILE")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help="`sim status` as JSON")
+
+    sp = add("profiles", cmd_profiles, "list the profiles --profile NAME can find, and where")
+    sp.add_argument("--names", action="store_true", help="names only, one a line (for shell completion)")
+
+    sp = add("completion", cmd_completion, "print a shell completion script")
+    sp.add_argument("shell", choices=["bash", "zsh", "fish"],
+                    help="e.g. `rlconsole completion bash > ~/.local/share/bash-completion/completions/rlconsole`")
 
     sp = add("demo", cmd_demo, "start the simulated cluster and open the console on it")
-    sp.add_argument("--nodes", type=int, default=4)
-    sp.add_argument("--gpus", type=int, default=8)
+    sp.add_argument("--nodes", type=int, default=4, help="simulated nodes (default 4)")
+    sp.add_argument("--gpus", type=int, default=8, help="cards per node (default 8)")
     return p
 
 
