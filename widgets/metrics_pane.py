@@ -112,6 +112,7 @@ class MetricsPane(Vertical):
         super().__init__(**kw)
         self.monitoring = monitoring
         self.border_title = "Training"
+        self._last_text: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("[dim]no metrics yet[/]", id="metrics-summary")
@@ -143,4 +144,6 @@ class MetricsPane(Vertical):
             self.query_one(f"#spark-{key}", Sparkline).data = [v for _, v in pts]
             last = pts[-1][1] if pts else None
             txt = "" if last is None else (f"{last:.3f}" if abs(last) < 10 else f"{last:,.0f}")
-            self.query_one(f"#last-{key}", Label).update(txt)
+            if self._last_text.get(key) != txt:  # an unchanged value costs no layout pass
+                self._last_text[key] = txt
+                self.query_one(f"#last-{key}", Label).update(txt)
