@@ -387,6 +387,7 @@ class NodeSession:
             connect_timeout=self.settings.connect_timeout_s,
             keepalive_interval=self.settings.keepalive_interval_s,
             keepalive_count_max=self.keepalive_count_max,
+            encryption_algs=PREFERRED_CIPHERS,
         )
         if self.settings.config:
             opts["config"] = [self.settings.config]
@@ -648,6 +649,14 @@ class NodeSession:
 
 # --------------------------------------------------------------------------- pool
 
+
+PREFERRED_CIPHERS: list[str] = [
+    "aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
+    "aes256-ctr", "aes192-ctr", "aes128-ctr",
+]
+"""asyncssh's own list, with AES-GCM first: its ChaCha20-Poly1305 builds a cipher context
+per packet in Python, AES-GCM is one call into OpenSSL (AES-NI); profiled, this is a
+third of a cold 64-node `status`. Every cipher here is one OpenSSH offers by default."""
 
 STREAM_LINE_CAP = 1 << 20
 """A streamed line longer than this (1 MiB) is handed on in pieces of this size: what a
