@@ -1,0 +1,36 @@
+"""The core never imports Textual, Rich, the widgets or the app: it must run headless
+(`status`, `check`, the actions, a future `watch`) without a UI toolkit, and the TUI and
+the CLI stay two faces of the same core. Checked in a fresh interpreter, so a lazy import
+anywhere in the core (not only at module top) that pulls a UI module in is caught too,
+as long as importing triggers it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FORBIDDEN = ("textual", "rich", "widgets", "tui.app", "tui.screens", "tui.live", "tui.backend",
+             "tui.commands", "tui.messages", "tui.cli")
+
+
+def test_core_imports_no_ui_and_no_app() -> None:
+    code = f"""
+import importlib, json, pkgutil, sys
+import tui.core
+names = []
+for m in pkgutil.walk_packages(tui.core.__path__, "tui.core."):
+    if ".sim.tree" in m.name:      # the stand-in VeRL tree runs on the nodes, not here
+        continue
+    importlib.import_module(m.name)
+    names.append(m.name)
+bad = sorted(k for k in sys.modules for f in {FORBIDDEN!r} if k == f or k.startswith(f + "."))
+print(json.dumps({{"modules": names, "bad": bad}}))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(out["modules"]) > 30, out["modules"]
+    assert out["bad"] == [], f"the core pulled in UI/app modules: {out['bad']}"
