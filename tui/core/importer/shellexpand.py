@@ -78,6 +78,9 @@ class _Fields:
     def split(self, s: str) -> None:
         if not s:
             return
+        if PLACEHOLDER_OPEN in s:  # unknown output: never split (or guess) it
+            self.lit(s, True)
+            return
         parts = re.split(r"[ \t\n]+", s)
         for k, part in enumerate(parts):
             if k > 0:

@@ -1,0 +1,316 @@
+"""`rlconsole import`: bash is the oracle.
+
+Each corpus script runs under real bash in a clean environment (`env -i`, PATH holding
+only shims) where `python`, `python3`, `ray` and every other command the scripts call are
+small Python files that record their argv, environment and working directory and exit 0,
+so nothing real runs. The imported profile's `render --json` must give the launch the
+same overrides (compared with Hydra's own parser) and the same environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tui.cli import main
+from tui.core.importer import import_script, render_profile
+from tui.core.importer.build import RENDER_ADDS
+from tui.core.importer.hostfile import parse_hostfile
+from tui.core.importer.shellexpand import ShellState, expand_word
+from tui.core.profile import load_profile, load_profile_text
+
+DATA = Path(__file__).parent / "data" / "import"
+CORPUS = sorted((DATA / "corpus").glob("*.sh"))
+SEED_SCRIPT = DATA / "seed_qwen3-8b_grpo_32gpu.sh"
+SEED_HOSTFILE = DATA / "seed_hostfile"
+SEED_PROFILE = Path(__file__).resolve().parent.parent / "profiles" / "qwen3-8b-grpo-32gpu.yaml"
+SHIMMED = ["python", "python3", "ray", "modelscope", "mkdir", "huggingface-cli"]
+BASELINE_ENV = {"PATH", "HOME", "PWD", "SHLVL", "_", "OLDPWD"}
+CLIENT_VARS = {"RAY_ADDRESS"}
+
+
+def _bash() -> str:
+    b = shutil.which("bash")
+    if b is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("bash is needed: the tests use it as the oracle")
+        pytest.skip("bash not installed")
+    return b
+
+
+def run_under_bash(script: Path, tmp: Path) -> list[dict[str, Any]]:
+    """Run `script` with every command it calls shimmed; the shims' records, in order."""
+    shims = tmp / "shims"
+    shims.mkdir()
+    log = tmp / "calls.jsonl"
+    for name in SHIMMED:
+        p = shims / name
+        p.write_text(
+            f"#!{sys.executable} -I\n"
+            "import json, os, sys\n"
+            f"with open({str(log)!r}, 'a') as f:\n"
+            "    env = dict(kv.split('=', 1) for kv in open('/proc/self/environ').read().split('\\0') if '=' in kv)\n"
+            "    f.write(json.dumps({'argv0': os.path.basename(sys.argv[0]), 'argv': sys.argv[1:],\n"
+            "                        'env': env, 'cwd': os.getcwd()}) + '\\n')\n")
+        p.chmod(0o755)
+    home = tmp / "home"
+    home.mkdir()
+    work = tmp / "work"
+    work.mkdir()
+    subprocess.run(["env", "-i", f"PATH={shims}", f"HOME={home}", _bash(), str(script)],
+                   cwd=work, capture_output=True, timeout=60, check=False)
+    if not log.exists():
+        return []
+    return [json.loads(ln) for ln in log.read_text().splitlines()]
+
+
+def _python_rest(argv: list[str]) -> list[str] | None:
+    """The arguments after `-m verl...`/`main_ppo.py`, or None if this is not training."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "-m":
+            return argv[i + 2:] if argv[i + 1].startswith("verl.") else None
+        if a in ("-X", "-W"):
+            i += 2
+            continue
+        if a.startswith("-"):
+            i += 1
+            continue
+        return argv[i + 1:] if a.endswith("main_ppo.py") else None
+    return None
+
+
+def bash_launch(records: list[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
+    """(arguments after the module, environment of the job) of the last training launch."""
+    found = None
+    for r in records:
+        if r["argv0"] == "ray" and r["argv"][:2] == ["job", "submit"] and "--" in r["argv"]:
+            j = r["argv"].index("--")
+            rest = _python_rest(r["argv"][j + 2:])
+            if rest is not None:
+                env = {k: v for k, v in r["env"].items() if k not in BASELINE_ENV | CLIENT_VARS}
+                opts = r["argv"][2:j]
+                for k, o in enumerate(opts):
+                    if o.startswith("--runtime-env-json"):
+                        js = o.split("=", 1)[1] if "=" in o else opts[k + 1]
+                        env.update({a: str(b) for a, b in json.loads(js).get("env_vars", {}).items()})
+                found = (rest, env)
+        elif r["argv0"].startswith("python"):
+            rest = _python_rest(r["argv"])
+            if rest is not None:
+                found = (rest, {k: v for k, v in r["env"].items() if k not in BASELINE_ENV})
+    assert found is not None, "bash never reached the launch"
+    return found
+
+
+def _hydra(args: list[str]) -> dict[str, tuple[str, Any]]:
+    """key -> (override type, value) as Hydra reads the arguments, the last of a key winning."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    out: dict[str, tuple[str, Any]] = {}
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in ("--config-path", "--config-name", "-cp", "-cn"):
+            skip = True
+            continue
+        if a.startswith("-"):
+            continue
+        o = parser.parse_override(a)
+        out[o.key_or_group] = (str(o.type), o.value())
+    return out
+
+
+def _expectations(script: Path) -> dict[str, list[str]]:
+    exp: dict[str, list[str]] = {}
+    for ln in script.read_text().splitlines():
+        m = re.match(r"# expect-([a-z]+): (.*)$", ln)
+        if m:
+            exp.setdefault(m.group(1), []).append(m.group(2).strip())
+    return exp
+
+
+def _import_and_render(script: Path, tmp: Path, capsys: pytest.CaptureFixture[str],
+                       extra: list[str] | None = None) -> tuple[dict[str, Any], str, str]:
+    out = tmp / "imported.yaml"
+    home = str(tmp / "home")
+    rc = main(["import", str(script), "--home", home, "-o", str(out), *(extra or [])])
+    summary = capsys.readouterr().err
+    assert rc == 0, summary
+    assert main(["render", "--profile", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    return data, out.read_text(), summary
+
+
+def test_corpus_is_big_enough() -> None:
+    assert len(CORPUS) >= 15
+
+
+@pytest.mark.parametrize("script", CORPUS, ids=[p.stem for p in CORPUS])
+def test_corpus_matches_bash(script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = run_under_bash(script, tmp_path)
+    bash_args, bash_env = bash_launch(records)
+    rendered, text, summary = _import_and_render(script, tmp_path, capsys)
+    ours_args = _python_rest(rendered["entrypoint"][1:])
+    prof = load_profile_text(text, "imported.yaml")
+    placeholders = {o.key for o in prof.training.overrides if "<unresolved:" in json.dumps(o.value)}
+    exp = _expectations(script)
+
+    want = _hydra(bash_args)
+    got = _hydra(ours_args)
+    for k in placeholders:  # bash ran the command (a missing one: empty); we never guess
+        want.pop(k, None)
+        got.pop(k, None)
+    assert got == want
+
+    # --config-path/--config-name as the script gave them (the profile always passes both).
+    for opt in ("--config-path", "--config-name"):
+        given = [a for i, a in enumerate(bash_args) if a.startswith(opt + "=")] + [
+            f"{opt}={bash_args[i + 1]}" for i, a in enumerate(bash_args) if a == opt]
+        if given and given[0].split("=", 1)[1].startswith("/") or (given and opt == "--config-name"):
+            assert given[0] in ours_args
+
+    env = dict(rendered["runtime_env"]["env_vars"])
+    for k in RENDER_ADDS:
+        if k not in bash_env:
+            env.pop(k, None)
+    assert env == bash_env
+
+    for line in exp.get("unresolved", []):
+        assert re.search(rf"line {line}: .*(needs a command|function)", summary), (line, summary)
+        assert f"line {line}:" in text  # and the profile's header says so too
+    for name in exp.get("unset", []):
+        assert f"${name} is never set" in summary
+    if exp.get("args"):
+        assert '"$@"' in summary
+    for key in exp.get("duplicate", []):
+        assert f"{key} given twice" in summary
+    if exp.get("dropped"):
+        dropped = exp["dropped"][0].split(",")
+        assert "ends the command" in summary
+        named = re.search(r"dropped by bash: (.*)", summary)
+        assert named and named.group(1).split(", ") == dropped
+        assert all(d.lstrip("+") not in got for d in dropped)
+    # check --static reads it (it may FAIL on the script's own choices, never on the profile)
+    assert main(["check", "--static", "--profile", str(tmp_path / "imported.yaml")]) in (0, 1)
+
+
+@pytest.mark.parametrize("script", [p for p in CORPUS if "trap" in p.stem], ids=lambda p: p.stem)
+def test_keep_dropped_keeps_what_bash_drops(script: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    rendered, text, summary = _import_and_render(script, tmp_path, capsys, ["--keep-dropped"])
+    keys = set(_hydra(_python_rest(rendered["entrypoint"][1:])))
+    for d in _expectations(script)["dropped"][0].split(","):
+        assert d.lstrip("+") in keys
+    assert "--keep-dropped" in text
+
+
+def test_nothing_real_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The importer itself executes nothing: a script whose every command would leave a
+    mark leaves none."""
+    mark = tmp_path / "ran"
+    script = tmp_path / "s.sh"
+    script.write_text(f"touch {mark}\nX=$(touch {mark}2)\nY=`touch {mark}3`\n"
+                      f"python3 -m verl.trainer.main_ppo trainer.nnodes=1 +a.b=$X$Y\n")
+    assert main(["import", str(script)]) == 0
+    out = capsys.readouterr()
+    assert not list(tmp_path.glob("ran*"))
+    assert "<unresolved: line 2: $(touch" in out.out
+    assert "line 3: `touch" in out.err
+
+
+def test_seed_script_matches_bash_and_names_dropped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = run_under_bash(SEED_SCRIPT, tmp_path)
+    bash_args, bash_env = bash_launch(records)
+    rendered, text, summary = _import_and_render(SEED_SCRIPT, tmp_path, capsys,
+                                                 ["--hostfile", str(SEED_HOSTFILE)])
+    assert _hydra(_python_rest(rendered["entrypoint"][1:])) == _hydra(bash_args)
+    # Bash stops at the `# Actor并行策略` line: everything after it is a separate command.
+    m = re.search(r"dropped by bash: (.*)", summary)
+    assert m
+    dropped = m.group(1).split(", ")
+    assert dropped[0] == "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size"
+    assert dropped[-1] == "trainer.total_epochs"
+    assert len(dropped) == 60 and len(_hydra(bash_args)) == 18
+    assert not set(d.lstrip("+") for d in dropped) & set(_hydra(bash_args))
+    assert "line 79: a comment inside the backslash continuation" in summary
+    assert "trainer.nnodes=1 but the hostfile lists 4 hosts" in summary
+    env = {k: v for k, v in rendered["runtime_env"]["env_vars"].items() if k not in RENDER_ADDS}
+    assert env == bash_env
+
+
+def test_seed_import_renders_like_the_shipped_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --keep-dropped the import is the shipped profile's render, except for exactly
+    the departures both profiles' headers document."""
+    ours, text, summary = _import_and_render(SEED_SCRIPT, tmp_path, capsys,
+                                             ["--hostfile", str(SEED_HOSTFILE), "--keep-dropped"])
+    assert main(["render", "--profile", str(SEED_PROFILE), "--json"]) == 0
+    shipped = json.loads(capsys.readouterr().out)
+    a, b = _hydra(_python_rest(ours["entrypoint"][1:])), _hydra(_python_rest(shipped["entrypoint"][1:]))
+    # shipped: trainer.default_local_dir set explicitly (its header says so)
+    assert set(b) - set(a) == {"trainer.default_local_dir"} and not set(a) - set(b)
+    assert all(a[k] == b[k] for k in a)
+    assert ours["entrypoint"][:6] == shipped["entrypoint"][:6]
+    assert ours["address"] == shipped["address"]
+    assert ours["submission_id"].rsplit("-", 2)[0] == shipped["submission_id"].rsplit("-", 2)[0]
+    ev, sv = ours["runtime_env"]["env_vars"], shipped["runtime_env"]["env_vars"]
+    # imported: the script's `export VERL_PATH` reaches the launch; TENSORBOARD_DIR is a
+    # placeholder and PYTHONPATH lacks Megatron (the script does not say where they are).
+    assert set(ev) - set(sv) == {"VERL_PATH"} and not set(sv) - set(ev)
+    assert {k for k in sv if ev[k] != sv[k]} == {"TENSORBOARD_DIR", "PYTHONPATH"}
+    assert "TENSORBOARD_DIR" in text.split("version: 1")[0] and "kept (--keep-dropped)" in text
+    assert "default_local_dir is set explicitly" in SEED_PROFILE.read_text()
+    prof = load_profile(tmp_path / "imported.yaml")
+    assert [n.address for n in prof.nodes] == [n.address for n in load_profile(SEED_PROFILE).nodes]
+    assert prof.head.address == "10.10.142.125" and prof.total_gpus == 32
+    # paths written once, as anchors
+    assert "hf_model: &hf_model /data/datapool/models/Qwen3-8B" in text
+    assert text.count("*mcore_checkpoint") == 2
+    # check --static: the seed's own PP/EP choices may be reported; the profile loads
+    assert main(["check", "--static", "--profile", str(tmp_path / "imported.yaml")]) in (0, 1)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("10.0.0.1\n10.0.0.2\n", [("10.0.0.1", None, True), ("10.0.0.2", None, False)]),
+    ("# cluster\nn1 slots=8\nn2 slots=4  # small\n", [("n1", 8, True), ("n2", 4, False)]),
+    ("10.0.0.1 8\n10.0.0.2 8 head\n", [("10.0.0.1", 8, False), ("10.0.0.2", 8, True)]),
+])
+def test_hostfile_formats(text: str, expected: list[tuple[str, int | None, bool]]) -> None:
+    hosts, _ = parse_hostfile(text)
+    assert [(h.address, h.gpus, h.head) for h in hosts] == expected
+
+
+def test_no_hostfile_gives_a_loadable_template(tmp_path: Path) -> None:
+    res = import_script(CORPUS[0], home="/root")
+    text = render_profile(res)
+    prof = load_profile_text(text, "x.yaml")
+    assert [n.address for n in prof.nodes] == ["192.0.2.1"]
+    assert "RFC 5737" in text
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("'a b'\"c\"d", ["a bcd"]), ("$X", ["1", "2"]), ('"$X"', ["1 2"]), ("$NOPE", []),
+    ('"$NOPE"', [""]), ("${NOPE:-${Y:-z}}", ["z"]), ("${X#1 }", ["2"]), ("$((3 + 4 * 2))", ["11"]),
+    ("a\\ b", ["a b"]), ("$'x\\ty'", ["x\ty"]), ("~/p", ["/h/p"]), ("'~'/p", ["~/p"]),
+])
+def test_expand_word_like_bash(raw: str, expected: list[str], tmp_path: Path) -> None:
+    st = ShellState(vars={"X": "1 2"}, home="/h")
+    assert expand_word(raw, st, 1) == expected
+    bash = shutil.which("bash")
+    if bash:  # and bash agrees
+        r = subprocess.run(["env", "-i", "HOME=/h", bash, "-c",
+                            f"X='1 2'; for w in {raw}; do printf '%s\\0' \"$w\"; done"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.stdout.split("\0")[:-1] == expected
