@@ -93,7 +93,11 @@ def _to_items(args: list[Any], findings: list[Finding]) -> list[Item]:
                                             "not in the profile's schema; not imported", True))
             continue
         try:
+            if has_placeholder(raw):
+                raise LookupError
             value = parse_value(raw)
+        except LookupError:
+            value = raw
         except ValueError as e:
             findings.append(Finding(a.line, f"{key}: {e}; kept as the string {raw!r}", True))
             value = raw
@@ -274,9 +278,6 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
     if dropped and keep_dropped:
         departures.append(f"training.overrides: the {len(dropped)} overrides bash drops after the "
                           "broken continuation are kept (--keep-dropped)")
-    elif dropped:
-        departures.append(f"none for the {len(dropped)} overrides bash drops after the broken "
-                          "continuation: they are left out, as bash runs it (--keep-dropped keeps them)")
 
     # ---- nodes
     hosts: list[Host] | None = None

@@ -166,6 +166,9 @@ def summary(r: ImportResult, written: str | None) -> str:
     if found:
         lines.append("found:")
         lines += [f"  {f}" for f in found]
+    if r.departures:
+        lines.append("departures (also in the profile's header):")
+        lines += [f"  {d}" for d in r.departures]
     if r.unresolved:
         lines.append("not resolved / to check:")
         lines += [f"  {f}" for f in r.unresolved]
