@@ -314,3 +314,33 @@ def test_expand_word_like_bash(raw: str, expected: list[str], tmp_path: Path) ->
                             f"X='1 2'; for w in {raw}; do printf '%s\\0' \"$w\"; done"],
                            capture_output=True, text=True, timeout=30)
         assert r.stdout.split("\0")[:-1] == expected
+
+
+def test_cli_errors_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(tmp_path / "missing.sh")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "Traceback" not in err
+    s = tmp_path / "s.sh"
+    s.write_text("echo hello\nray start --head\n")
+    assert main(["import", str(s)]) == 2
+    assert "no VeRL launch found" in capsys.readouterr().err
+
+
+def test_odd_scripts_never_crash_and_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Unterminated quotes, heredocs, wrappers, YAML-special keys, odd expansions: the
+    importer reports what it cannot read and still writes a profile that loads."""
+    s = tmp_path / "s.sh"
+    s.write_text(
+        "cat > /tmp/x <<'EOF'\npython3 -m verl.trainer.main_ppo should.not=count\nEOF\n"
+        "A=${!ref} B=${A/x/y} C=$((1/0)) D=$(( 2 ** 10 ))\n"
+        "nohup env FOO=1 python3 -m verl.trainer.main_ppo a.on=1 a.null=x 'b.c=multi\nline' "
+        "x.y=$D 0bad=1 +z.w=${C} > log 2>&1 &\n"
+        "echo 'unterminated\n")
+    assert main(["import", str(s), "-o", str(tmp_path / "p.yaml")]) == 0
+    err = capsys.readouterr().err
+    prof = load_profile(tmp_path / "p.yaml")
+    got = {o.key: o.value for o in prof.training.overrides}
+    assert got["a.on"] == 1 and got["a.null"] == "x" and got["x.y"] == 1024
+    assert "should.not" not in got and "0bad" not in got and "b.c" not in got
+    assert prof.env == {"FOO": "1"}
+    assert "division by zero" in err and "not imported" in err

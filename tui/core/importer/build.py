@@ -23,6 +23,7 @@ from .shellexpand import has_placeholder
 
 CHANGE_ME = "/CHANGE-ME"  # absolute, so the profile loads; obviously not a real path
 TEMPLATE_NET = "192.0.2"  # RFC 5737 TEST-NET-1: documentation-only, never routed
+_PROFILE_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-@]*(\.[A-Za-z_0-9][A-Za-z0-9_\-@]*)*$")
 RENDER_ADDS = ("TENSORBOARD_DIR", "PYTHONPATH", "PYTHONUNBUFFERED")
 
 
@@ -92,6 +93,9 @@ def _to_items(args: list[Any], findings: list[Finding]) -> list[Item]:
             findings.append(Finding(a.line, f"{a.text!r}: deletions and config-group overrides are "
                                             "not in the profile's schema; not imported", True))
             continue
+        if not _PROFILE_KEY_RE.match(key):
+            findings.append(Finding(a.line, f"{a.text!r}: not a key the profile can hold; not imported", True))
+            continue
         try:
             if has_placeholder(raw):
                 raise LookupError
@@ -101,6 +105,11 @@ def _to_items(args: list[Any], findings: list[Finding]) -> list[Item]:
         except ValueError as e:
             findings.append(Finding(a.line, f"{key}: {e}; kept as the string {raw!r}", True))
             value = raw
+        if any(isinstance(x, str) and re.search(r"[\x00-\x1f\x7f]", x)
+               for x in (value if isinstance(value, list) else [value])):
+            findings.append(Finding(a.line, f"{key}: a line break or control character in the value; "
+                                            "Hydra cannot take it from a profile; not imported", True))
+            continue
         if has_placeholder(value):
             findings.append(Finding(a.line, f"{key}: its value needs a command to run; "
                                             "the profile holds a visible placeholder", True))

@@ -85,10 +85,32 @@ def _is_training(module: str | None, script: str | None) -> bool:
     return bool(script) and (script.endswith("main_ppo.py") or "/verl/trainer/" in script)
 
 
+_WRAPPERS = {"nohup", "exec", "command", "time", "env"}
+
+
+def _unwrap(c: Command) -> int:
+    """Index of the real command after `nohup`/`exec`/`env A=B` wrappers; `env`'s
+    assignments join the command's prefix environment."""
+    i = 0
+    while i < len(c.argv) and os.path.basename(c.argv[i].text) in _WRAPPERS:
+        wrapper = os.path.basename(c.argv[i].text)
+        i += 1
+        while wrapper == "env" and i < len(c.argv) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", c.argv[i].text):
+            n, _, v = c.argv[i].text.partition("=")
+            c.prefix_env[n] = (v, c.argv[i].line)
+            i += 1
+        while i < len(c.argv) and c.argv[i].text.startswith("-") and wrapper != "exec":
+            i += 1
+    return i
+
+
 def find_launches(commands: list[Command]) -> list[tuple[Command, str, int]]:
     """Every command that starts training: (command, kind, index of the python word)."""
     out = []
     for c in commands:
+        skip = _unwrap(c)
+        if skip:
+            c.argv = c.argv[skip:]
         argv = c.argv
         names = [w.text for w in argv]
         if len(names) >= 3 and os.path.basename(names[0]) == "ray" and names[1:3] == ["job", "submit"]:

@@ -60,7 +60,13 @@ def _tree(items: list[Item]) -> dict[str, Any]:
 
 
 def _yaml_key(k: str) -> str:
-    return k if all(c.isalnum() or c in "_-.+@" for c in k) and not k[0].isdigit() else scalar(k)
+    """A mapping key that YAML reads back as this very string (`on`, `null`, `1` would not)."""
+    plain = all(c.isalnum() or c in "_-.+@" for c in k)
+    try:
+        same = plain and yaml.safe_load(f"{k}: 0") == {k: 0}
+    except yaml.YAMLError:
+        same = False
+    return k if same else scalar(k)
 
 
 def _emit_tree(node: dict[str, Any], indent: int, aliases: dict[str, Any], out: list[str]) -> None:
