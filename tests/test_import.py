@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tui.cli import main
 from tui.core.importer import import_script, render_profile
@@ -89,7 +90,7 @@ def _python_rest(argv: list[str]) -> list[str] | None:
     return None
 
 
-def bash_launch(records: list[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
+def bash_launch(records: list[dict[str, Any]], script_dir: Path) -> tuple[list[str], dict[str, str]]:
     """(arguments after the module, environment of the job) of the last training launch."""
     found = None
     for r in records:
@@ -100,9 +101,13 @@ def bash_launch(records: list[dict[str, Any]]) -> tuple[list[str], dict[str, str
                 env = {k: v for k, v in r["env"].items() if k not in BASELINE_ENV | CLIENT_VARS}
                 opts = r["argv"][2:j]
                 for k, o in enumerate(opts):
+                    val = o.split("=", 1)[1] if "=" in o else (opts[k + 1] if k + 1 < len(opts) else "")
                     if o.startswith("--runtime-env-json"):
-                        js = o.split("=", 1)[1] if "=" in o else opts[k + 1]
-                        env.update({a: str(b) for a, b in json.loads(js).get("env_vars", {}).items()})
+                        env.update({a: str(b) for a, b in json.loads(val).get("env_vars", {}).items()})
+                    elif o.split("=")[0] == "--runtime-env" and (script_dir / val).is_file():
+                        # Ray reads it from the cwd: the script's directory here (the seed's is absent)
+                        data = yaml.safe_load((script_dir / val).read_text())
+                        env.update({a: str(b) for a, b in data.get("env_vars", {}).items()})
                 found = (rest, env)
         elif r["argv0"].startswith("python"):
             rest = _python_rest(r["argv"])
@@ -161,7 +166,7 @@ def test_corpus_is_big_enough() -> None:
 @pytest.mark.parametrize("script", CORPUS, ids=[p.stem for p in CORPUS])
 def test_corpus_matches_bash(script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = run_under_bash(script, tmp_path)
-    bash_args, bash_env = bash_launch(records)
+    bash_args, bash_env = bash_launch(records, script.parent)
     rendered, text, summary = _import_and_render(script, tmp_path, capsys)
     ours_args = _python_rest(rendered["entrypoint"][1:])
     prof = load_profile_text(text, "imported.yaml")
@@ -233,7 +238,7 @@ def test_nothing_real_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_seed_script_matches_bash_and_names_dropped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = run_under_bash(SEED_SCRIPT, tmp_path)
-    bash_args, bash_env = bash_launch(records)
+    bash_args, bash_env = bash_launch(records, SEED_SCRIPT.parent)
     rendered, text, summary = _import_and_render(SEED_SCRIPT, tmp_path, capsys,
                                                  ["--hostfile", str(SEED_HOSTFILE)])
     assert _hydra(_python_rest(rendered["entrypoint"][1:])) == _hydra(bash_args)
@@ -344,3 +349,16 @@ def test_odd_scripts_never_crash_and_load(tmp_path: Path, capsys: pytest.Capture
     assert "should.not" not in got and "0bad" not in got and "b.c" not in got
     assert prof.env == {"FOO": "1"}
     assert "division by zero" in err and "not imported" in err
+
+
+def test_hostfile_against_the_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hf = tmp_path / "hosts"
+    hf.write_text("10.1.0.5 8\n10.1.0.6 4 head\n10.1.0.7 8\n")
+    out = tmp_path / "p.yaml"
+    assert main(["import", str(DATA / "corpus" / "13_submit_json.sh"), "--hostfile", str(hf), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "trainer.nnodes=2 but the hostfile lists 3 hosts" in err
+    assert "trainer.n_gpus_per_node=8 but the hostfile gives 10.1.0.6 4" in err
+    prof = load_profile(out)
+    assert prof.head.address == "10.1.0.6" and [n.gpus for n in prof.nodes] == [8, 4, 8]
+    assert "# hostfile line 2" in out.read_text()
