@@ -172,6 +172,10 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
     for n, ln in sorted(w.state.unset_reads.items(), key=lambda kv: kv[1]):
         findings.append(Finding(ln, f"${n} is never set in the script: bash expands it to empty, and so "
                                     "does the profile", unresolved=True))
+    if w.state.home_used:
+        lines = sorted(set(w.state.home_used))
+        findings.append(Finding(lines[0], f"$HOME/~ expanded to {home} (lines {', '.join(map(str, lines))}); "
+                                          "pass --home DIR if the cluster's differs"))
     if w.state.args_used:
         lines = sorted(set(w.state.args_used))
         findings.append(Finding(lines[0], "\"$@\"/$*/$1.. pass the script's own arguments (lines "
@@ -271,6 +275,15 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
         (cmd.cwd, cmd.line) if cmd.cwd and _abs(cmd.cwd) else None)
     if wd:
         paths["workdir"] = (wd[0], wd[1], "working directory")
+    shared = sorted({f for f, (v, _, src) in paths.items() if src != "placeholder"
+                     and any(it.value == v for it in all_items)})
+    if shared:
+        findings.append(Finding(0, "paths the overrides repeat, written once as YAML anchors: "
+                                   + ", ".join(f"paths.{f}" for f in shared)))
+    found_env = sorted(launch.env)
+    if found_env:
+        findings.append(Finding(0, f"env the launch sees: {', '.join(found_env)}"))
+    findings.append(Finding(config_path[1], f"config: {config_path[0]} / {config_name[0]}"))
     for f, (v, ln, src) in paths.items():
         if src == "placeholder":
             findings.append(Finding(0, f"paths.{f}: the script does not say; placeholder {v} (fill it in)", True))

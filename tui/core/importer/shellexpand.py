@@ -46,6 +46,7 @@ class ShellState:
     unset_reads: dict[str, int] = field(default_factory=dict)
     args_used: list[int] = field(default_factory=list)
     functions: set[str] = field(default_factory=set)
+    home_used: list[int] = field(default_factory=list)  # lines where $HOME/~ was expanded
 
     def get(self, name: str, line: int) -> str | None:
         if name in self.arrays:
@@ -54,6 +55,7 @@ class ShellState:
         if name in self.vars:
             return self.vars[name]
         if name == "HOME":
+            self.home_used.append(line)
             return self.home
         return None
 
@@ -355,6 +357,7 @@ def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
         elif c == "~" and not in_dquote and (i == 0 or (assignment and s[i - 1] in "=:")):
             m = re.match(r"~([A-Za-z0-9_.\-]*)(?=/|$|:)", s[i:])
             if m and not m.group(1):
+                st.home_used.append(line)
                 out.lit(st.home, True)
                 i += 1
             else:
