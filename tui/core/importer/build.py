@@ -189,9 +189,8 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
                                     f"drops the {len(dropped)} overrides after it "
                                     f"({'kept, --keep-dropped' if keep_dropped else 'left out, as bash does; --keep-dropped keeps them'})",
                                 unresolved=True))
-    if dropped:
-        findings.append(Finding(dropped[0].line, "dropped by bash: " + ", ".join(
-            f"{d.prefix}{d.key}" for d in dropped)))
+    for d in dropped:
+        findings.append(Finding(d.line, f"dropped by bash: {d.raw}"))
     all_items = _dedupe(overrides + (dropped if keep_dropped else []), findings)
     for a in launch.other_args:
         findings.append(Finding(a.line, f"argument {a.text!r} after the module is not an override; not imported",
@@ -327,7 +326,8 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
                 h.gpus = gpn
         if len(hosts) != nn:
             findings.append(Finding(ov["trainer.nnodes"].line if "trainer.nnodes" in ov else 0,
-                                    f"trainer.nnodes={nn} but the hostfile lists {len(hosts)} hosts", True))
+                                    f"trainer.nnodes={nn}{'' if nn_v is not None else ' (VeRL default: the launch does not pass it)'}"
+                                    f" but the hostfile lists {len(hosts)} hosts", True))
         odd = [h for h in hosts if h.gpus != gpn]
         if odd:
             findings.append(Finding(ov["trainer.n_gpus_per_node"].line if "trainer.n_gpus_per_node" in ov else 0,
