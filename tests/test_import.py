@@ -362,3 +362,31 @@ def test_hostfile_against_the_script(tmp_path: Path, capsys: pytest.CaptureFixtu
     prof = load_profile(out)
     assert prof.head.address == "10.1.0.6" and [n.gpus for n in prof.nodes] == [8, 4, 8]
     assert "# hostfile line 2" in out.read_text()
+
+
+_PIECES = ["a", "b/c", "'q  r'", '"$X"', "$X", "${N:-$X}", '"${X}y"', "\\ ", "$((1+2*3))", '"~"',
+           "$'t\\tu'", "''", '""', "${#X}", "${X%2}", "${N:-'s t'}", '"${N:=d}"', "$N", "${X:+p}",
+           "\\$X", '"\\"q\\""', "${ARR[1]}", '"${ARR[@]}"', "${ARR[@]}", "${#ARR[@]}", "=", "%",
+           "'$X'", '"a\'b"', "${N-}", '"$((2**3))"', "$(( Y + 1 ))", "$((Y/2))", '"${N:-"in ner"}"',
+           "${N:-a b}", '"${N:-$X}"', "${X#1}", "${X##*2}", '"$Y"x']
+
+
+def test_expander_agrees_with_bash_on_generated_words() -> None:
+    """Words glued from quoting/expansion pieces: our fields == bash's fields."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    bash = _bash()
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=5))
+    def check(pieces: list[str]) -> None:
+        word = "".join(pieces)
+        state = ShellState(vars={"X": "1  2", "Y": "5"}, arrays={"ARR": ["e f", "g"]}, home="/h")
+        ours = expand_word(word, state, 1)
+        r = subprocess.run(["env", "-i", "HOME=/h", bash, "-c",
+                            f"X='1  2'; Y=5; ARR=('e f' g); for w in {word}; do printf '%s\\0' \"$w\"; done"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.stdout.split("\0")[:-1] == ours, word
+
+    check()

@@ -67,7 +67,8 @@ class ShellState:
 class _Fields:
     """Accumulates fields; unquoted expansion results are split on blanks (default IFS)."""
 
-    def __init__(self) -> None:
+    def __init__(self, nosplit: bool = False) -> None:
+        self.nosplit = nosplit  # assignment values and ${x:-word} words are not split
         self.fields: list[str] = []
         self.cur: list[str] = []
         self.started = False  # the current field exists even if empty (quotes seen)
@@ -80,7 +81,7 @@ class _Fields:
     def split(self, s: str) -> None:
         if not s:
             return
-        if PLACEHOLDER_OPEN in s:  # unknown output: never split (or guess) it
+        if PLACEHOLDER_OPEN in s or self.nosplit:  # unknown output is never split (or guessed)
             self.lit(s, True)
             return
         parts = re.split(r"[ \t\n]+", s)
@@ -227,14 +228,17 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
         unset = value is None
         empty = unset or (op.startswith(":") and value == "")
         if op in (":-", "-"):
-            if empty:
-                value = expand_string(word, st, line, quoted=quoted)
+            if empty:  # the word keeps its own quoting: quoted parts are not split
+                _expand(word, st, line, out, quoted, in_param=True)
+                return
         elif op in (":=", "="):
             if empty:
                 value = expand_string(word, st, line, quoted=quoted)
                 st.vars[name] = value
         elif op in (":+", "+"):
-            value = expand_string(word, st, line, quoted=quoted) if not empty else ""
+            if not empty:
+                _expand(word, st, line, out, quoted, in_param=True)
+            return
         elif op in (":?", "?"):
             if empty:
                 st.note(line, f"${{{body}}}: bash would stop the script here ({name} is not set)")
@@ -270,7 +274,8 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
 
 
 def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
-            assignment: bool = False) -> None:
+            assignment: bool = False, in_param: bool = False) -> None:
+    """`in_param`: the word of an unquoted ${x:-word}, whose literal blanks split fields."""
     i = 0
     n = len(s)
     while i < n:
@@ -280,7 +285,7 @@ def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
             j = n if j < 0 else j
             out.lit(s[i + 1:j], True)
             i = j + 1
-        elif c == '"' and not in_dquote:
+        elif c == '"':  # (inside double quotes only a ${x:-"word"} can hold one: same rule)
             j = i + 1
             while j < n and s[j] != '"':
                 if s[j] == "\\":
@@ -363,6 +368,9 @@ def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
             else:
                 out.lit(c, False)
                 i += 1
+        elif in_param and not in_dquote and c in " \t\n":
+            out.split(c)
+            i += 1
         else:
             out.lit(c, in_dquote)
             i += 1
@@ -379,7 +387,7 @@ def expand_word(raw: str, st: ShellState, line: int) -> list[str]:
 def expand_string(raw: str, st: ShellState, line: int, quoted: bool = True,
                   assignment: bool = False) -> str:
     """A word expanded without field splitting (assignment values, `${x:-word}` words)."""
-    out = _Fields()
+    out = _Fields(nosplit=True)
     _expand(raw, st, line, out, False, assignment=assignment)
     out.end()
     return " ".join(out.fields)
