@@ -390,3 +390,45 @@ def test_expander_agrees_with_bash_on_generated_words() -> None:
         assert r.stdout.split("\0")[:-1] == ours, word
 
     check()
+
+
+_VALUES = ["8", "1e-6", "True", "grpo", "/data/x.parquet", "$V1", '"$V2"', "'q'", "${V3:-dflt}",
+           '"[\'$V1\',\'b\']"', "$((V4 * 2))", "${UNSET}", "'[\"console\",\"tb\"]'", "$V1$V4"]
+
+
+def test_generated_scripts_match_bash(tmp_path_factory: pytest.TempPathFactory,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Whole scripts with random variables, quoting and comment/blank-line traps: the
+    imported profile renders the overrides bash passes, and names the ones it drops."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    _bash()
+
+    @settings(max_examples=25, deadline=None, derandomize=True)
+    @given(st.lists(st.tuples(st.sampled_from(["", "", "+", "++"]), st.sampled_from(_VALUES),
+                              st.sampled_from(["", "", "", "", "# note", "#", ""])),
+                    min_size=1, max_size=8),
+           st.booleans(), st.sampled_from(["/p/q", "abc", "x.y"]))
+    def check(items: list[tuple[str, str, str]], submit: bool, v1: str) -> None:
+        tmp = tmp_path_factory.mktemp("gen")
+        lines = ["#!/bin/bash", f"V1={v1}", "export V2='two'  # a comment", "V3=", "V4=21"]
+        lines.append("ray job submit --no-wait -- python3 -u -m verl.trainer.main_ppo \\" if submit
+                     else "python3 -m verl.trainer.main_ppo \\")
+        for i, (prefix, value, after) in enumerate(items):
+            last = i == len(items) - 1
+            lines.append(f"    {prefix}k{i}.v={value}" + ("" if last else " \\"))
+            if after and not last:
+                lines.append(f"    {after}" if after.startswith("#") else "")
+        script = tmp / "gen.sh"
+        script.write_text("\n".join(lines) + "\n")
+        bash_args, bash_env = bash_launch(run_under_bash(script, tmp), tmp)
+        rendered, text, summary = _import_and_render(script, tmp, capsys)
+        want, got = _hydra(bash_args), _hydra(_python_rest(rendered["entrypoint"][1:]))
+        assert got == want, script.read_text()
+        dropped = [_hydra([a]).popitem()[0] for a in re.findall(r"dropped by bash: (\S+)", summary)]
+        assert set(dropped) == {f"k{i}.v" for i in range(len(items))} - set(want), script.read_text()
+        env = {k: v for k, v in rendered["runtime_env"]["env_vars"].items() if k not in RENDER_ADDS}
+        assert env == bash_env
+
+    check()
