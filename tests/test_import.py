@@ -275,8 +275,12 @@ def test_seed_import_renders_like_the_shipped_profile(tmp_path: Path, capsys: py
     # placeholder and PYTHONPATH lacks Megatron (the script does not say where they are).
     assert set(ev) - set(sv) == {"VERL_PATH"} and not set(sv) - set(ev)
     assert {k for k in sv if ev[k] != sv[k]} == {"TENSORBOARD_DIR", "PYTHONPATH"}
-    assert "TENSORBOARD_DIR" in text.split("version: 1")[0] and "kept (--keep-dropped)" in text
-    assert "default_local_dir is set explicitly" in SEED_PROFILE.read_text()
+    header = text.split("version: 1")[0]
+    for documented in ("TENSORBOARD_DIR", "PYTHONPATH", "VERL_PATH", "kept (--keep-dropped)"):
+        assert documented in header
+    shipped_header = SEED_PROFILE.read_text().split("version: 1")[0]
+    for documented in ("TENSORBOARD_DIR", "PYTHONPATH", "default_local_dir"):
+        assert documented in shipped_header
     prof = load_profile(tmp_path / "imported.yaml")
     assert [n.address for n in prof.nodes] == [n.address for n in load_profile(SEED_PROFILE).nodes]
     assert prof.head.address == "10.10.142.125" and prof.total_gpus == 32
@@ -343,6 +347,8 @@ def test_odd_scripts_never_crash_and_load(tmp_path: Path, capsys: pytest.Capture
         "echo 'unterminated\n")
     assert main(["import", str(s), "-o", str(tmp_path / "p.yaml")]) == 0
     err = capsys.readouterr().err
+    assert main(["import", str(s), "-o", str(tmp_path / "p.yaml")]) == 2  # never silently replaced
+    assert "exists; pass --force" in capsys.readouterr().err
     prof = load_profile(tmp_path / "p.yaml")
     got = {o.key: o.value for o in prof.training.overrides}
     assert got["a.on"] == 1 and got["a.null"] == "x" and got["x.y"] == 1024

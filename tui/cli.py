@@ -137,6 +137,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     out = args.output
     load_profile_text(text, out or "<imported profile>")  # never write a profile that does not load
     if out and out != "-":
+        if Path(out).exists() and not args.force:
+            raise UsageError(f"{out} exists; pass --force to replace it")
         Path(out).write_text(text, encoding="utf-8")
         sys.stderr.write(summary(res, out))
     else:
@@ -228,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--keep-dropped", action="store_true",
                     help="keep the overrides bash drops after a comment/blank line in a continuation")
     sp.add_argument("--home", metavar="DIR", help="what $HOME and ~ expand to (default: yours)")
+    sp.add_argument("--force", action="store_true", help="replace an existing -o file")
 
     sp = add("sim", cmd_sim, "the simulated cluster in the background")
     sp.add_argument("sim_cmd", choices=["up", "down", "status", "stop-node", "start-node"],

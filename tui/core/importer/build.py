@@ -293,6 +293,11 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
         departures.append("the job's env gets " + ", ".join(adds) + " from rlconsole itself "
                           "(TENSORBOARD_DIR = paths.tensorboard_dir, PYTHONPATH = paths.megatron:paths.verl, "
                           "PYTHONUNBUFFERED=1); the script does not set them")
+    exported = sorted(n for n, (_, _, src) in launch.env.items() if src == "export")
+    if kind != "python" and exported:
+        departures.append("the job's env gets what the script exports before `ray job submit` ("
+                          + ", ".join(exported) + "): Ray does not pass the submitting shell's "
+                          "environment to the job, the profile's env does")
     if kind == "python":
         departures.append("the script runs python directly; rlconsole submits the same command "
                           "through Ray's job API (`rlconsole submit`)")
