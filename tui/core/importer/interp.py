@@ -2,9 +2,10 @@
 
 Assignments, `export`/`declare`/`local`/`readonly`/`unset` and `cd` change the state;
 every other command is expanded into its argv (with the line of each word) and handed
-back, with the environment it would see. Control flow (`if`, `for`, functions) cannot be
-decided without running tests, so branches are read once in order and function bodies are
-skipped; each such place is reported.
+back, with the environment it would see. Control flow (`if`, `for`) cannot be decided
+without running tests, so branches are read once in order and loops are skipped; a called
+function's body is read where it is called, with its arguments as `$1`.. and `"$@"`. Each
+such place is reported.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
     commands: list[Command] = []
     cwd: str | None = None
     func_depth = 0
+    bodies: dict[str, list[RawCommand]] = {}
+    current_fn = ""
+    calls = 0
+    raws = list(raws)
     k = 0
     control_noted = False
 
@@ -102,17 +107,32 @@ def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
         k += 1
         words = list(rc.words)
         # Function definitions: `name() {` / `function name {` ... `}` are skipped.
+        if rc.sep == "\0return":  # the end of a function call's body
+            st.frames.pop()
+            continue
         if func_depth:
             func_depth += sum(1 for w in words if w.text == "{") - sum(1 for w in words if w.text == "}")
+            if func_depth <= 0:
+                words = [w for w in words if w.text != "}"]
+            if words:
+                bodies[current_fn].append(RawCommand(words, rc.line, rc.end_line, rc.broken_by,
+                                                     rc.broken_line, rc.sep, rc.heredoc, rc.redirects))
             continue
         if words and (words[0].text.endswith("()") or (len(words) > 1 and words[1].text == "()")
                       or words[0].text == "function"):
-            fname = words[1].text if words[0].text == "function" else words[0].text.rstrip("()")
-            st.functions.add(fname.rstrip("()"))
-            st.note(rc.line, f"function {fname.rstrip('()')}: its body is not run; its output is never guessed")
-            opens = sum(1 for w in words if w.text == "{") - sum(1 for w in words if w.text == "}")
+            fname = (words[1].text if words[0].text == "function" else words[0].text).replace("()", "")
+            st.functions.add(fname)
+            current_fn = fname
+            bodies[fname] = []
+            texts = [w.text for w in words]
+            opens = texts.count("{") - texts.count("}")
             func_depth = max(opens, 0)
-            if "{" not in [w.text for w in words] and k < len(raws) and raws[k].words and raws[k].words[0].text == "{":
+            if "{" in texts:
+                rest = [w for w in words[texts.index("{") + 1:] if w.text != "}"]
+                if rest:
+                    bodies[fname].append(RawCommand(rest, rc.line, rc.end_line, rc.broken_by, rc.broken_line,
+                                                    rc.sep, rc.heredoc, rc.redirects))
+            elif k < len(raws) and raws[k].words and raws[k].words[0].text == "{":
                 func_depth = 1
                 k += 1
             continue
@@ -157,7 +177,14 @@ def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
                 st.arrays.pop(n, None)
                 st.exported.discard(n)
             continue
-        if name in ("set", "shopt", "shift", "true", ":", "trap", "umask", "ulimit", "wait", "echo", "printf"):
+        if name == "shift":
+            n = expand_string(words[1].text, st, words[1].line) if len(words) > 1 else "1"
+            if st.frames and n.isdigit():
+                del st.frames[-1][:int(n)]
+            elif not st.frames:
+                st.args_used.append(rc.line)
+            continue
+        if name in ("set", "shopt", "true", ":", "trap", "umask", "ulimit", "wait", "echo", "printf"):
             if name == "set" and any(w.text == "--" for w in words):
                 st.note(rc.line, "`set --` replaces the script's arguments; not followed")
             continue
@@ -165,7 +192,16 @@ def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
             st.note(rc.line, f"`{name} {' '.join(w.text for w in words[1:])}`: sourced files are not read")
             continue
         if name in st.functions:
-            st.note(rc.line, f"`{name}`: a function call is not run")
+            calls += 1
+            if calls > 100 or len(st.frames) > 10:
+                st.note(rc.line, f"`{name}`: too many (or recursive) function calls; not followed")
+                continue
+            args: list[str] = []
+            for w in words[1:]:
+                args.extend(expand_word(w.text, st, w.line))
+            st.note(rc.line, f"`{name}`: the function's body is read here, as bash would run it")
+            st.frames.append(args)
+            raws[k:k] = bodies.get(name, []) + [RawCommand([], rc.line, rc.line, sep="\0return")]
             continue
         argv: list[Word] = []
         for w in words:

@@ -47,6 +47,7 @@ class ShellState:
     args_used: list[int] = field(default_factory=list)
     functions: set[str] = field(default_factory=set)
     home_used: list[int] = field(default_factory=list)  # lines where $HOME/~ was expanded
+    frames: list[list[str]] = field(default_factory=list)  # arguments of the functions being run
 
     def get(self, name: str, line: int) -> str | None:
         if name in self.arrays:
@@ -188,7 +189,16 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
         return
     length, name, _, index, rest = m.groups()
     if name in ("@", "*"):
-        st.args_used.append(line)
+        if st.frames:  # inside a function: its arguments
+            items = st.frames[-1]
+            if quoted and name == "@":
+                out.many(items)
+            elif quoted:
+                out.lit(" ".join(items), True)
+            else:
+                out.split(" ".join(items))
+        else:
+            st.args_used.append(line)
         return
     if index is not None and index in ("@", "*"):
         items = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
@@ -209,6 +219,9 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
             k = 0
         arr = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
         value: str | None = arr[k] if -len(arr) <= k < len(arr) else None
+    elif st.frames and (name == "#" or (name.isdigit() and name != "0")):
+        args = st.frames[-1]
+        value = str(len(args)) if name == "#" else (args[int(name) - 1] if int(name) <= len(args) else "")
     elif name.isdigit() or name in "#?$!-":
         value = {"0": st.script, "#": "0", "?": "0"}.get(name)
         if name.isdigit() and name != "0":
@@ -353,11 +366,7 @@ def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
                 out.lit("$", in_dquote)
                 i += 1
                 continue
-            name = m.group(1)
-            if name in ("@", "*"):
-                st.args_used.append(line)
-            else:
-                _param(name, st, line, in_dquote, out)
+            _param(m.group(1), st, line, in_dquote, out)
             i += m.end()
         elif c == "~" and not in_dquote and (i == 0 or (assignment and s[i - 1] in "=:")):
             m = re.match(r"~([A-Za-z0-9_.\-]*)(?=/|$|:)", s[i:])
