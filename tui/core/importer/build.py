@@ -286,8 +286,6 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
     for f, (v, ln, src) in paths.items():
         if src == "placeholder":
             findings.append(Finding(0, f"paths.{f}: the script does not say; placeholder {v} (fill it in)", True))
-    if not any(k in launch.env for k in ("PYTHONPATH",)) and "megatron" not in paths:
-        pass
     adds = [k for k in RENDER_ADDS if k not in launch.env]
     if adds:
         departures.append("the job's env gets " + ", ".join(adds) + " from rlconsole itself "

@@ -169,7 +169,6 @@ def scan(text: str) -> list[RawCommand]:
     cur: list[str] = []
     cur_line = 0
     cmd_line = 0
-    continued = False  # the last thing consumed was a backslash-newline
     heredoc = False
 
     def end_word() -> None:
@@ -199,7 +198,6 @@ def scan(text: str) -> list[RawCommand]:
         c = sc.peek()
         if c == "\\" and sc.peek(1) == "\n":
             sc.adv(2)
-            continued = True
             # A comment or blank line right after the continuation ends the command.
             j = sc.s.find("\n", sc.i)
             rest = sc.s[sc.i:len(sc.s) if j < 0 else j]
@@ -215,7 +213,6 @@ def scan(text: str) -> list[RawCommand]:
             end_cmd("\n")
             sc.adv()
             sc.skip_heredocs()
-            continued = False
             continue
         if c == "#" and not cur:
             j = sc.s.find("\n", sc.i)
@@ -269,5 +266,4 @@ def scan(text: str) -> list[RawCommand]:
         else:
             cur.append(sc.adv())
     end_cmd("\n")
-    del continued
     return cmds
