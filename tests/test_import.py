@@ -275,7 +275,7 @@ def test_seed_import_renders_like_the_shipped_profile(tmp_path: Path, capsys: py
     # placeholder and PYTHONPATH lacks Megatron (the script does not say where they are).
     assert set(ev) - set(sv) == {"VERL_PATH"} and not set(sv) - set(ev)
     assert {k for k in sv if ev[k] != sv[k]} == {"TENSORBOARD_DIR", "PYTHONPATH"}
-    header = text.split("version: 1")[0]
+    header = " ".join(ln.lstrip("#").strip() for ln in text.split("version: 1")[0].splitlines())
     for documented in ("TENSORBOARD_DIR", "PYTHONPATH", "VERL_PATH", "kept (--keep-dropped)"):
         assert documented in header
     shipped_header = SEED_PROFILE.read_text().split("version: 1")[0]

@@ -8,6 +8,8 @@ paths that overrides repeat are YAML anchors, set once under `paths:` and aliase
 from __future__ import annotations
 
 import math
+import re
+import textwrap
 from typing import Any
 
 import yaml
@@ -81,6 +83,14 @@ def _emit_tree(node: dict[str, Any], indent: int, aliases: dict[str, Any], out: 
             _emit_tree(v, indent + 1, aliases, out)
 
 
+def _comment_item(text: str) -> list[str]:
+    """A header bullet, wrapped; control characters (a value's line break) made visible so
+    a comment can never end early and turn the rest of a value into YAML."""
+    clean = re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group(0))[1:-1], text)
+    lines = textwrap.wrap(clean, width=88, break_long_words=False, break_on_hyphens=False) or [""]
+    return [f"#   - {lines[0]}"] + [f"#     {ln}" for ln in lines[1:]]
+
+
 def render_profile(r: ImportResult) -> str:
     out: list[str] = []
     out.append(f"# Imported by `rlconsole import` from {r.script}"
@@ -89,12 +99,12 @@ def render_profile(r: ImportResult) -> str:
     out.append("# from; CHANGE-ME values and 192.0.2.x addresses are placeholders the script does not give.")
     out.append("# Departures from what the script does:")
     for d in r.departures or ["none"]:
-        out.append(f"#   - {d}")
+        out.extend(_comment_item(d))
     unresolved = r.unresolved
     if unresolved:
         out.append("# Not resolved (see `rlconsole import`'s summary):")
         for f in unresolved:
-            out.append(f"#   - {f}")
+            out.extend(_comment_item(str(f)))
     out.append("version: 1")
     out.append(f"name: {scalar(r.name)}")
     out.append(f"description: {scalar('imported from ' + r.script)}")
