@@ -315,7 +315,9 @@ def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
             i = j + 1
         elif c == "\\":
             nxt = s[i + 1:i + 2]
-            if in_dquote:
+            if nxt == "\n":  # a line continuation, also inside double quotes
+                out.lit("", in_dquote)
+            elif in_dquote:
                 out.lit(nxt if nxt in '$`"\\' else "\\" + nxt, True)
             else:
                 out.lit(nxt, True)
