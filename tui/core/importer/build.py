@@ -170,8 +170,9 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
     for ln, msg in launch.notes:
         findings.append(Finding(ln, msg, unresolved=True))
     for n, ln in sorted(w.state.unset_reads.items(), key=lambda kv: kv[1]):
-        findings.append(Finding(ln, f"${n} is never set in the script: bash expands it to empty, and so "
-                                    "does the profile", unresolved=True))
+        findings.append(Finding(ln, f"${n} is never set in the script: taken as empty (bash in a clean "
+                                    "environment does the same; a calling shell that sets it would not)",
+                                unresolved=True))
     if w.state.home_used:
         lines = sorted(set(w.state.home_used))
         findings.append(Finding(lines[0], f"$HOME/~ expanded to {home} (lines {', '.join(map(str, lines))}); "

@@ -61,6 +61,41 @@ def _tree(items: list[Item]) -> dict[str, Any]:
     return root
 
 
+def _leaves(node: dict[str, Any]) -> list[Item]:
+    out: list[Item] = []
+    for v in node.values():
+        out.extend(_leaves(v) if isinstance(v, dict) else [v])
+    return out
+
+
+def _strip_prefix(node: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in node.items():
+        if isinstance(v, dict):
+            out[k] = _strip_prefix(v)
+        else:
+            out[k[len(v.prefix):]] = v
+    return out
+
+
+def _group_prefixes(node: dict[str, Any]) -> dict[str, Any]:
+    """A section whose every leaf has the same `+`/`++` is written once as `+section:`,
+    as the shipped profile does (`+override_transformer_config:`)."""
+    out: dict[str, Any] = {}
+    for k, v in node.items():
+        if isinstance(v, dict):
+            prefixes = {it.prefix for it in _leaves(v)}
+            if len(prefixes) == 1 and "" not in prefixes and not k.startswith("+") and len(_leaves(v)) > 1:
+                p = prefixes.pop()
+                if p + k not in node:
+                    out[p + k] = _strip_prefix(v)
+                    continue
+            out[k] = _group_prefixes(v)
+        else:
+            out[k] = v
+    return out
+
+
 def _yaml_key(k: str) -> str:
     """A mapping key that YAML reads back as this very string (`on`, `null`, `1` would not)."""
     plain = all(c.isalnum() or c in "_-.+@" for c in k)
@@ -168,7 +203,7 @@ def render_profile(r: ImportResult) -> str:
     out.append(f"  config_name: {scalar(cn)}{_src(cnl, '' if cnl else cns)}")
     out.append("  overrides:")
     if r.overrides:
-        _emit_tree(_tree(r.overrides), 2, aliases, out)
+        _emit_tree(_group_prefixes(_tree(r.overrides)), 2, aliases, out)
     else:
         out[-1] += " {}"
     return "\n".join(out) + "\n"
