@@ -126,6 +126,30 @@ def cmd_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from .core.importer import import_script, render_profile, summary
+    from .core.profile import load_profile_text
+
+    res = import_script(args.script, hostfile=args.hostfile, name=args.name,
+                        keep_dropped=args.keep_dropped,
+                        home=args.home or os.environ.get("HOME") or "/root")
+    text = render_profile(res)
+    out = args.output
+    load_profile_text(text, out or "<imported profile>")  # never write a profile that does not load
+    if out and out != "-":
+        if Path(out).exists() and not args.force:
+            raise UsageError(f"{out} exists; pass --force to replace it")
+        Path(out).write_text(text, encoding="utf-8")
+        sys.stderr.write(summary(res, out))
+    else:
+        sys.stdout.write(text)
+        sys.stderr.write(summary(res, None))
+    return 0
+
+
 def cmd_tui(args: argparse.Namespace) -> int:
     from .app import run_app
 
@@ -260,6 +284,16 @@ def build_parser() -> argparse.ArgumentParser:
     g = sp.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="(default) a list of {step, metrics}")
     g.add_argument("--csv", action="store_true", help="one row per step, one column per metric")
+
+    sp = add("import", cmd_import, "turn a VeRL launch script (+ hostfile) into a profile; runs nothing")
+    sp.add_argument("script", metavar="SCRIPT")
+    sp.add_argument("--hostfile", metavar="FILE", help="one host per line, `host slots=N` or `ip gpus`")
+    sp.add_argument("--name", metavar="NAME", help="the profile's name (default: the script's)")
+    sp.add_argument("-o", "--output", metavar="PROFILE.yaml", help="write here (default: stdout)")
+    sp.add_argument("--keep-dropped", action="store_true",
+                    help="keep the overrides bash drops after a comment/blank line in a continuation")
+    sp.add_argument("--home", metavar="DIR", help="what $HOME and ~ expand to (default: yours)")
+    sp.add_argument("--force", action="store_true", help="replace an existing -o file")
 
     sp = add("sim", cmd_sim, "the simulated cluster in the background")
     sp.add_argument("sim_cmd", choices=["up", "down", "status", "stop-node", "start-node"],

@@ -1,0 +1,360 @@
+"""From a script (and a hostfile) to everything a profile needs, with where each came from.
+
+`import_script` never runs the script: it scans and expands it (`interp`), finds the
+launch (`launch`), and decides each profile value, keeping the script line it came from
+and a finding for everything the script does not say plainly (a broken continuation, a
+key given twice, `"$@"`, an unset variable, a command substitution, a node count that
+disagrees with the hostfile). `writer` turns the result into YAML.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from .hostfile import Host, node_names, parse_hostfile
+from .hydraval import parse_value, split_override
+from .interp import walk
+from .launch import Launch, find_launches, parse_launch
+from .shellexpand import has_placeholder
+
+CHANGE_ME = "/CHANGE-ME"  # absolute, so the profile loads; obviously not a real path
+TEMPLATE_NET = "192.0.2"  # RFC 5737 TEST-NET-1: documentation-only, never routed
+_PROFILE_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-@]*(\.[A-Za-z_0-9][A-Za-z0-9_\-@]*)*$")
+RENDER_ADDS = ("TENSORBOARD_DIR", "PYTHONPATH", "PYTHONUNBUFFERED")
+
+
+@dataclass
+class Item:
+    """One override as the profile will hold it."""
+
+    prefix: str
+    key: str
+    value: Any
+    line: int
+    raw: str
+
+
+@dataclass
+class Finding:
+    line: int
+    message: str
+    unresolved: bool = False
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}" if self.line else self.message
+
+
+@dataclass
+class ImportResult:
+    script: str
+    name: str
+    launch: Launch
+    overrides: list[Item]
+    dropped: list[Item]  # what bash drops after a broken continuation
+    keep_dropped: bool
+    env: dict[str, tuple[str, int, str]]
+    paths: dict[str, tuple[Any, int, str]]  # field -> (value, line, where from)
+    python: str
+    python_args: list[str]
+    module: str
+    config_path: tuple[str, int, str]
+    config_name: tuple[str, int, str]
+    hosts: list[Host] | None
+    host_names: list[str]
+    gpus_per_node: int
+    nnodes: int
+    dashboard_port: tuple[int, int] | None
+    hostfile: str | None
+    findings: list[Finding] = field(default_factory=list)
+    departures: list[str] = field(default_factory=list)
+
+    @property
+    def unresolved(self) -> list[Finding]:
+        return [f for f in self.findings if f.unresolved]
+
+
+def _abs(v: Any) -> bool:
+    return isinstance(v, str) and v.startswith("/") and not has_placeholder(v)
+
+
+def _to_items(args: list[Any], findings: list[Finding]) -> list[Item]:
+    out: list[Item] = []
+    for a in args:
+        sp = split_override(a.text)
+        if sp is None:
+            findings.append(Finding(a.line, f"argument {a.text!r} is not a Hydra override; not imported", True))
+            continue
+        prefix, key, raw = sp
+        if prefix == "~" or "/" in key:
+            findings.append(Finding(a.line, f"{a.text!r}: deletions and config-group overrides are "
+                                            "not in the profile's schema; not imported", True))
+            continue
+        if not _PROFILE_KEY_RE.match(key):
+            findings.append(Finding(a.line, f"{a.text!r}: not a key the profile can hold; not imported", True))
+            continue
+        try:
+            if has_placeholder(raw):
+                raise LookupError
+            value = parse_value(raw)
+        except LookupError:
+            value = raw
+        except ValueError as e:
+            findings.append(Finding(a.line, f"{key}: {e}; kept as the string {raw!r}", True))
+            value = raw
+        if any(isinstance(x, str) and re.search(r"[\x00-\x1f\x7f]", x)
+               for x in (value if isinstance(value, list) else [value])):
+            findings.append(Finding(a.line, f"{key}: a line break or control character in the value; "
+                                            "Hydra cannot take it from a profile; not imported", True))
+            continue
+        if has_placeholder(value):
+            findings.append(Finding(a.line, f"{key}: its value needs a command to run; "
+                                            "the profile holds a visible placeholder", True))
+        out.append(Item(prefix, key, value, a.line, a.text))
+    return out
+
+
+def _dedupe(items: list[Item], findings: list[Finding]) -> list[Item]:
+    """Hydra applies overrides in order, so the last one of a key wins."""
+    last: dict[str, int] = {}
+    for i, it in enumerate(items):
+        last[it.key] = i
+    out = []
+    for i, it in enumerate(items):
+        if last[it.key] != i:
+            w = items[last[it.key]]
+            findings.append(Finding(it.line, f"{it.key} given twice (lines {it.line} and {w.line}); "
+                                             f"the later one wins: {w.raw!r}"))
+            continue
+        out.append(it)
+    return out
+
+
+def _first_var(state_vars: dict[str, str], names: tuple[str, ...]) -> tuple[str, str] | None:
+    for n in names:
+        for k, v in state_vars.items():
+            if k.upper() == n and _abs(v):
+                return k, v
+    return None
+
+
+def import_script(script: str | Path, hostfile: str | Path | None = None, name: str | None = None,
+                  keep_dropped: bool = False, home: str = "/root") -> ImportResult:
+    path = Path(script)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{script}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{script}: not UTF-8 text") from None
+    w = walk(text, home=home, script_name=str(script))
+    launches = find_launches(w.commands)
+    if not launches:
+        raise UsageError(f"{script}: no VeRL launch found (looked for `ray job submit ... -- python ...`, "
+                         "`python -m verl.trainer.main_ppo`, `python .../main_ppo.py`)")
+    findings: list[Finding] = []
+    departures: list[str] = []
+    cmd, kind, start = launches[-1]
+    for other, k2, _ in launches[:-1]:
+        findings.append(Finding(other.line, f"another launch ({k2}); the last one, line {cmd.line}, is imported"))
+    launch = parse_launch(cmd, kind, start, path.parent)
+    findings.append(Finding(cmd.line, f"launch: {kind} ({launch.python} "
+                                      f"{'-m ' + launch.module if launch.module else launch.script_path}), "
+                                      f"{len(launch.overrides)} overrides"))
+    for ln, msg in w.notes:
+        findings.append(Finding(ln, msg, unresolved="placeholder" in msg or "not run" in msg
+                                or "not followed" in msg or "not read" in msg))
+    for ln, msg in launch.notes:
+        findings.append(Finding(ln, msg, unresolved=True))
+    for n, ln in sorted(w.state.unset_reads.items(), key=lambda kv: kv[1]):
+        findings.append(Finding(ln, f"${n} is never set in the script: taken as empty (bash in a clean "
+                                    "environment does the same; a calling shell that sets it would not)",
+                                unresolved=True))
+    if w.state.home_used:
+        lines = sorted(set(w.state.home_used))
+        findings.append(Finding(lines[0], f"$HOME/~ expanded to {home} (lines {', '.join(map(str, lines))}); "
+                                          "pass --home DIR if the cluster's differs"))
+    if w.state.args_used:
+        lines = sorted(set(w.state.args_used))
+        findings.append(Finding(lines[0], "\"$@\"/$*/$1.. pass the script's own arguments (lines "
+                                          f"{', '.join(map(str, lines))}): the profile cannot know them; "
+                                          "imported as if the script got none", unresolved=True))
+
+    overrides = _to_items(launch.overrides, findings)
+    dropped = _to_items(launch.dropped, findings)
+    for ln, how in launch.dropped_breaks:
+        findings.append(Finding(ln, f"a {how} inside the backslash continuation ends the command: bash "
+                                    f"drops the {len(dropped)} overrides after it "
+                                    f"({'kept, --keep-dropped' if keep_dropped else 'left out, as bash does; --keep-dropped keeps them'})",
+                                unresolved=True))
+    for d in dropped:
+        findings.append(Finding(d.line, f"dropped by bash: {d.raw}"))
+    all_items = _dedupe(overrides + (dropped if keep_dropped else []), findings)
+    for a in launch.other_args:
+        findings.append(Finding(a.line, f"argument {a.text!r} after the module is not an override; not imported",
+                                unresolved=True))
+    ov = {it.key: it for it in all_items}
+
+    # ---- training
+    module = launch.module or ""
+    if not module:
+        sp = launch.script_path or ""
+        m = re.search(r"(?:^|/)(verl/.*)\.py$", sp)
+        module = m.group(1).replace("/", ".") if m else "verl.trainer.main_ppo"
+        departures.append(f"training.module: `python -m {module}` instead of the script's `{sp}` "
+                          "(the profile runs modules; paths.verl is on PYTHONPATH)")
+    st_vars = dict(w.state.vars)
+    verl: tuple[Any, int, str]
+    fv = _first_var(st_vars, ("VERL_PATH", "VERL_HOME", "VERL_DIR", "VERL_ROOT"))
+    cp_raw = launch.config_path
+    if fv:
+        verl = (fv[1], w.set_lines.get(fv[0], 0), f"${fv[0]}")
+    elif cp_raw and _abs(cp_raw[0]) and cp_raw[0].rstrip("/").endswith("/verl/trainer/config"):
+        verl = (cp_raw[0].rstrip("/")[: -len("/verl/trainer/config")], cp_raw[1], "--config-path")
+    elif launch.script_path and "/verl/trainer/" in launch.script_path and launch.script_path.startswith("/"):
+        verl = (launch.script_path.split("/verl/trainer/")[0], cmd.line, "the script path")
+    elif launch.working_dir and _abs(launch.working_dir[0]):
+        verl = (launch.working_dir[0], launch.working_dir[1], "--working-dir")
+    elif cmd.cwd and _abs(cmd.cwd):
+        verl = (cmd.cwd, cmd.line, "cd")
+    else:
+        verl = (f"{CHANGE_ME}/verl", 0, "placeholder")
+    if cp_raw and _abs(cp_raw[0]):
+        config_path = (cp_raw[0], cp_raw[1], "--config-path")
+    elif cp_raw:
+        base = f"{verl[0]}/verl/trainer"
+        config_path = (f"{base}/{cp_raw[0]}".replace("/./", "/"), cp_raw[1], "--config-path, made absolute")
+        departures.append(f"training.config_path: the script's relative {cp_raw[0]!r} resolved against "
+                          f"verl/trainer (Hydra's rule for main_ppo) under paths.verl")
+    else:
+        config_path = (f"{verl[0]}/verl/trainer/config", 0, "VeRL's default")
+        departures.append("training.config_path: the script gives none; VeRL's default "
+                          "verl/trainer/config is written out (the profile always passes it)")
+    if launch.config_name:
+        config_name = (launch.config_name[0], launch.config_name[1], "--config-name")
+    else:
+        config_name = ("ppo_trainer", 0, "VeRL's default")
+        departures.append("training.config_name: the script gives none; VeRL's default ppo_trainer "
+                          "is written out (the profile always passes it)")
+    if has_placeholder(config_path[0]) or has_placeholder(config_name[0]):
+        findings.append(Finding(config_path[1], "config path/name need a command to run", True))
+
+    # ---- paths
+    paths: dict[str, tuple[Any, int, str]] = {"verl": verl}
+    mg = _first_var(st_vars, ("MEGATRON_PATH", "MEGATRON_HOME", "MEGATRON_LM_PATH", "MEGATRON_DIR"))
+    if mg:
+        paths["megatron"] = (mg[1], w.set_lines.get(mg[0], 0), f"${mg[0]}")
+
+    def from_override(field_: str, key: str, placeholder: str, listy: bool = False) -> None:
+        it = ov.get(key)
+        v = it.value if it else None
+        ok = (_abs(v) or (listy and isinstance(v, list) and v and all(_abs(x) for x in v)))
+        if it and ok:
+            paths[field_] = (v, it.line, key)
+        elif placeholder:
+            paths[field_] = (placeholder, 0, "placeholder")
+
+    from_override("hf_model", "actor_rollout_ref.model.path", f"{CHANGE_ME}/hf-model")
+    from_override("mcore_checkpoint", "actor_rollout_ref.actor.megatron.dist_checkpointing_path",
+                  f"{CHANGE_ME}/mcore-checkpoint")
+    if "mcore_checkpoint" in paths and paths["mcore_checkpoint"][2] == "placeholder":
+        from_override("mcore_checkpoint", "actor_rollout_ref.ref.megatron.dist_checkpointing_path",
+                      f"{CHANGE_ME}/mcore-checkpoint")
+    from_override("train_files", "data.train_files", f"{CHANGE_ME}/train.parquet", listy=True)
+    from_override("val_files", "data.val_files", "", listy=True)
+    tb = launch.env.get("TENSORBOARD_DIR")
+    if tb and _abs(tb[0]):
+        paths["tensorboard_dir"] = (tb[0], tb[1], "TENSORBOARD_DIR")
+    else:
+        paths["tensorboard_dir"] = (f"{CHANGE_ME}/tensorboard", 0, "placeholder")
+    from_override("checkpoint_dir", "trainer.default_local_dir", f"{CHANGE_ME}/checkpoints")
+    wd = launch.working_dir if launch.working_dir and _abs(launch.working_dir[0]) else (
+        (cmd.cwd, cmd.line) if cmd.cwd and _abs(cmd.cwd) else None)
+    if wd:
+        paths["workdir"] = (wd[0], wd[1], "working directory")
+    shared = sorted({f for f, (v, _, src) in paths.items() if src != "placeholder"
+                     and any(it.value == v for it in all_items)})
+    if shared:
+        findings.append(Finding(0, "paths the overrides repeat, written once as YAML anchors: "
+                                   + ", ".join(f"paths.{f}" for f in shared)))
+    found_env = sorted(launch.env)
+    if found_env:
+        findings.append(Finding(0, f"env the launch sees: {', '.join(found_env)}"))
+    findings.append(Finding(config_path[1], f"config: {config_path[0]} / {config_name[0]}"))
+    for f, (v, ln, src) in paths.items():
+        if src == "placeholder":
+            findings.append(Finding(0, f"paths.{f}: the script does not say; placeholder {v} (fill it in)", True))
+    adds = [k for k in RENDER_ADDS if k not in launch.env]
+    if adds:
+        departures.append("the job's env gets " + ", ".join(adds) + " from rlconsole itself "
+                          "(TENSORBOARD_DIR = paths.tensorboard_dir, PYTHONPATH = paths.megatron:paths.verl, "
+                          "PYTHONUNBUFFERED=1); the script does not set them")
+    exported = sorted(n for n, (_, _, src) in launch.env.items() if src == "export")
+    if kind != "python" and exported:
+        departures.append("the job's env gets what the script exports before `ray job submit` ("
+                          + ", ".join(exported) + "): Ray does not pass the submitting shell's "
+                          "environment to the job, the profile's env does")
+    if kind == "python":
+        departures.append("the script runs python directly; rlconsole submits the same command "
+                          "through Ray's job API (`rlconsole submit`)")
+    if dropped and keep_dropped:
+        departures.append(f"training.overrides: the {len(dropped)} overrides bash drops after the "
+                          "broken continuation are kept (--keep-dropped)")
+
+    # ---- nodes
+    hosts: list[Host] | None = None
+    names: list[str] = []
+    gpn_v = ov["trainer.n_gpus_per_node"].value if "trainer.n_gpus_per_node" in ov else None
+    nn_v = ov["trainer.nnodes"].value if "trainer.nnodes" in ov else None
+    gpn = gpn_v if isinstance(gpn_v, int) and not isinstance(gpn_v, bool) and gpn_v > 0 else 8
+    nn = nn_v if isinstance(nn_v, int) and not isinstance(nn_v, bool) and nn_v > 0 else 1
+    if gpn_v is None or nn_v is None:
+        findings.append(Finding(cmd.line, "trainer.nnodes / trainer.n_gpus_per_node not both given; "
+                                          "VeRL's defaults apply", True))
+    if hostfile:
+        try:
+            htext = Path(hostfile).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"{hostfile}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+        hosts, hnotes = parse_hostfile(htext)
+        for ln, msg in hnotes:
+            findings.append(Finding(0, f"{msg} (hostfile line {ln})", True))
+        if not hosts:
+            raise UsageError(f"{hostfile}: no hosts in it")
+        names = node_names(hosts)
+        for h in hosts:
+            if h.gpus is None:
+                h.gpus = gpn
+        if len(hosts) != nn:
+            findings.append(Finding(ov["trainer.nnodes"].line if "trainer.nnodes" in ov else 0,
+                                    f"trainer.nnodes={nn}{'' if nn_v is not None else ' (VeRL default: the launch does not pass it)'}"
+                                    f" but the hostfile lists {len(hosts)} hosts", True))
+        odd = [h for h in hosts if h.gpus != gpn]
+        if odd:
+            findings.append(Finding(ov["trainer.n_gpus_per_node"].line if "trainer.n_gpus_per_node" in ov else 0,
+                                    f"trainer.n_gpus_per_node={gpn} but the hostfile gives "
+                                    + ", ".join(f"{h.address} {h.gpus}" for h in odd), True))
+        if len(hosts) == nn and not odd:
+            findings.append(Finding(0, f"nodes: {nn} x {gpn} GPUs, as the hostfile says"))
+    else:
+        findings.append(Finding(0, f"nodes: no hostfile; a template of {nn} x {gpn} GPUs with "
+                                   f"{TEMPLATE_NET}.x placeholder addresses (fill them in)", True))
+    dport = None
+    if launch.address:
+        m = re.match(r"^(?:https?://)?([^:/]+)(?::(\d+))?", launch.address[0])
+        if m and m.group(2):
+            dport = (int(m.group(2)), launch.address[1])
+        findings.append(Finding(launch.address[1], f"Ray address {launch.address[0]}: rlconsole reaches the "
+                                                   "dashboard through SSH; only the port is kept"))
+    nm = name or re.sub(r"[^A-Za-z0-9_.\-]+", "-", path.stem).strip("-") or "imported"
+    return ImportResult(
+        script=str(script), name=nm, launch=launch, overrides=all_items, dropped=dropped,
+        keep_dropped=keep_dropped, env=launch.env, paths=paths, python=launch.python,
+        python_args=launch.python_args, module=module, config_path=config_path,
+        config_name=config_name, hosts=hosts, host_names=names, gpus_per_node=gpn, nnodes=nn,
+        dashboard_port=dport, hostfile=str(hostfile) if hostfile else None,
+        findings=findings, departures=departures,
+    )

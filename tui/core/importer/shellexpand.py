@@ -1,0 +1,414 @@
+"""Expand one raw bash word into the argv words bash would pass, without running anything.
+
+Covers what launch scripts use: quoting ('', "", $'', backslash), `$VAR`/`${VAR}`,
+`${VAR:-word}` and its `-`/`:=`/`=`/`:+`/`+`/`#`/`%` relatives (the word itself expanded,
+so defaults can name other variables), `${#VAR}`, simple arrays (`${a[@]}`, `${a[1]}`),
+`$((arithmetic))`, `~`, `"$@"`/`$*` (the script's arguments: none here), and word
+splitting of unquoted results. Anything whose value needs a command to run (`$(...)`,
+backticks) becomes a visible placeholder and is reported; it is never guessed. Globs are
+left as written (bash too keeps a pattern that matches no file).
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+PLACEHOLDER_OPEN = "<unresolved:"
+
+
+def placeholder(what: str, line: int) -> str:
+    return f"{PLACEHOLDER_OPEN} line {line}: {' '.join(what.split())}>"
+
+
+def has_placeholder(value: object) -> bool:
+    if isinstance(value, list):
+        return any(has_placeholder(v) for v in value)
+    return isinstance(value, str) and PLACEHOLDER_OPEN in value
+
+
+@dataclass
+class ShellState:
+    """Variables as bash would hold them at one point of the script."""
+
+    vars: dict[str, str] = field(default_factory=dict)
+    arrays: dict[str, list[str]] = field(default_factory=dict)
+    exported: set[str] = field(default_factory=set)
+    home: str = "/root"
+    script: str = "script.sh"
+    # (line, message) for everything the caller should hear about.
+    notes: list[tuple[int, str]] = field(default_factory=list)
+    # Names read but never set (bash expands them to empty).
+    unset_reads: dict[str, int] = field(default_factory=dict)
+    args_used: list[int] = field(default_factory=list)
+    functions: set[str] = field(default_factory=set)
+    home_used: list[int] = field(default_factory=list)  # lines where $HOME/~ was expanded
+    frames: list[list[str]] = field(default_factory=list)  # arguments of the functions being run
+
+    def get(self, name: str, line: int) -> str | None:
+        if name in self.arrays:
+            a = self.arrays[name]
+            return a[0] if a else ""
+        if name in self.vars:
+            return self.vars[name]
+        if name == "HOME":
+            self.home_used.append(line)
+            return self.home
+        return None
+
+    def note(self, line: int, msg: str) -> None:
+        if (line, msg) not in self.notes:
+            self.notes.append((line, msg))
+
+
+class _Fields:
+    """Accumulates fields; unquoted expansion results are split on blanks (default IFS)."""
+
+    def __init__(self, nosplit: bool = False) -> None:
+        self.nosplit = nosplit  # assignment values and ${x:-word} words are not split
+        self.fields: list[str] = []
+        self.cur: list[str] = []
+        self.started = False  # the current field exists even if empty (quotes seen)
+
+    def lit(self, s: str, quoted: bool) -> None:
+        self.cur.append(s)
+        if quoted or s:
+            self.started = True
+
+    def split(self, s: str) -> None:
+        if not s:
+            return
+        if PLACEHOLDER_OPEN in s or self.nosplit:  # unknown output is never split (or guessed)
+            self.lit(s, True)
+            return
+        parts = re.split(r"[ \t\n]+", s)
+        for k, part in enumerate(parts):
+            if k > 0:
+                self.end()
+            if part:
+                self.cur.append(part)
+                self.started = True
+
+    def end(self) -> None:
+        if self.started:
+            self.fields.append("".join(self.cur))
+        self.cur = []
+        self.started = False
+
+    def many(self, items: list[str]) -> None:
+        """Quoted "${a[@]}" / "$@": one field per element, glued to the text around."""
+        if not items:
+            return
+        for k, it in enumerate(items):
+            if k > 0:
+                self.end()
+            self.lit(it, True)
+
+
+_ARITH_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Mod: lambda a, b: int(a - b * int(a / b)), ast.Pow: operator.pow,
+    ast.FloorDiv: lambda a, b: int(a / b), ast.Div: lambda a, b: int(a / b),
+    ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+}
+
+
+def _arith(expr: str, st: ShellState, line: int, depth: int = 0) -> int:
+    """bash integer arithmetic: + - * / % ** << >> & | ^, parentheses, names and $vars."""
+    if depth > 10:
+        raise ValueError("recursive arithmetic")
+    text = expand_string(expr, st, line, quoted=True)
+    tree = ast.parse(text.strip() or "0", mode="eval")
+
+    def ev(n: ast.AST) -> int:
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+            return n.value
+        if isinstance(n, ast.Name):
+            v = st.get(n.id, line)
+            if v is None or v.strip() == "":
+                return 0
+            return _arith(v, st, line, depth + 1)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd, ast.Invert)):
+            x = ev(n.operand)
+            return -x if isinstance(n.op, ast.USub) else (x if isinstance(n.op, ast.UAdd) else ~x)
+        if isinstance(n, ast.BinOp) and type(n.op) in _ARITH_OPS:
+            a, b = ev(n.left), ev(n.right)
+            if isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
+                raise ValueError("division by zero")
+            return _ARITH_OPS[type(n.op)](a, b)
+        raise ValueError(f"unsupported arithmetic {ast.dump(n)[:40]}")
+
+    return ev(tree)
+
+
+def _find_close(s: str, i: int, open_: str, close: str) -> int:
+    """Index of the bracket closing the one at s[i], skipping quotes."""
+    depth = 0
+    j = i
+    while j < len(s):
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "'" and open_ == "(":
+            k = s.find("'", j + 1)
+            j = len(s) if k < 0 else k + 1
+            continue
+        if c == '"':
+            k = j + 1
+            while k < len(s) and s[k] != '"':
+                k += 2 if s[k] == "\\" else 1
+            j = k + 1
+            continue
+        if c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return len(s) - 1
+
+
+_PARAM_RE = re.compile(r"^(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(\[([^\]]*)\])?(.*)$", re.S)
+
+
+def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> None:
+    """${...}: the parameter and its operator."""
+    m = _PARAM_RE.match(body)
+    if not m:
+        st.note(line, f"${{{body}}}: not an expansion the importer knows; left as a placeholder")
+        out.lit(placeholder("${" + body + "}", line), True)
+        return
+    length, name, _, index, rest = m.groups()
+    if name in ("@", "*"):
+        if st.frames:  # inside a function: its arguments
+            items = st.frames[-1]
+            if quoted and name == "@":
+                out.many(items)
+            elif quoted:
+                out.lit(" ".join(items), True)
+            else:
+                out.split(" ".join(items))
+        else:
+            st.args_used.append(line)
+        return
+    if index is not None and index in ("@", "*"):
+        items = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
+        if length:
+            out.lit(str(len(items)), quoted)
+            return
+        if quoted and index == "@":
+            out.many(items)
+        elif quoted:
+            out.lit(" ".join(items), True)
+        else:
+            out.split(" ".join(items))
+        return
+    if index is not None:
+        try:
+            k = _arith(index, st, line)
+        except (ValueError, SyntaxError):
+            k = 0
+        arr = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
+        value: str | None = arr[k] if -len(arr) <= k < len(arr) else None
+    elif st.frames and (name == "#" or (name.isdigit() and name != "0")):
+        args = st.frames[-1]
+        value = str(len(args)) if name == "#" else (args[int(name) - 1] if int(name) <= len(args) else "")
+    elif name.isdigit() or name in "#?$!-":
+        value = {"0": st.script, "#": "0", "?": "0"}.get(name)
+        if name.isdigit() and name != "0":
+            st.args_used.append(line)
+    else:
+        value = st.get(name, line)
+    if length:
+        out.lit(str(len(value or "")), quoted)
+        return
+    if rest:
+        op_m = re.match(r"^(:?[-=+?]|##?|%%?|/)(.*)$", rest, re.S)
+        if not op_m:
+            st.note(line, f"${{{body}}}: operator not supported; left as a placeholder")
+            out.lit(placeholder("${" + body + "}", line), True)
+            return
+        op, word = op_m.groups()
+        unset = value is None
+        empty = unset or (op.startswith(":") and value == "")
+        if op in (":-", "-"):
+            if empty:  # the word keeps its own quoting: quoted parts are not split
+                _expand(word, st, line, out, quoted, in_param=True)
+                return
+        elif op in (":=", "="):
+            if empty:
+                value = expand_string(word, st, line, quoted=quoted)
+                st.vars[name] = value
+        elif op in (":+", "+"):
+            if not empty:
+                _expand(word, st, line, out, quoted, in_param=True)
+            return
+        elif op in (":?", "?"):
+            if empty:
+                st.note(line, f"${{{body}}}: bash would stop the script here ({name} is not set)")
+                value = ""
+        elif op in ("#", "##", "%", "%%"):
+            pat = expand_string(word, st, line, quoted=True)
+            v = value or ""
+            rng = range(len(v) + 1)
+            if op == "#":
+                cut = next((k for k in rng if fnmatch.fnmatchcase(v[:k], pat)), None)
+                value = v[cut:] if cut is not None else v
+            elif op == "##":
+                cut = next((k for k in reversed(rng) if fnmatch.fnmatchcase(v[:k], pat)), None)
+                value = v[cut:] if cut is not None else v
+            elif op == "%":
+                cut = next((k for k in reversed(rng) if fnmatch.fnmatchcase(v[k:], pat)), None)
+                value = v[:cut] if cut is not None else v
+            else:
+                cut = next((k for k in rng if fnmatch.fnmatchcase(v[k:], pat)), None)
+                value = v[:cut] if cut is not None else v
+        else:
+            st.note(line, f"${{{body}}}: substitution not supported; left as a placeholder")
+            out.lit(placeholder("${" + body + "}", line), True)
+            return
+    if value is None:
+        if name not in st.unset_reads:
+            st.unset_reads[name] = line
+        value = ""
+    if quoted:
+        out.lit(value, True)
+    else:
+        out.split(value)
+
+
+def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+            assignment: bool = False, in_param: bool = False) -> None:
+    """`in_param`: the word of an unquoted ${x:-word}, whose literal blanks split fields."""
+    i = 0
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "'" and not in_dquote:
+            j = s.find("'", i + 1)
+            j = n if j < 0 else j
+            out.lit(s[i + 1:j], True)
+            i = j + 1
+        elif c == '"':  # (inside double quotes only a ${x:-"word"} can hold one: same rule)
+            j = i + 1
+            while j < n and s[j] != '"':
+                if s[j] == "\\":
+                    j += 2
+                elif s[j] == "$" and j + 1 < n and s[j + 1] in "({":
+                    j = _find_close(s, j + 1, s[j + 1], ")" if s[j + 1] == "(" else "}") + 1
+                elif s[j] == "`":
+                    k = s.find("`", j + 1)
+                    j = n if k < 0 else k + 1
+                else:
+                    j += 1
+            out.lit("", True)
+            _expand(s[i + 1:j], st, line, out, True)
+            i = j + 1
+        elif c == "\\":
+            nxt = s[i + 1:i + 2]
+            if nxt == "\n":  # a line continuation, also inside double quotes
+                out.lit("", in_dquote)
+            elif in_dquote:
+                out.lit(nxt if nxt in '$`"\\' else "\\" + nxt, True)
+            else:
+                out.lit(nxt, True)
+            i += 2
+        elif c == "`":
+            j = s.find("`", i + 1)
+            j = n if j < 0 else j
+            cmd = s[i + 1:j]
+            st.note(line, f"`{cmd}`: needs a command to run; left as a placeholder")
+            out.lit(placeholder("`" + cmd + "`", line), True)
+            i = j + 1
+        elif c == "$" and s.startswith("$((", i):
+            j = _find_close(s, i + 1, "(", ")")
+            expr = s[i + 3:j - 1]
+            try:
+                v = str(_arith(expr, st, line))
+            except (ValueError, SyntaxError, ZeroDivisionError) as e:
+                st.note(line, f"$(({expr})): cannot evaluate ({e}); left as a placeholder")
+                v = placeholder("$((" + expr + "))", line)
+            out.lit(v, in_dquote) if in_dquote else out.split(v)
+            i = j + 1
+        elif c == "$" and s.startswith("$(", i):
+            j = _find_close(s, i + 1, "(", ")")
+            cmd = s[i + 2:j]
+            st.note(line, f"$({' '.join(cmd.split())}): needs a command to run; left as a placeholder")
+            out.lit(placeholder("$(" + cmd + ")", line), True)
+            i = j + 1
+        elif c == "$" and s.startswith("${", i):
+            j = _find_close(s, i + 1, "{", "}")
+            _param(s[i + 2:j], st, line, in_dquote, out)
+            i = j + 1
+        elif c == "$" and s.startswith("$'", i) and not in_dquote:
+            j = i + 2
+            buf: list[str] = []
+            while j < n and s[j] != "'":
+                if s[j] == "\\" and j + 1 < n:
+                    buf.append({"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b",
+                                "a": "\a", "r": "\r"}.get(s[j + 1], "\\" + s[j + 1]))
+                    j += 2
+                else:
+                    buf.append(s[j])
+                    j += 1
+            out.lit("".join(buf), True)
+            i = j + 1
+        elif c == "$":
+            m = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])", s[i:])
+            if not m:
+                out.lit("$", in_dquote)
+                i += 1
+                continue
+            _param(m.group(1), st, line, in_dquote, out)
+            i += m.end()
+        elif c == "~" and not in_dquote and (i == 0 or (assignment and s[i - 1] in "=:")):
+            m = re.match(r"~([A-Za-z0-9_.\-]*)(?=/|$|:)", s[i:])
+            if m and not m.group(1):
+                st.home_used.append(line)
+                out.lit(st.home, True)
+                i += 1
+            else:
+                out.lit(c, False)
+                i += 1
+        elif in_param and not in_dquote and c in " \t\n":
+            out.split(c)
+            i += 1
+        else:
+            out.lit(c, in_dquote)
+            i += 1
+
+
+def expand_word(raw: str, st: ShellState, line: int) -> list[str]:
+    """The argv words one raw word becomes (zero, one or several)."""
+    out = _Fields()
+    _expand(raw, st, line, out, False)
+    out.end()
+    return out.fields
+
+
+def expand_string(raw: str, st: ShellState, line: int, quoted: bool = True,
+                  assignment: bool = False) -> str:
+    """A word expanded without field splitting (assignment values, `${x:-word}` words)."""
+    out = _Fields(nosplit=True)
+    _expand(raw, st, line, out, False, assignment=assignment)
+    out.end()
+    return " ".join(out.fields)
+
+
+def split_array_body(body: str) -> list[str]:
+    """The raw element words of `(a "b c" $d)` (body without the parentheses)."""
+    from .shellscan import scan
+
+    words: list[str] = []
+    for cmd in scan(body.replace("\n", " ")):
+        words.extend(w.text for w in cmd.words)
+    return words
