@@ -58,7 +58,7 @@ def _parse(ov: str):  # -> hydra Override
 
 def test_seed_overrides_key_for_key_value_for_value() -> None:
     seed = _seed_overrides()
-    assert len(seed) == 78  # 62 before the stray comment line, 16 after
+    assert len(seed) == 78  # 18 before the stray comment line, 60 after (bash runs only the 18)
     rendered = [a for a in render(load_profile(SEED_PROFILE)).entrypoint if "=" in a and not a.startswith("--")]
     seed_map = {}
     for a in seed:

@@ -286,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--csv", action="store_true", help="one row per step, one column per metric")
 
     sp = add("import", cmd_import, "turn a VeRL launch script (+ hostfile) into a profile; runs nothing")
-    sp.add_argument("script", metavar="SCRIPT")
+    sp.add_argument("script", metavar="SCRIPT", help="the launch script (bash); it is read, never run")
     sp.add_argument("--hostfile", metavar="FILE", help="one host per line, `host slots=N` or `ip gpus`")
     sp.add_argument("--name", metavar="NAME", help="the profile's name (default: the script's)")
     sp.add_argument("-o", "--output", metavar="PROFILE.yaml", help="write here (default: stdout)")
