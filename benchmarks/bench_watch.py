@@ -201,7 +201,7 @@ def main() -> None:
     lines += ["", "Where a running job's cost goes (cProfile of the 4 x 8 run, this checkout): the sim's "
               "stand-in job takes a step a second and prints its log continuously, and each batch of log "
               "lines and each step's metrics makes Textual re-lay-out the screen (`Log.write_lines` grows "
-              "the log's virtual size; the training summary changes height with its text), about 40 ms of "
+              "the log's virtual size; the training summary changes height with its text), tens of ms of "
               "CPU per pass on this machine, two passes a second: that, not telemetry (no sample parse "
               "costs more than a few ms), is the gap to the 1% target. A real run takes a step every "
               "15-20 minutes, so the per-step part is about 1000x rarer there; the log part remains, and "
