@@ -139,16 +139,21 @@ def test_an_old_jobs_end_is_not_news() -> None:
 
 
 def test_steps_stalled_after_k_times_the_observed_step_time_then_resumed() -> None:
-    r = rules(stall_factor=3)
-    s = {"step": 5, "step_time_s": 10.0}
-    assert r.observe_job(job("RUNNING"), s, now=0) == []
-    assert r.observe_job(job("RUNNING"), s, now=29) == []  # 2.9 x: not yet
-    a = r.observe_job(job("RUNNING"), s, now=31)
+    r = rules(stall_factor=3, step_time_s=(600.0, 1200.0))
+    # attaching reads 40 steps at once, then steps arrive every 10 s (the log's own
+    # timing_s/step says 1000 s: the wall clock is what counts)
+    assert r.observe_job(job("RUNNING", 40), {"step": 40, "step_time_s": 1000.0}, now=0) == []
+    for i in range(1, 5):
+        assert r.observe_job(job("RUNNING", 40 + i), {"step": 40 + i}, now=10 * i) == []
+    assert r.expected_step_s() == 10
+    s = {"step": 44}
+    assert r.observe_job(job("RUNNING", 44), s, now=69) == []  # 2.9 x: not yet
+    a = r.observe_job(job("RUNNING", 44), s, now=71)
     assert len(a) == 1 and a[0].key == "stall" and a[0].level == "warning"
-    assert "no new step for 31 s (last step 5" in a[0].message
-    assert r.observe_job(job("RUNNING"), s, now=60) == []  # once per episode
-    a = r.observe_job(job("RUNNING", 6), {"step": 6, "step_time_s": 10.0}, now=61)
-    assert msgs(a) == [("info", "steps resumed at step 6", True)]
+    assert "no new step for 31 s (last step 44; expected one every 10 s" in a[0].message
+    assert r.observe_job(job("RUNNING", 44), s, now=100) == []  # once per episode
+    a = r.observe_job(job("RUNNING", 45), {"step": 45}, now=101)
+    assert msgs(a) == [("info", "steps resumed at step 45", True)]
 
 
 def test_stall_falls_back_to_the_profiles_step_time() -> None:

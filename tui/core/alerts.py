@@ -157,6 +157,7 @@ class AlertRules:
         self._job_id: str | None = None
         self._last_step: int | None = None
         self._last_step_at: float | None = None
+        self._intervals: list[float] = []  # wall seconds per step between observed step changes
         self._range_runs: dict[str, int] = {}
         self._range_step: int | None = None
 
@@ -281,6 +282,7 @@ class AlertRules:
             self._job_id = job.id
             self._last_step = self._last_step_at = self._range_step = None
             self._range_runs.clear()
+            self._intervals.clear()
 
         # -- state changes: only a change seen while watching, never an old job's end
         prev = self._job_status.get(job.id)
@@ -311,8 +313,10 @@ class AlertRules:
         stall: dict[str, Condition] = {}
         if job.status == "RUNNING" and isinstance(step, int):
             if self._last_step is None or step > self._last_step:
+                if self._last_step is not None and self._last_step_at is not None:
+                    self._intervals = (self._intervals + [(at - self._last_step_at) / (step - self._last_step)])[-10:]
                 self._last_step, self._last_step_at = step, at
-            expected = self.expected_step_s(summary)
+            expected = self.expected_step_s()
             if expected and self._last_step_at is not None:
                 quiet = at - self._last_step_at
                 limit = self.t.stall_factor * expected
@@ -329,12 +333,17 @@ class AlertRules:
         out += self._ranges(job, summary, step, at)
         return out
 
-    def expected_step_s(self, summary: Mapping[str, Any]) -> float | None:
-        """The observed cadence (the summary's mean step time) when known, else the top
-        of the profile's step-time range."""
-        v = summary.get("step_time_s")
-        if isinstance(v, (int, float)) and v > 0:
-            return float(v)
+    def expected_step_s(self) -> float | None:
+        """The observed cadence when known, else the top of the profile's step-time range.
+
+        The cadence is the median of the wall-clock seconds per step between the step
+        changes this rule set saw (the last 10): wall clock, not the log's `timing_s/step`,
+        because a stall is about the clock; the median, so that the burst of steps read
+        when attaching to a running job (many steps in one refresh) does not make the
+        expected time tiny."""
+        if len(self._intervals) >= 2:
+            iv = sorted(self._intervals)
+            return max(iv[len(iv) // 2], 1e-3)
         if self.t.step_time_s:
             return self.t.step_time_s[1]
         return None
