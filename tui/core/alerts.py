@@ -153,7 +153,7 @@ class AlertRules:
         self.expected_cards = dict(expected_cards or {})
         self.diagnose = diagnose if diagnose is not None else diagnose_tail
         self.open: dict[str, Alert] = {}
-        self._job_status: dict[str, str] = {}
+        self.job_status: dict[str, str] = {}  # the last status seen per job id
         self._job_id: str | None = None
         self._last_step: int | None = None
         self._last_step_at: float | None = None
@@ -285,8 +285,8 @@ class AlertRules:
             self._intervals.clear()
 
         # -- state changes: only a change seen while watching, never an old job's end
-        prev = self._job_status.get(job.id)
-        self._job_status[job.id] = job.status
+        prev = self.job_status.get(job.id)
+        self.job_status[job.id] = job.status
         end: dict[str, Condition] = {}
         keep_end: list[str] = []
         if job.status in TERMINAL_JOB_STATES:

@@ -24,7 +24,9 @@ exists with `{"pid": P, "util": 0-100, "mem_mib": N, "name": "process name"}` AN
 process P is alive (checked in the node's own PID namespace, where the tool runs). A
 dead writer's file is ignored, so a crashed job frees its cards as a real one does. An
 optional `"temp_c": T` holds the card at T degrees or hotter (how tests and faults make
-a card run hot; `mem_mib` near 81920 makes its memory nearly full).
+a card run hot; `mem_mib` near 81920 makes its memory nearly full). Other writers name
+their file `<index>.<writer>.json` (e.g. `6.fault.json`) so they do not overwrite the
+job's: the loads of one card add up (memory) or take the maximum (util, temperature).
 
 Per-node settings come from `$RLCONSOLE_SIM_NODE_DIR/gmi.json`:
 `{"gpus": 8, "node_index": 0, "replay": null}`. With `replay` set (`sim up
@@ -107,7 +109,7 @@ def read_loads(node_dir: str, gpus: int, proc_root: str = "/proc") -> dict[int, 
         if not fname.endswith(".json"):
             continue
         try:
-            idx = int(fname[:-5])
+            idx = int(fname.split(".", 1)[0])  # <index>.json, or <index>.<writer>.json
             with open(os.path.join(d, fname)) as fh:
                 data = json.load(fh)
             pid = int(data["pid"])
