@@ -1,6 +1,7 @@
 """Every alert kind, raised by the live path (`LiveBackend`: real SSH, real Ray, real
 dockerd) on the simulated cluster, by planting its cause for real: a card held hot and
-its memory nearly full through the sim's card tool, the trainer stopped with SIGSTOP
+its memory nearly full, and a card left out of its node's report, through the sim's card
+tool, the trainer stopped with SIGSTOP
 (steps stall) and resumed, a node's sshd stopped and started, throughput and MFU outside
 a profile's range, the driver killed (job FAILED), a raylet killed (Ray loses the node).
 Each alert must open once and, where its cause ends, end.
@@ -168,6 +169,20 @@ async def test_cards_stall_node_and_ranges_on_the_live_path(live_job, tmp_path: 
         await w.until(lambda: w.ended("card:node2:6:hot") and w.ended("card:node2:6:mem"), "the card episodes to end")
         assert w.ended("card:node2:6:hot")[0].message == "node2 card 6 cooled down"
         assert len(w.opened("card:node2:6:hot")) == 1  # once per episode, however many refreshes
+
+        # -- a card drops out of its node's report (the sim's tool leaves it out)
+        sess = w.backend.pool.session("node3")
+        r = await asyncio.wait_for(sess.run(
+            "sleep 600 >/dev/null 2>&1 & pid=$!; printf '{\"pid\": %s, \"absent\": true}' $pid "
+            "> $RLCONSOLE_SIM_NODE_DIR/gpu-load/7.gone.json; echo $pid", check=True), 60)
+        pid = int(r.stdout.strip())
+        try:
+            gone = await w.until(lambda: w.opened("card:node3:missing"), "node3 card 7 missing")
+            assert gone[0].message == "node3 reports 7 of 8 cards (missing: 7)" and gone[0].level == "error"
+        finally:
+            await asyncio.wait_for(sess.run(f"kill {pid}; rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/7.gone.json"), 60)
+        back = await w.until(lambda: w.ended("card:node3:missing"), "node3's card 7 back")
+        assert back[0].message == "node3 reports all its cards again"
 
         # -- the trainer stops making steps (SIGSTOP), then resumes
         pids = trainer_pids(sim)

@@ -94,6 +94,10 @@ def test_a_load_file_can_hold_a_card_hot(tmp_path):
     assert cs[3].temp == 91 and cs[3].mem_used == 80000 and cs[3].util == 10
     assert all(c.temp < 60 for i, c in enumerate(cs) if i != 3)
     assert parse_gmi_plain(gmi.render_plain(cs)).cards[3].temp_c == 91
+    (load / "5.gone.json").write_text(json.dumps({"pid": os.getpid(), "absent": True}))
+    cs = gmi.cards(0, 8, gmi.read_loads(str(tmp_path), 8))
+    assert [c.index for c in cs] == [0, 1, 2, 3, 4, 6, 7]
+    assert [c.index for c in parse_gmi_plain(gmi.render_plain(cs)).cards] == [0, 1, 2, 3, 4, 6, 7]
 
 
 def test_tool_script_answers_only_real_invocations(tmp_path):

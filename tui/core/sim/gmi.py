@@ -27,6 +27,7 @@ optional `"temp_c": T` holds the card at T degrees or hotter (how tests and faul
 a card run hot; `mem_mib` near 81920 makes its memory nearly full). Other writers name
 their file `<index>.<writer>.json` (e.g. `6.fault.json`) so they do not overwrite the
 job's: the loads of one card add up (memory) or take the maximum (util, temperature).
+`"absent": true` leaves the card out of the tool's report, as a card that fell off the bus.
 
 Per-node settings come from `$RLCONSOLE_SIM_NODE_DIR/gmi.json`:
 `{"gpus": 8, "node_index": 0, "replay": null}`. With `replay` set (`sim up
@@ -72,6 +73,7 @@ class CardLoad:
         self.util = 0.0
         self.mem_mib = 0.0
         self.temp_c = 0.0
+        self.absent = False
         self.processes: list[tuple[int, str, float]] = []
 
 
@@ -123,6 +125,7 @@ def read_loads(node_dir: str, gpus: int, proc_root: str = "/proc") -> dict[int, 
         load.util = max(load.util, util)
         load.mem_mib = min(float(MEM_TOTAL_MIB), load.mem_mib + mem)
         load.temp_c = max(load.temp_c, max(0.0, min(150.0, float(data.get("temp_c", 0) or 0))))
+        load.absent = load.absent or data.get("absent") is True
         load.processes.append((pid, str(data.get("name") or "python3"), mem))
     return loads
 
@@ -133,6 +136,8 @@ def cards(node_index: int, gpus: int, loads: dict) -> list:
     out = []
     for i in range(gpus):
         load = loads.get(i, CardLoad())
+        if load.absent:
+            continue
         bus = _BUS[i % len(_BUS)] if gpus <= len(_BUS) else f"{(0x18 + i * 0x11) % 256:02x}"
         idle_temp = 48 + ((node_index * 7 + i * 5) % 3)
         idle_power = 96.5 + ((node_index * 13 + i * 5) % 10) / 10
