@@ -82,6 +82,21 @@ def test_cards_are_idle_unless_a_live_process_loads_them(tmp_path):
     assert [p.pid for p in rep.cards[2].processes] == [os.getpid()]
 
 
+def test_a_load_file_can_hold_a_card_hot(tmp_path):
+    load = tmp_path / "gpu-load"
+    load.mkdir()
+    (load / "3.json").write_text(json.dumps({"pid": os.getpid(), "util": 10, "mem_mib": 70000}))
+    (load / "3.fault.json").write_text(json.dumps({"pid": os.getpid(), "mem_mib": 10000, "temp_c": 91}))
+    cs = gmi.cards(0, 8, gmi.read_loads(str(tmp_path), 8))
+    assert cs[3].temp == 91 and cs[3].mem_used == 80000 and cs[3].util == 10
+    assert all(c.temp < 60 for i, c in enumerate(cs) if i != 3)
+    assert parse_gmi_plain(gmi.render_plain(cs)).cards[3].temp_c == 91
+    (load / "5.gone.json").write_text(json.dumps({"pid": os.getpid(), "absent": True}))
+    cs = gmi.cards(0, 8, gmi.read_loads(str(tmp_path), 8))
+    assert [c.index for c in cs] == [0, 1, 2, 3, 4, 6, 7]
+    assert [c.index for c in parse_gmi_plain(gmi.render_plain(cs)).cards] == [0, 1, 2, 3, 4, 6, 7]
+
+
 def test_tool_script_answers_only_real_invocations(tmp_path):
     (tmp_path / "gmi.json").write_text(json.dumps({"gpus": 2, "node_index": 0}))
     gmi.render_node(str(tmp_path))

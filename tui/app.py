@@ -37,9 +37,11 @@ class RlconsoleApp(App[int]):
     TITLE = "rlconsole"
     COMMANDS = App.COMMANDS | {RlconsoleCommands}
 
-    def __init__(self, backend: "Backend", **kw: Any) -> None:
+    def __init__(self, backend: "Backend", bell: bool | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.backend = backend
+        # the terminal bell on error alerts: the profile's `console.bell` unless told
+        self.bell_on = backend.profile.console.bell if bell is None else bell
         self.main_screen = MainScreen(backend)
         self.sub_title = backend.profile.name + (" · SIMULATED" if backend.simulated else "")
 
@@ -88,39 +90,40 @@ tmux smoke test drive the real terminal path (driver, keys, screen) without a cl
 def static_backend(profile: "Profile") -> "Backend":
     """A StaticBackend over `profile` with the deterministic demo data (see
     tui/backend.py `demo_backend`, which builds the same for the packaged profile)."""
-    from .backend import StaticBackend, demo_alerts, demo_log, demo_metrics, demo_state
+    from .backend import StaticBackend, demo_log, demo_metrics, demo_state
+    from .core.alerts import AlertRules
 
     step = 812
     summary, series = demo_metrics(profile, step)
     return StaticBackend(profile=profile, state=demo_state(profile, step), log_lines=demo_log(step),
-                         summary=summary, series=series, alerts=demo_alerts(),
+                         summary=summary, series=series, rules=AlertRules.for_profile(profile),
                          warmup=[demo_state(profile, s) for s in range(step - 10, step)])
 
 
-def run_app(profile: "Profile") -> int:
-    """`rlconsole [--profile P]`: the console on the live cluster (or on fixed demo data
-    when RLCONSOLE_STATIC_BACKEND=1)."""
+def run_app(profile: "Profile", bell: bool | None = None) -> int:
+    """`rlconsole [--profile P] [--no-bell]`: the console on the live cluster (or on fixed
+    demo data when RLCONSOLE_STATIC_BACKEND=1). `bell` None: the profile decides."""
     if os.environ.get(STATIC_BACKEND_ENV) == "1":
-        return int(RlconsoleApp(static_backend(profile)).run() or 0)
+        return int(RlconsoleApp(static_backend(profile), bell=bell).run() or 0)
     try:
         from .live import LiveBackend  # type: ignore[import-not-found]
     except ImportError as e:
         print(f"rlconsole: the live console cannot start: {e} "
               "(`rlconsole status` and the other subcommands still work)", file=sys.stderr)
         return 1
-    app = RlconsoleApp(LiveBackend(profile))
+    app = RlconsoleApp(LiveBackend(profile), bell=bell)
     rc = app.run()
     return int(rc or 0)
 
 
-def run_demo(nodes: int = 4, gpus: int = 8) -> int:
+def run_demo(nodes: int = 4, gpus: int = 8, bell: bool | None = None) -> int:
     """`rlconsole demo`: start the simulated cluster, open the console on it, and on
     exit ask whether to keep the sim (a later `rlconsole` re-attaches) or stop it."""
     from .core.profile import load_profile
     from .core.sim.cluster import sim_down, sim_up
 
     path = sim_up(nodes, gpus)
-    rc = run_app(load_profile(path))
+    rc = run_app(load_profile(path), bell=bell)
     try:
         answer = input("Stop the simulated cluster? [Y/n] (n keeps it; `rlconsole sim down` stops it later) ")
     except EOFError:

@@ -237,11 +237,19 @@ def demo_metrics(profile: Profile, step: int = 812) -> tuple[dict[str, Any], Ser
     return summary, {"reward": reward, "throughput": tput, "response_length": rlen}
 
 
-def demo_alerts() -> list[Alert]:
-    return [
-        Alert("warning", "probe", "node71 card 3 at 88°C (hot >= 85°C)", at=T0 - 120),
-        Alert("warning", "probe", "node116 card 5 memory 97% of 80 GiB", at=T0 - 60),
-    ]
+def demo_alerts(profile: Profile | None = None, step: int = 812) -> list[Alert]:
+    """The demo's alerts: the live rule set (tui/core/alerts.py) fed the demo states and
+    metrics, never a hand-written list, so the demo only shows what the live path raises."""
+    from .core.alerts import AlertRules
+
+    profile = profile or demo_profile()
+    rules = AlertRules.for_profile(profile)
+    out: list[Alert] = []
+    for s in range(step - 10, step + 1):
+        st = demo_state(profile, s)
+        out += rules.observe_state(st, now=T0)
+        out += rules.observe_job(st.job, demo_metrics(profile, s)[0], now=T0)
+    return out
 
 
 # --------------------------------------------------------------------------- static backend
@@ -271,6 +279,9 @@ class StaticBackend:
     """States delivered before `state` at start, so per-card sparklines have a history."""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     started: bool = False
+    rules: Any = None
+    """An AlertRules: when set, every pushed state and metrics go through it, as the
+    live backend's do (the demo's alerts then come from the same rules)."""
     _state_cbs: list[StateCallback] = field(default_factory=list)
     _log_cbs: list[LogCallback] = field(default_factory=list)
     _metrics_cbs: list[MetricsCallback] = field(default_factory=list)
@@ -313,6 +324,10 @@ class StaticBackend:
         self.state = state
         for cb in self._state_cbs:
             cb(state)
+        if self.rules is not None:
+            for a in self.rules.observe_state(state, now=state.taken_at) + \
+                    self.rules.observe_job(state.job, self.summary, now=state.taken_at):
+                self._emit_alert(a)
 
     def push_log(self, lines: list[str]) -> None:
         self._all_lines.extend(lines)
@@ -423,8 +438,12 @@ def demo_backend(nodes: int = 4, gpus: int = 8, step: int = 812, **kw: Any) -> S
     prof = demo_profile(nodes, gpus)
     summary, series = demo_metrics(prof, step)
     warm = [demo_state(prof, s) for s in range(step - 10, step)]
+    if "rules" not in kw:
+        from .core.alerts import AlertRules
+
+        kw["rules"] = AlertRules.for_profile(prof)
     return StaticBackend(profile=prof, state=demo_state(prof, step), log_lines=demo_log(step),
-                         summary=summary, series=series, alerts=demo_alerts(), warmup=warm, **kw)
+                         summary=summary, series=series, warmup=warm, **kw)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")

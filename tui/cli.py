@@ -153,7 +153,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_tui(args: argparse.Namespace) -> int:
     from .app import run_app
 
-    return run_app(_load(args))
+    return run_app(_load(args), bell=False if getattr(args, "no_bell", False) else None)
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
@@ -192,7 +192,7 @@ def _version() -> str:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .app import run_demo
 
-    return run_demo(nodes=args.nodes, gpus=args.gpus)
+    return run_demo(nodes=args.nodes, gpus=args.gpus, bell=False if getattr(args, "no_bell", False) else None)
 
 
 # --------------------------------------------------------------------------- parser
@@ -230,6 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="profile path or name (./profiles, user config dir, packaged)")
     common.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                         help="mirror the debug log on stderr")
+    common.add_argument("--no-bell", action="store_true", default=argparse.SUPPRESS,
+                        help="the console: no terminal bell on error alerts (profile: console.bell)")
 
     p = _Parser(prog="rlconsole", parents=[common],
                 description="Bring up and watch a multi-node VeRL run on a Ray cluster.",

@@ -17,7 +17,7 @@ from typing import Any, AsyncIterator
 
 from .backend import AlertCallback, LogCallback, MetricsCallback, StateCallback
 from .core.actions.events import ActionEvent
-from .core.alerts import Alert
+from .core.alerts import Alert, AlertRules
 from .core.profile import Profile
 from .core.state import ClusterState
 
@@ -68,7 +68,7 @@ class LiveBackend:
         self._metric_cbs: list[MetricsCallback] = []
         self._alert_cbs: list[AlertCallback] = []
         self._tasks: list[asyncio.Task[Any]] = []
-        self._down: set[str] = set()
+        self.rules = AlertRules.for_profile(profile)  # the alert rule set, fed every refresh
         self._kick = asyncio.Event()
         self.state: ClusterState | None = None
 
@@ -102,13 +102,8 @@ class LiveBackend:
             if ray_job is not None:
                 self.watcher.status = ray_job.status
             st.job = self.watcher.job_state()
-        for n in st.nodes:
-            if not n.reachable and n.name not in self._down and n.error != "connecting":
-                self._down.add(n.name)
-                self._alert(Alert("error", "probe", f"node {n.name} is down: {n.error}"))
-            elif n.reachable and n.name in self._down:
-                self._down.discard(n.name)
-                self._alert(Alert("info", "probe", f"node {n.name} is back"))
+        for a in self.rules.observe_state(st):
+            self._alert(a)
         self.state = st
         for cb in self._state_cbs:
             with contextlib.suppress(Exception):
@@ -175,6 +170,7 @@ class LiveBackend:
                     for cb in self._metric_cbs:
                         with contextlib.suppress(Exception):
                             cb(summary, series)
+                    self._job_alerts(summary)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the loop must outlive any one failure
@@ -182,6 +178,20 @@ class LiveBackend:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._kick.wait(), timeout=refresh)
             self._kick.clear()
+
+    def _job_alerts(self, summary: dict[str, Any]) -> None:
+        """Feed the watched job to the alert rules; the log's tail only once it FAILED."""
+        from .core.state import JobState
+
+        w = self.watcher
+        tail, start = None, 0
+        if w.status == "FAILED":
+            n = w.spool.line_count
+            start = max(0, n - 300)
+            tail = w.spool.lines(start, n)
+        job = JobState(id=w.job_id, status=w.status, step=summary.get("step"))
+        for a in self.rules.observe_job(job, summary, log_tail=tail, tail_start=start):
+            self._alert(a)
 
     def head_up(self) -> bool:
         return self.pool.head.connected

@@ -1,32 +1,56 @@
-"""Alerts: the few things a person watching a run must not miss.
+"""Alerts: the few things a person watching a run must not miss, and the one rule set that
+raises them.
 
-Diagnosis matches in the log (a known traceback), nodes going down, cards still busy after
-a stop. They are plain data so that the core can raise them, the CLI can print them and
-the TUI can show the latest one where the eye goes and keep the rest in a list. No
-Textual here: the core never imports it.
+Two kinds of alert travel the same way (plain data, so the core raises them, the CLI can
+print them and the TUI shows them):
+
+- *events*: something happened once (a known traceback in the log, an action failed).
+  `key` is None.
+- *episodes*: a condition that holds for a while (a node is down, a card is hot, steps
+  stopped). The rule set raises one alert when the condition starts (`key` set) and one
+  when it ends (same `key`, `ends=True`, a message saying so: "node node3 is back"), never
+  one per refresh. Whoever shows "the state now" keeps the open episodes by key and drops
+  one when its end arrives, so a banner can never keep a condition that is over.
+
+`AlertRules` is the rule set. It is fed typed state only (ClusterState snapshots, the
+job's JobState and its metrics summary, the profile's `monitoring:` thresholds) and
+returns the alerts to deliver; it does no I/O and reads no clock unless not given `now`,
+so both backends (live on a cluster, static on demo data) and the tests drive the very
+same rules. No Textual here: the core never imports it.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
+
+if TYPE_CHECKING:
+    from .profile import Monitoring, Profile
+    from .state import ClusterState, JobState
 
 AlertLevel = Literal["info", "warning", "error"]
 
 LEVEL_ORDER: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
 """Severity rank, so a list can be sorted or filtered by 'at least warning'."""
 
+TERMINAL_JOB_STATES = ("FAILED", "SUCCEEDED", "STOPPED")
+ACTIVE_JOB_STATES = ("RUNNING", "PENDING")
+
+MAX_MESSAGE_CHARS = 500
+"""Cap on an alert message built from remote text (an error string, a log line)."""
+
 
 @dataclass
 class Alert:
     """One alert.
 
-    `source` says who raised it ("log", "probe", "ray", "action:<name>") so a person
-    knows where to look; `line` is the log line index (0-based, over the whole run, in the
-    order lines reached the console) when the alert came from the log, so the console can
-    jump there; `at` is a Unix time
-    (a field, not a clock read at render time, so tests stay deterministic).
+    `source` says who raised it ("log", "probe", "ray", "job", "action:<name>") so a
+    person knows where to look; `line` is the log line index (0-based, over the whole run,
+    in the order lines reached the console) when the alert points into the log, so the
+    console can jump there; `at` is a Unix time (a field, not a clock read at render time,
+    so tests stay deterministic). `key` names the episode this alert opens (None: a one-off
+    event); `ends` marks the alert that closes episode `key`.
     """
 
     level: AlertLevel
@@ -34,6 +58,8 @@ class Alert:
     message: str
     line: int | None = None
     at: float = field(default_factory=time.time)
+    key: str | None = None
+    ends: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -41,3 +67,333 @@ class Alert:
     def one_line(self) -> str:
         where = f" (log line {self.line + 1})" if self.line is not None else ""
         return f"{self.level.upper()} {self.source}: {self.message}{where}"
+
+
+class OpenAlerts:
+    """The state now: open episodes by key, plus the newest event not yet seen.
+
+    Feed it every alert in delivery order (`add`); `current()` is what a banner shows.
+    An episode's end removes it; an event stays until `seen()` (the user opened the list)
+    or a newer event replaces it.
+    """
+
+    def __init__(self) -> None:
+        self.open: dict[str, Alert] = {}
+        self.event: Alert | None = None
+
+    def add(self, a: Alert) -> None:
+        if a.key is None:
+            self.event = a
+        elif a.ends:
+            self.open.pop(a.key, None)
+        else:
+            self.open[a.key] = a
+
+    def seen(self) -> None:
+        self.event = None
+
+    def current(self) -> list[Alert]:
+        """Open episodes and the unseen event, most severe first, newest first within a
+        level."""
+        items = list(self.open.values()) + ([self.event] if self.event is not None else [])
+        return sorted(items, key=lambda a: (-LEVEL_ORDER.get(a.level, 0), -a.at))
+
+
+def _clip(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS - 1] + "…"
+
+
+@dataclass
+class Thresholds:
+    """What the rules compare against; `from_monitoring` reads the profile's
+    `monitoring:` section (defaults there are the same as here)."""
+
+    hot_c: float = 85.0
+    mem_full_pct: float = 95.0
+    stall_factor: float = 3.0
+    out_of_range_steps: int = 3
+    mfu_pct: tuple[float, float] | None = None
+    throughput_per_node: tuple[float, float] | None = None
+    step_time_s: tuple[float, float] | None = None
+
+    @classmethod
+    def from_monitoring(cls, m: "Monitoring") -> "Thresholds":
+        st = m.step_time_min
+        return cls(hot_c=m.hot_c, mem_full_pct=m.mem_full_pct, stall_factor=m.stall_factor,
+                   out_of_range_steps=m.out_of_range_steps, mfu_pct=m.mfu_pct,
+                   throughput_per_node=m.throughput_tokens_per_s_per_node,
+                   step_time_s=(st[0] * 60, st[1] * 60) if st else None)
+
+
+Condition = tuple[AlertLevel, str, str, "int | None"]
+"""(level, source, message, log line) of a condition that holds now."""
+
+EndMessage = Callable[[str], str]
+
+
+def _fmt_s(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+class AlertRules:
+    """The one rule set. Call `observe_state` with each ClusterState snapshot and
+    `observe_job` with the watched job after each metrics refresh; each returns the alerts
+    to deliver now (new episodes, ended episodes, events), in order.
+
+    Each rule family owns a key prefix ("node:", "card:", "ray-node:", "job-end",
+    "stall", "range:"); a family that was not looked at in a call (no job passed, a node
+    that did not answer) keeps its open episodes as they are.
+    """
+
+    def __init__(self, thresholds: Thresholds | None = None,
+                 expected_cards: Mapping[str, int] | None = None,
+                 diagnose: Callable[[list[str], int], Alert | None] | None = None) -> None:
+        self.t = thresholds or Thresholds()
+        self.expected_cards = dict(expected_cards or {})
+        self.diagnose = diagnose if diagnose is not None else diagnose_tail
+        self.open: dict[str, Alert] = {}
+        self.job_status: dict[str, str] = {}  # the last status seen per job id
+        self._job_id: str | None = None
+        self._last_step: int | None = None
+        self._last_step_at: float | None = None
+        self._intervals: list[float] = []  # wall seconds per step between observed step changes
+        self._range_runs: dict[str, int] = {}
+        self._range_step: int | None = None
+
+    @classmethod
+    def for_profile(cls, profile: "Profile") -> "AlertRules":
+        return cls(Thresholds.from_monitoring(profile.monitoring),
+                   {n.name: n.gpus for n in profile.nodes})
+
+    # ------------------------------------------------------------------ episodes
+
+    def _settle(self, prefix: str, now_true: dict[str, Condition], at: float,
+                end_message: Callable[[str, Alert], str], keep: Iterable[str] = ()) -> list[Alert]:
+        """Open episodes for conditions new in `now_true`, end open ones under `prefix` that
+        no longer hold (except keys in `keep`: not looked at this time)."""
+        out: list[Alert] = []
+        keep = set(keep)
+        for key in [k for k in self.open if k.startswith(prefix)]:
+            if key not in now_true and key not in keep:
+                started = self.open.pop(key)
+                out.append(Alert("info", started.source, _clip(end_message(key, started)),
+                                 at=at, key=key, ends=True))
+        for key, (level, source, message, line) in now_true.items():
+            if key not in self.open:
+                a = Alert(level, source, _clip(message), line=line, at=at, key=key)
+                self.open[key] = a
+                out.append(a)
+        return out
+
+    # ------------------------------------------------------------------ cluster
+
+    def observe_state(self, st: "ClusterState", now: float | None = None) -> list[Alert]:
+        """Node down/back, card hot / memory near full / missing, Ray node lost."""
+        at = time.time() if now is None else now
+        out: list[Alert] = []
+
+        down: dict[str, Condition] = {}
+        cards: dict[str, Condition] = {}
+        keep_cards: list[str] = []
+        for n in st.nodes:
+            if not n.reachable:
+                if n.error == "connecting":  # first contact still under way: not known yet
+                    keep_cards += [k for k in self.open if k.startswith(f"card:{n.name}:")]
+                    if f"node:{n.name}" in self.open:
+                        down[f"node:{n.name}"] = ("error", "probe", "", None)
+                    continue
+                down[f"node:{n.name}"] = ("error", "probe", f"node {n.name} is down: {n.error or 'unreachable'}", None)
+                # no card report from a down node: its card episodes stay as they were
+                keep_cards += [k for k in self.open if k.startswith(f"card:{n.name}:")]
+                continue
+            if n.gpu is None or not n.gpu.parsed:
+                keep_cards += [k for k in self.open if k.startswith(f"card:{n.name}:")]
+                continue
+            for c in n.gpus:
+                if c.temp_c is not None and c.temp_c >= self.t.hot_c:
+                    cards[f"card:{n.name}:{c.index}:hot"] = (
+                        "warning", "probe", f"{n.name} card {c.index} at {c.temp_c:.0f}°C (hot >= {self.t.hot_c:g}°C)", None)
+                if c.mem_used_mib is not None and c.mem_total_mib:
+                    pct = 100.0 * c.mem_used_mib / c.mem_total_mib
+                    if pct >= self.t.mem_full_pct:
+                        cards[f"card:{n.name}:{c.index}:mem"] = (
+                            "warning", "probe",
+                            f"{n.name} card {c.index} memory {pct:.0f}% of {c.mem_total_mib / 1024:.0f} GiB "
+                            f"(near full >= {self.t.mem_full_pct:g}%)", None)
+            want = self.expected_cards.get(n.name)
+            if want:
+                have = {c.index for c in n.gpus}
+                missing = [i for i in range(want) if i not in have]
+                if missing:
+                    cards[f"card:{n.name}:missing"] = (
+                        "error", "probe",
+                        f"{n.name} reports {len(have)} of {want} cards (missing: {', '.join(map(str, missing))})", None)
+
+        def node_end(key: str, a: Alert) -> str:
+            return f"node {key.split(':', 1)[1]} is back"
+
+        def card_end(key: str, a: Alert) -> str:
+            _, node, what = key.split(":", 2)
+            if what == "missing":
+                return f"{node} reports all its cards again"
+            idx, kind = what.split(":")
+            return f"{node} card {idx} " + ("cooled down" if kind == "hot" else "memory below the near-full mark")
+
+        out += self._settle("node:", down, at, node_end)
+        out += self._settle("card:", cards, at, card_end, keep=keep_cards)
+
+        # Ray: a node Ray lists as dead. When Ray does not answer, nothing is known.
+        if st.ray.available:
+            names = {n.address: n.name for n in st.nodes}
+            lost: dict[str, Condition] = {}
+            for rn in st.ray.nodes:
+                if not rn.alive:
+                    who = names.get(rn.address, rn.address)
+                    lost[f"ray-node:{rn.address}"] = (
+                        "error", "ray", f"Ray lost node {who} ({rn.address})", None)
+            alive = {rn.address for rn in st.ray.nodes if rn.alive}
+
+            def ray_end(key: str, a: Alert) -> str:
+                addr = key.split(":", 1)[1]
+                who = names.get(addr, addr)
+                return f"Ray node {who} is alive again" if addr in alive else f"Ray no longer lists node {who}"
+
+            out += self._settle("ray-node:", lost, at, ray_end)
+        return out
+
+    # ------------------------------------------------------------------ job
+
+    def observe_job(self, job: "JobState | None", summary: Mapping[str, Any] | None = None,
+                    now: float | None = None, log_tail: list[str] | None = None,
+                    tail_start: int = 0) -> list[Alert]:
+        """Job state changes, steps stalled, throughput/MFU out of range.
+
+        `summary` is the metrics pane's summary (`MetricsSummary` keys); `log_tail` the
+        last lines of the job's log (line `tail_start` is the first), read for a
+        diagnosis when the job turns FAILED.
+        """
+        at = time.time() if now is None else now
+        if job is None:
+            return []
+        summary = summary or {}
+        out: list[Alert] = []
+        if job.id != self._job_id:  # another job: its step and range history start afresh
+            self._job_id = job.id
+            self._last_step = self._last_step_at = self._range_step = None
+            self._range_runs.clear()
+            self._intervals.clear()
+
+        # -- state changes: only a change seen while watching, never an old job's end
+        prev = self.job_status.get(job.id)
+        self.job_status[job.id] = job.status
+        end: dict[str, Condition] = {}
+        keep_end: list[str] = []
+        if job.status in TERMINAL_JOB_STATES:
+            if prev in ACTIVE_JOB_STATES:
+                msg = f"job {job.id} {prev} -> {job.status}"
+                if job.step is not None:
+                    msg += f" at step {job.step}"
+                line = None
+                level: AlertLevel = {"FAILED": "error", "STOPPED": "warning"}.get(job.status, "info")  # type: ignore[assignment]
+                if job.status == "FAILED":
+                    d = self.diagnose(log_tail or [], tail_start)
+                    if d is not None:
+                        msg += f": {d.message}"
+                        line = d.line
+                    else:
+                        msg += ": no known cause in the log's last lines (`rlconsole logs`)"
+                end["job-end"] = (level, "job", msg, line)
+            else:
+                keep_end = ["job-end"]
+        out += self._settle("job-end", end, at, lambda k, a: f"job {job.id} is {job.status}", keep=keep_end)
+
+        # -- steps stalled
+        step = summary.get("step", job.step)
+        stall: dict[str, Condition] = {}
+        if job.status == "RUNNING" and isinstance(step, int):
+            if self._last_step is None or step > self._last_step:
+                if self._last_step is not None and self._last_step_at is not None:
+                    self._intervals = (self._intervals + [(at - self._last_step_at) / (step - self._last_step)])[-10:]
+                self._last_step, self._last_step_at = step, at
+            expected = self.expected_step_s()
+            if expected and self._last_step_at is not None:
+                quiet = at - self._last_step_at
+                limit = self.t.stall_factor * expected
+                if quiet > limit:
+                    stall["stall"] = ("warning", "job",
+                                      f"no new step for {_fmt_s(quiet)} (last step {step}; "
+                                      f"expected one every {_fmt_s(expected)}, alert after {self.t.stall_factor:g}x)",
+                                      None)
+        out += self._settle("stall", stall, at,
+                            lambda k, a: (f"steps resumed at step {step}" if job.status == "RUNNING"
+                                          else f"job {job.id} is {job.status}: no longer waiting for steps"))
+
+        # -- throughput / MFU out of range for N consecutive steps
+        out += self._ranges(job, summary, step, at)
+        return out
+
+    def expected_step_s(self) -> float | None:
+        """The observed cadence when known, else the top of the profile's step-time range.
+
+        The cadence is the median of the wall-clock seconds per step between the step
+        changes this rule set saw (the last 10): wall clock, not the log's `timing_s/step`,
+        because a stall is about the clock; the median, so that the burst of steps read
+        when attaching to a running job (many steps in one refresh) does not make the
+        expected time tiny."""
+        if len(self._intervals) >= 2:
+            iv = sorted(self._intervals)
+            return max(iv[len(iv) // 2], 1e-3)
+        if self.t.step_time_s:
+            return self.t.step_time_s[1]
+        return None
+
+    def _ranges(self, job: "JobState", summary: Mapping[str, Any], step: Any, at: float) -> list[Alert]:
+        checks = [("throughput", "throughput", summary.get("throughput_per_node"), self.t.throughput_per_node,
+                   "tokens/s per node"),
+                  ("mfu", "MFU", summary.get("mfu_pct"), self.t.mfu_pct, "%")]
+        new_step = isinstance(step, int) and (self._range_step is None or step > self._range_step)
+        if new_step and job.status == "RUNNING":
+            self._range_step = step
+            for name, _, value, rng, _ in checks:
+                if rng is None or not isinstance(value, (int, float)):
+                    continue
+                out_of = value < rng[0] or value > rng[1]
+                self._range_runs[name] = self._range_runs.get(name, 0) + 1 if out_of else 0
+        cond: dict[str, Condition] = {}
+        keep: list[str] = []
+        for name, label, value, rng, unit in checks:
+            key = f"range:{name}"
+            if job.status != "RUNNING":
+                continue  # a job that ended is not slow: its episodes end
+            if not new_step:
+                if key in self.open:
+                    keep.append(key)
+                continue
+            if rng is not None and self._range_runs.get(name, 0) >= self.t.out_of_range_steps:
+                cond[key] = ("warning", "job",
+                             f"{label} {value:g} {unit} outside the profile's {rng[0]:g}-{rng[1]:g} for "
+                             f"{self._range_runs[name]} steps in a row (step {step})", None)
+
+        def end(key: str, a: Alert) -> str:
+            name = key.split(":", 1)[1]
+            label = "throughput" if name == "throughput" else "MFU"
+            return f"{label} back in the profile's range" if job.status == "RUNNING" else f"job {job.id} is {job.status}"
+
+        return self._settle("range:", cond, at, end, keep=keep)
+
+
+def diagnose_tail(lines: list[str], start: int) -> Alert | None:
+    """The diagnosis of a failed job's last log lines: the last known failure in them
+    (the one closest to the end is the one that killed the run)."""
+    if not lines:
+        return None
+    from .diagnosis import Diagnoser
+
+    d = Diagnoser()
+    found = None
+    for i, line in enumerate(lines):
+        f = d.find(line, start + i)
+        if f is not None:
+            found = f
+    return found.alert() if found is not None else None

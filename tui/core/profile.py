@@ -157,6 +157,16 @@ class Monitoring:
     mem_gib_per_card: tuple[float, float] | None = None
     total_steps: int | None = None
     refresh_s: float = 2.0
+    # alert thresholds (tui/core/alerts.py)
+    hot_c: float = 85.0
+    mem_full_pct: float = 95.0
+    stall_factor: float = 3.0
+    out_of_range_steps: int = 3
+
+
+@dataclass
+class ConsoleSettings:
+    bell: bool = True  # ring the terminal bell on error alerts
 
 
 @dataclass
@@ -173,6 +183,7 @@ class Profile:
     env: dict[str, str] = field(default_factory=dict)
     ray: RaySettings = field(default_factory=RaySettings)
     monitoring: Monitoring = field(default_factory=Monitoring)
+    console: ConsoleSettings = field(default_factory=ConsoleSettings)
     gpu_tool: str = "auto"
     simulated: bool = False
     description: str = ""
@@ -655,14 +666,25 @@ def _parse_profile(data: Any, file: str) -> Profile:
         mem_gib_per_card=mo.range("mem_gib_per_card"),
         total_steps=mo.int("total_steps", None, positive=True),
         refresh_s=mo.number("refresh_s", 2.0, positive=True),
+        hot_c=mo.number("hot_c", 85.0, positive=True),
+        mem_full_pct=mo.number("mem_full_pct", 95.0, positive=True),
+        stall_factor=mo.number("stall_factor", 3.0, positive=True),
+        out_of_range_steps=mo.int("out_of_range_steps", 3, positive=True),
     )
+    if monitoring.mem_full_pct > 100:
+        raise mo.error("mem_full_pct", f"expected a percentage up to 100, got {monitoring.mem_full_pct:g}")
+    if monitoring.stall_factor < 1:
+        raise mo.error("stall_factor", f"expected a factor >= 1, got {monitoring.stall_factor:g}")
     mo.done()
+    co = root.section("console")
+    console = ConsoleSettings(bell=co.bool("bell", True))
+    co.done()
     root.done()
 
     return Profile(
         name=name, path=file, nodes=nodes, container=container, paths=paths,
         training=training, ssh=ssh, model=model, convert=convert, env=env, ray=ray,
-        monitoring=monitoring, gpu_tool=gpu_tool, simulated=simulated,
+        monitoring=monitoring, console=console, gpu_tool=gpu_tool, simulated=simulated,
         description=description,
     )
 

@@ -1,10 +1,11 @@
-"""All alerts, newest first. Choosing one that came from the log dismisses with its line
+"""All alerts, newest first (the history: raised and ended episodes, events). Choosing one that came from the log dismisses with its line
 so the main screen can jump the log there."""
 
 from __future__ import annotations
 
 import time
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -49,7 +50,8 @@ class AlertsScreen(ModalScreen["int | None"]):
         table = self.query_one(DataTable)
         table.add_columns("time", "level", "source", "message", "log line")
         for a in self.alerts:
-            table.add_row(fmt_time(a.at), a.level, a.source, a.message,
+            # Text, not str: a str cell is parsed as markup, and this text comes from nodes
+            table.add_row(fmt_time(a.at), "ended" if a.ends else a.level, Text(a.source), Text(a.message),
                           "" if a.line is None else str(a.line + 1))
         table.focus()
 

@@ -63,6 +63,7 @@ class MainScreen(Screen[None]):
         self.backend = backend
         self.state: ClusterState | None = None
         self.alerts: list[Alert] = []
+        self.bells = 0
         self.running: dict[str, Worker[Any]] = {}
         self.check_events: list[ActionEvent] = []
 
@@ -107,6 +108,9 @@ class MainScreen(Screen[None]):
     def on_alert_raised(self, msg: AlertRaised) -> None:
         self.alerts.append(msg.alert)
         self.query_one(AlertsBar).add_alert(msg.alert)
+        if msg.alert.level == "error" and not msg.alert.ends and getattr(self.app, "bell_on", False):
+            self.bells += 1  # counted, so a test can see it rang (headless apps make no sound)
+            self.app.bell()
 
     def on_alerts_bar_clicked(self, msg: AlertsBarClicked) -> None:
         self.action_alerts()
@@ -229,6 +233,7 @@ class MainScreen(Screen[None]):
                 else:
                     self.notify(f"log line {line + 1} is no longer on screen; see `rlconsole logs`")
 
+        self.query_one(AlertsBar).seen()
         self.app.push_screen(AlertsScreen(self.alerts), jump)
 
     @work(group="dialogs", exclusive=True)

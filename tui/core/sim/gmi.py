@@ -22,7 +22,12 @@ Honesty contract (the stand-in trainer relies on it): a card is idle (0 %, 0 MiB
 
 exists with `{"pid": P, "util": 0-100, "mem_mib": N, "name": "process name"}` AND
 process P is alive (checked in the node's own PID namespace, where the tool runs). A
-dead writer's file is ignored, so a crashed job frees its cards as a real one does.
+dead writer's file is ignored, so a crashed job frees its cards as a real one does. An
+optional `"temp_c": T` holds the card at T degrees or hotter (how tests and faults make
+a card run hot; `mem_mib` near 81920 makes its memory nearly full). Other writers name
+their file `<index>.<writer>.json` (e.g. `6.fault.json`) so they do not overwrite the
+job's: the loads of one card add up (memory) or take the maximum (util, temperature).
+`"absent": true` leaves the card out of the tool's report, as a card that fell off the bus.
 
 Per-node settings come from `$RLCONSOLE_SIM_NODE_DIR/gmi.json`:
 `{"gpus": 8, "node_index": 0, "replay": null}`. With `replay` set (`sim up
@@ -67,6 +72,8 @@ class CardLoad:
     def __init__(self) -> None:
         self.util = 0.0
         self.mem_mib = 0.0
+        self.temp_c = 0.0
+        self.absent = False
         self.processes: list[tuple[int, str, float]] = []
 
 
@@ -104,7 +111,7 @@ def read_loads(node_dir: str, gpus: int, proc_root: str = "/proc") -> dict[int, 
         if not fname.endswith(".json"):
             continue
         try:
-            idx = int(fname[:-5])
+            idx = int(fname.split(".", 1)[0])  # <index>.json, or <index>.<writer>.json
             with open(os.path.join(d, fname)) as fh:
                 data = json.load(fh)
             pid = int(data["pid"])
@@ -117,6 +124,8 @@ def read_loads(node_dir: str, gpus: int, proc_root: str = "/proc") -> dict[int, 
         load = loads.setdefault(idx, CardLoad())
         load.util = max(load.util, util)
         load.mem_mib = min(float(MEM_TOTAL_MIB), load.mem_mib + mem)
+        load.temp_c = max(load.temp_c, max(0.0, min(150.0, float(data.get("temp_c", 0) or 0))))
+        load.absent = load.absent or data.get("absent") is True
         load.processes.append((pid, str(data.get("name") or "python3"), mem))
     return loads
 
@@ -127,6 +136,8 @@ def cards(node_index: int, gpus: int, loads: dict) -> list:
     out = []
     for i in range(gpus):
         load = loads.get(i, CardLoad())
+        if load.absent:
+            continue
         bus = _BUS[i % len(_BUS)] if gpus <= len(_BUS) else f"{(0x18 + i * 0x11) % 256:02x}"
         idle_temp = 48 + ((node_index * 7 + i * 5) % 3)
         idle_power = 96.5 + ((node_index * 13 + i * 5) % 10) / 10
@@ -137,7 +148,7 @@ def cards(node_index: int, gpus: int, loads: dict) -> list:
             serial=f"MY10YL225BF{node_index % 100:02d}{i:03d}",
             util=load.util,
             mem_used=load.mem_mib,
-            temp=idle_temp + round(load.util * 0.32),
+            temp=max(idle_temp + round(load.util * 0.32), round(load.temp_c)),
             power=idle_power + load.util * 5.5,
             processes=load.processes,
         ))

@@ -1,0 +1,249 @@
+"""Every alert kind, raised by the live path (`LiveBackend`: real SSH, real Ray, real
+dockerd) on the simulated cluster, by planting its cause for real: a card held hot and
+its memory nearly full, and a card left out of its node's report, through the sim's card
+tool, the trainer stopped with SIGSTOP
+(steps stall) and resumed, a node's sshd stopped and started, throughput and MFU outside
+a profile's range, the driver killed (job FAILED), a raylet killed (Ray loses the node).
+Each alert must open once and, where its cause ends, end.
+
+One sim and one submitted job for the module; the job runs through the first test and
+is killed in the second. Every wait has a timeout that names what it waited for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from tests.conftest import require_dockerd
+from tui.cli import main
+from tui.core.alerts import Alert
+from tui.core.profile import load_profile
+from tui.live import LiveBackend
+
+pytestmark = pytest.mark.integration
+
+WAIT_S = 180.0
+"""Per wait: generous, the machine may be shared; a hang still fails with a message."""
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def live_job(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch):
+    """A sim with Ray up and a long job running; yields (sim state dir, profile path)."""
+    require_dockerd()
+    from tui.core.sim.cluster import sim_down, sim_up
+
+    state = tmp_path_factory.mktemp("alerts-state")
+    monkeypatch_module.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
+    monkeypatch_module.setenv("RLCONSOLE_SIM_STEP_S", "1.0")
+    sim = tmp_path_factory.mktemp("alerts-sim")
+    path = sim_up(4, 8, state_dir=sim)
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+        data["training"]["overrides"].setdefault("trainer", {})["total_epochs"] = 1000  # outlives the module
+        data["monitoring"].update(stall_factor=5, refresh_s=1.0)
+        prof = sim / "alerts.yaml"
+        prof.write_text(yaml.safe_dump(data, sort_keys=False))
+        for action in (["containers"], ["model"], ["convert"], ["setup-ray"], ["submit", "--skip-checks"]):
+            rc = main([*action, "--profile", str(prof), "--yes"])
+            assert rc == 0, f"{action[0]} failed on the sim"
+        yield sim, prof
+    finally:
+        sim_down(state_dir=sim)
+
+
+def variant(src: Path, dst: Path, **monitoring: Any) -> Path:
+    data = yaml.safe_load(src.read_text())
+    data["monitoring"].update(monitoring)
+    dst.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dst
+
+
+class Watch:
+    """A LiveBackend and every alert it delivered."""
+
+    def __init__(self, profile_path: Path) -> None:
+        self.backend = LiveBackend(load_profile(profile_path))
+        self.alerts: list[Alert] = []
+        self.summaries: list[dict[str, Any]] = []
+        self.backend.subscribe_alerts(self.alerts.append)
+        self.backend.subscribe_metrics(lambda s, _series: self.summaries.append(s))
+
+    async def __aenter__(self) -> "Watch":
+        await asyncio.wait_for(self.backend.start(), WAIT_S)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.wait_for(self.backend.stop(), 60)
+
+    async def until(self, cond: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+        end = time.monotonic() + timeout
+        while True:
+            v = cond()
+            if v:
+                return v
+            if time.monotonic() > end:
+                seen = "\n  ".join(a.one_line() + (" [ends]" if a.ends else "") for a in self.alerts[-15:])
+                raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last alerts:\n  {seen}")
+            await asyncio.sleep(0.2)
+
+    def opened(self, key: str, since: int = 0) -> list[Alert]:
+        return [a for a in self.alerts[since:] if a.key == key and not a.ends]
+
+    def ended(self, key: str, since: int = 0) -> list[Alert]:
+        return [a for a in self.alerts[since:] if a.key == key and a.ends]
+
+    def step(self) -> int:
+        return max((s.get("step") or 0 for s in self.summaries), default=0)
+
+
+def sim_processes(sim: Path, node: str | None, match: Callable[[list[bytes]], bool]) -> list[int]:
+    """Host PIDs of this sim's processes (on `node`, or any node) whose argv matches."""
+    prefix = f"RLCONSOLE_SIM_NODE_DIR={sim}/nodes/{node or ''}".encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(e.startswith(prefix) and (node is None or e in (prefix, prefix + b"/")) for e in env) and match(argv):
+            out.append(int(entry))
+    return out
+
+
+def trainer_pids(sim: Path) -> list[int]:
+    """The process that runs the training loop: the TaskRunner actor, or (the sim's Ray
+    has no log monitor) the driver itself."""
+    runner = sim_processes(sim, None, lambda a: b"TaskRunner" in a[0])
+    if runner:
+        return runner
+    return sim_processes(sim, None, lambda a: Path(a[0].decode(errors="replace")).name.startswith("python")
+                         and b"verl.trainer.main_ppo" in a)
+
+
+async def test_cards_stall_node_and_ranges_on_the_live_path(live_job, tmp_path: Path) -> None:
+    sim, prof = live_job
+    # a profile whose throughput and MFU ranges the sim's run cannot meet (2 steps in a row)
+    tight = variant(prof, tmp_path / "tight.yaml", throughput_tokens_per_s_per_node=[1, 2],
+                    mfu_pct=[95, 100], out_of_range_steps=2)
+    async with Watch(tight) as w:
+        await w.until(lambda: w.step() >= 3, "steps from the running job")
+
+        # -- throughput / MFU out of the profile's range, after N steps, once
+        await w.until(lambda: w.opened("range:throughput") and w.opened("range:mfu"), "range alerts")
+        assert "outside the profile's 1-2" in w.opened("range:throughput")[0].message
+        s0 = w.step()
+        await w.until(lambda: w.step() >= s0 + 3, "three more steps")
+        assert len(w.opened("range:throughput")) == 1 and len(w.opened("range:mfu")) == 1
+
+        # -- a hot card with its memory nearly full, through the sim's card tool
+        sess = w.backend.pool.session("node2")
+        r = await asyncio.wait_for(sess.run(
+            "sleep 600 >/dev/null 2>&1 & pid=$!; printf '{\"pid\": %s, \"util\": 50, \"mem_mib\": 80000, "
+            "\"temp_c\": 93}' $pid > $RLCONSOLE_SIM_NODE_DIR/gpu-load/6.hot.json; echo $pid", check=True), 60)
+        pid = int(r.stdout.strip())
+        try:
+            hot = await w.until(lambda: w.opened("card:node2:6:hot"), "node2 card 6 hot")
+            assert hot[0].message.startswith("node2 card 6 at 93°C (hot >= 85°C)") and hot[0].level == "warning"
+            mem = await w.until(lambda: w.opened("card:node2:6:mem"), "node2 card 6 memory near full")
+            assert "near full >= 95%" in mem[0].message
+        finally:
+            await asyncio.wait_for(sess.run(f"kill {pid}; rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/6.hot.json"), 60)
+        await w.until(lambda: w.ended("card:node2:6:hot") and w.ended("card:node2:6:mem"), "the card episodes to end")
+        assert w.ended("card:node2:6:hot")[0].message == "node2 card 6 cooled down"
+        assert len(w.opened("card:node2:6:hot")) == 1  # once per episode, however many refreshes
+
+        # -- a card drops out of its node's report (the sim's tool leaves it out)
+        sess = w.backend.pool.session("node3")
+        r = await asyncio.wait_for(sess.run(
+            "sleep 600 >/dev/null 2>&1 & pid=$!; printf '{\"pid\": %s, \"absent\": true}' $pid "
+            "> $RLCONSOLE_SIM_NODE_DIR/gpu-load/7.gone.json; echo $pid", check=True), 60)
+        pid = int(r.stdout.strip())
+        try:
+            gone = await w.until(lambda: w.opened("card:node3:missing"), "node3 card 7 missing")
+            assert gone[0].message == "node3 reports 7 of 8 cards (missing: 7)" and gone[0].level == "error"
+        finally:
+            await asyncio.wait_for(sess.run(f"kill {pid}; rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/7.gone.json"), 60)
+        back = await w.until(lambda: w.ended("card:node3:missing"), "node3's card 7 back")
+        assert back[0].message == "node3 reports all its cards again"
+
+        # -- the trainer stops making steps (SIGSTOP), then resumes
+        pids = trainer_pids(sim)
+        assert pids, "no trainer process of this sim found"
+        mark = len(w.alerts)
+        for p in pids:
+            os.kill(p, signal.SIGSTOP)
+        try:
+            await w.until(lambda: w.opened("stall", mark) or "stall" in w.backend.rules.open, "the stall alert")
+            assert w.backend.rules.open["stall"].message.startswith("no new step for ")
+        finally:
+            for p in pids:
+                os.kill(p, signal.SIGCONT)
+        end = await w.until(lambda: w.ended("stall", mark), "steps to resume")
+        assert end[0].message.startswith("steps resumed at step ")
+        assert len(w.opened("stall", mark)) <= 1
+
+        # -- a node's sshd stops: down once, then back, and nothing stays open for it
+        from tui.core.sim.cluster import sim_node
+
+        mark = len(w.alerts)
+        await asyncio.to_thread(sim_node, "stop", "node3", sim)
+        try:
+            down = await w.until(lambda: w.opened("node:node3", mark), "node3 down")
+            assert down[0].message.startswith("node node3 is down") and down[0].level == "error"
+        finally:
+            await asyncio.to_thread(sim_node, "start", "node3", sim)
+        back = await w.until(lambda: w.ended("node:node3", mark), "node3 back")
+        assert back[0].message == "node node3 is back"
+        assert len(w.opened("node:node3", mark)) == 1
+        assert "node:node3" not in w.backend.rules.open
+
+
+async def test_driver_killed_then_ray_node_lost_on_the_live_path(live_job) -> None:
+    sim, prof = live_job
+    async with Watch(prof) as w:
+        job_id = await w.until(lambda: w.backend.watcher is not None and w.backend.watcher.job_id, "the job")
+        await w.until(lambda: w.backend.rules.job_status.get(job_id) == "RUNNING", "the job seen RUNNING")
+
+        # -- the driver dies: RUNNING -> FAILED (or STOPPED), once, with what the log says
+        pids = sim_processes(sim, None, lambda a: Path(a[0].decode(errors="replace")).name.startswith("python")
+                             and b"verl.trainer.main_ppo" in a)
+        assert pids, "no driver process of this sim found"
+        for p in pids:
+            os.kill(p, signal.SIGKILL)
+        ended = await w.until(lambda: w.opened("job-end"), "the job's end")
+        a = ended[0]
+        assert a.message.startswith(f"job {job_id} RUNNING -> "), a.message
+        status = a.message.split(" -> ")[1].split()[0].rstrip(":")
+        assert status in ("FAILED", "STOPPED")
+        assert a.level == ("error" if status == "FAILED" else "warning")
+        if status == "FAILED":
+            assert ": " in a.message.split(" -> ")[1]  # a diagnosis, or that the log names none
+        await asyncio.sleep(3 * w.backend.profile.monitoring.refresh_s)
+        assert len(w.opened("job-end")) == 1
+
+        # -- a raylet dies: Ray lists its node as dead
+        raylets = sim_processes(sim, "node4", lambda a: Path(a[0].decode(errors="replace")).name == "raylet")
+        assert raylets, "no raylet of this sim's node4 found"
+        for p in raylets:
+            os.kill(p, signal.SIGKILL)
+        lost = await w.until(lambda: [x for x in w.alerts if x.key and x.key.startswith("ray-node:") and not x.ends],
+                             "Ray to lose node4")
+        assert lost[0].message == "Ray lost node node4 (127.0.0.5)" and lost[0].level == "error"
