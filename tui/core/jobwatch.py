@@ -29,6 +29,9 @@ from .state import JobState, RayJobState
 
 log = logging.getLogger("rlconsole.jobwatch")
 
+NOT_ON_CLUSTER = "NOT_ON_CLUSTER"
+"""A job's status when the current Ray does not know it (see JobState.on_cluster)."""
+
 LineCallback = Callable[[list[str]], None]
 AlertCallback = Callable[[Alert], None]
 
@@ -60,8 +63,9 @@ async def read_remote_bytes(sess: Any, path: str, offset: int, container: bool, 
     """Bytes of a remote file from `offset` (at most `limit`)."""
     cmd = f"tail -c +{int(offset) + 1} -- {shlex.quote(path)} 2>/dev/null | head -c {int(limit)}"
     buf = bytearray()
-    async for chunk in sess.stream_bytes(cmd, container):
-        buf += chunk
+    async with contextlib.aclosing(sess.stream_bytes(cmd, container)) as it:  # type: ignore[type-var]
+        async for chunk in it:
+            buf += chunk
     return bytes(buf)
 
 
@@ -126,7 +130,8 @@ class JobWatcher:
 
     def __init__(self, profile: Profile, pool: Any, job_id: str, *,
                  on_lines: LineCallback | None = None, on_alert: AlertCallback | None = None,
-                 refresh_s: float | None = None, root: Path | None = None) -> None:
+                 refresh_s: float | None = None, root: Path | None = None,
+                 wall_clock: bool = True) -> None:
         from .diagnosis import Diagnoser
         from .logspool import LogSpool
         from .verl_log import LogMetricsParser
@@ -135,13 +140,17 @@ class JobWatcher:
         self.pool = pool
         self.job_id = job_id
         self.status = "UNKNOWN"
+        self.on_cluster: bool | None = None  # see JobState.on_cluster
         self.on_lines = on_lines
         self.on_alert = on_alert
         self.refresh_s = refresh_s or profile.monitoring.refresh_s
         base = (root or spool_dir()) / job_id
         base.mkdir(parents=True, exist_ok=True)
         self.spool = LogSpool(base / "driver.log")
-        self.parser = LogMetricsParser()
+        # wall_clock=False (a one-shot `status`): lines read in one go say nothing
+        # about when steps happened; the ETA then comes from tqdm's own rate.
+        self.wall_clock = wall_clock
+        self.parser = LogMetricsParser(clock=time.time if wall_clock else None)
         self.diagnoser = Diagnoser()
         self.alerts: list[Alert] = []
         self.tb_local = base / "tb"
@@ -185,9 +194,15 @@ class JobWatcher:
                 flag = "" if once else "-F "
                 cmd = f"tail -c +{self.spool.size + 1} {flag}-- {shlex.quote(path)}"
                 self.connected_log = True
-                async for chunk in sess.stream_bytes(cmd, self.container):
-                    self._consume(self.spool.append(chunk))
-                    backoff = 0.5
+                # aclosing: whatever ends the loop (an error in a callback included)
+                # ends the remote tail and gives its channel back at once. An
+                # abandoned stream holds one of the node's few channel slots until
+                # garbage collection; a few of those and every command on the head
+                # waits for a slot that never frees.
+                async with contextlib.aclosing(sess.stream_bytes(cmd, self.container)) as it:  # type: ignore[type-var]
+                    async for chunk in it:
+                        self._consume(self.spool.append(chunk))
+                        backoff = 0.5
                 if once:
                     return
             except asyncio.CancelledError:
@@ -240,6 +255,15 @@ class JobWatcher:
         batches so memory stays bounded; diagnose only its tail (old failures were
         reported when they happened). Blocking: run it in a thread."""
         n = self.spool.line_count
+        # when these lines arrived is not known: no wall times for them (ETA cadence)
+        clock, self.parser._clock = self.parser._clock, None
+        try:
+            self._reparse(n, diagnose_tail, batch)
+        finally:
+            self.parser._clock = clock if self.wall_clock else None
+        self.reattached = True
+
+    def _reparse(self, n: int, diagnose_tail: int, batch: int) -> None:
         for start in range(0, n, batch):
             lines = self.spool.lines(start, min(n, start + batch))
             self.parser.feed_many(lines)
@@ -248,7 +272,6 @@ class JobWatcher:
                     a = self.diagnoser.match(line, start + i)
                     if a is not None:
                         self.alerts.append(a)
-        self.reattached = True
 
     async def run(self, follow: bool = True) -> None:
         if not self.reattached:
@@ -290,22 +313,34 @@ class JobWatcher:
             expected["step_time_s"] = (mon.step_time_min[0] * 60, mon.step_time_min[1] * 60)
         if mon.mem_gib_per_card:
             expected["mem_gib_per_card"] = mon.mem_gib_per_card
-        total = self.parser.total_steps or (self.parser.progress.total if self.parser.progress else None)
+        prog = self.parser.progress
+        total = self.parser.total_steps or (prog.total if prog else None)
         return RunMetrics(self.rows(), total_steps=total or mon.total_steps,
                           last_checkpoint=self.last_checkpoint or self.parser.last_checkpoint,
                           expected=expected, gpus_per_node=self.profile.nodes[0].gpus,
-                          wall_times=self.parser.seen_at, now=time.time())
+                          wall_times=self.parser.seen_at, now=time.time(),
+                          tqdm_s_per_step=prog.s_per_it if prog else None)
 
     def job_state(self, rm: Any = None) -> JobState:
         """The job as `status --json` shows it; `rm`: a RunMetrics already computed for
         this moment (merging every step's metrics is the costly part)."""
         rm = rm if rm is not None else self.run_metrics()
         step = rm.last_step
+        if self.on_cluster is False:
+            # The last run, not a live one: where it got to, nothing that looks current.
+            return JobState(id=self.job_id, status=NOT_ON_CLUSTER, step=step, total_steps=rm.total_steps,
+                            last_checkpoint=rm.last_checkpoint, on_cluster=False,
+                            summary={"step": step, "total_steps": rm.total_steps,
+                                     "last_checkpoint": rm.last_checkpoint})
         last = rm.by_step.get(step, {}) if step is not None else {}
         metrics = {k: v for k, v in last.items()
                    if isinstance(v, (int, float)) and v == v and v not in (float("inf"), float("-inf"))}
+        summary = rm.summary()
+        if self.status != "RUNNING":
+            summary["eta_s"] = summary["wall_step_time_s"] = None  # only a running job has an ETA
         return JobState(id=self.job_id, status=self.status, step=step, total_steps=rm.total_steps,
-                        metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=rm.summary())
+                        metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=summary,
+                        on_cluster=self.on_cluster)
 
 
 def _is_local(profile: Profile) -> bool:

@@ -164,6 +164,8 @@ class RunMetrics:
         - the fallback clock when ``timing_s/step`` is absent.
       now: the current time, for elapsed time since `started_at`.
       window: how many recent steps the step time and trends are averaged over.
+      tqdm_s_per_step: tqdm's own rate from the log's progress bar: the wall cadence when
+        the arrival times of step lines say nothing (a one-shot `status`, a catch-up).
     """
 
     def __init__(
@@ -178,6 +180,7 @@ class RunMetrics:
         started_at: float | None = None,
         now: float | None = None,
         window: int = 10,
+        tqdm_s_per_step: float | None = None,
     ) -> None:
         self.by_step = _rows_to_steps(rows)
         self.steps: list[int] = list(self.by_step)
@@ -191,6 +194,7 @@ class RunMetrics:
         self.started_at = started_at
         self.now = now
         self.window = max(1, int(window))
+        self.tqdm_s_per_step = tqdm_s_per_step if tqdm_s_per_step and _finite(tqdm_s_per_step) else None
         self._series_cache: dict[str, list[tuple[int, float]]] = {}
         self._keys: list[str] | None = None
         self._keyset: set[str] | None = None
@@ -251,6 +255,18 @@ class RunMetrics:
             return (wt[-1][1] - wt[0][1]) / (wt[-1][0] - wt[0][0])
         return None
 
+    def wall_step_time_s(self) -> float | None:
+        """Seconds per step on the wall clock: the cadence of the recent steps' wall
+        times (when the console saw each step line arrive, or the events' wall times).
+        This is what the user waits, whatever `timing_s/step` says the trainer measured
+        (the two differ when steps overlap with I/O, or in the sim's accelerated time)."""
+        wt = [(s, self.wall_times[s]) for s in self.steps[-(self.window + 1):] if s in self.wall_times]
+        # A span under a second is one chunk of log read at once (a catch-up after a
+        # reconnect): its arrival times say nothing about the cadence.
+        if len(wt) >= 2 and wt[-1][0] > wt[0][0] and wt[-1][1] - wt[0][1] >= 1.0:
+            return (wt[-1][1] - wt[0][1]) / (wt[-1][0] - wt[0][0])
+        return self.tqdm_s_per_step
+
     def elapsed_s(self) -> float | None:
         """Training time so far: the sum of `timing_s/step`, else wall clock."""
         pts = self.raw_series(K_STEP_TIME)
@@ -271,8 +287,12 @@ class RunMetrics:
         return max(0, self.total_steps - self.last_step)
 
     def eta_s(self) -> float | None:
+        """Remaining steps x the wall-clock cadence of the recent steps (else the mean
+        `timing_s/step`): it must agree with what tqdm says in the log."""
         rem = self.remaining_steps()
-        st = self.step_time_s()
+        st = self.wall_step_time_s()
+        if st is None:
+            st = self.step_time_s()
         if rem is None or st is None:
             return None
         return rem * st
@@ -385,6 +405,7 @@ class RunMetrics:
             "last_checkpoint": self.last_checkpoint,
             "elapsed_s": self.elapsed_s(),
             "eta_s": self.eta_s(),
+            "wall_step_time_s": self.wall_step_time_s(),
             **values,
             "reward_trend": self.trend(K_REWARD),
             "mem_allocated_gib": self.latest(K_MEM_ALLOC)[0],
