@@ -1,0 +1,138 @@
+"""LiveBackend and the job pane, without a cluster: what the pane may claim about a job
+(a run from the history, a stopped job, a running one), the ETA's clock, and the attach
+race that once left a second watcher running (its log follower held one of the head's
+few SSH channel slots for good; a few of those and every command on the head waited).
+The same paths on the sim: tests/test_backend_contract.py."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tui.backend import demo_profile
+from tui.core.jobwatch import NOT_ON_CLUSTER, JobWatcher
+from tui.core.metrics_model import RunMetrics
+from tui.live import LiveBackend, to_pane_summary
+from widgets.metrics_pane import compact_markup, fmt_step_time, summary_markup
+
+
+def _rm(n: int = 20, wall_s: float = 1.1, timing_s: float = 12.0, total: int = 160,
+        tqdm: float | None = None, live: bool = True) -> RunMetrics:
+    rows = {s: {"timing_s/step": timing_s, "critic/rewards/mean": 0.3 + s / 1000,
+                "perf/throughput": 90.0} for s in range(1, n + 1)}
+    wall = {s: 1_000.0 + s * wall_s for s in rows} if live else {}
+    return RunMetrics(rows, total_steps=total, last_checkpoint=10, wall_times=wall, tqdm_s_per_step=tqdm)
+
+
+def test_eta_from_the_wall_clock_cadence_not_timing_s_per_step() -> None:
+    """The issue's case: the pane said "ETA 22m, 0.2 min/step" while tqdm said 02:40 at
+    1.1 s/it. The ETA is the wall cadence of the recent steps times the steps left."""
+    rm = _rm(n=20, wall_s=1.1, timing_s=12.0, total=160)
+    assert rm.wall_step_time_s() == pytest.approx(1.1)
+    assert rm.eta_s() == pytest.approx(140 * 1.1)
+    assert rm.step_time_s() == pytest.approx(12.0)  # the trainer's own figure, kept as an indicator
+    s = to_pane_summary(rm, "RUNNING", True, "raysubmit_x")
+    assert s["step_time_s"] == pytest.approx(1.1) and s["eta_s"] == pytest.approx(154.0)
+
+
+def test_eta_without_arrival_times_uses_tqdms_rate() -> None:
+    """Lines read in one go (a one-shot status, a re-attach) say nothing about when the
+    steps happened: tqdm's own rate is the wall clock then."""
+    rm = _rm(live=False, tqdm=1.3, timing_s=12.0)
+    assert rm.eta_s() == pytest.approx(140 * 1.3)
+    # arrival times all within one read: not a cadence
+    rows = {s: {"timing_s/step": 12.0} for s in range(1, 21)}
+    rm = RunMetrics(rows, total_steps=160, wall_times={s: 5_000.0 + s * 1e-4 for s in rows}, tqdm_s_per_step=1.3)
+    assert rm.eta_s() == pytest.approx(140 * 1.3)
+
+
+def test_no_step_time_or_eta_unless_running() -> None:
+    rm = _rm()
+    for status in ("STOPPED", "FAILED", "SUCCEEDED", "PENDING", "UNKNOWN"):
+        s = to_pane_summary(rm, status, True, "raysubmit_x")
+        assert s["eta_s"] is None and s["step_time_s"] is None, status
+        assert s["step"] == 20 and s["last_checkpoint"] == 10
+        mon = demo_profile().monitoring
+        for fn in (summary_markup, compact_markup):
+            text = fn(s, mon)
+            assert "ETA" not in text and "/step" not in text and status in text, text
+
+
+def test_a_run_from_the_history_is_the_last_run_not_a_current_one() -> None:
+    rm = _rm()
+    s = to_pane_summary(rm, NOT_ON_CLUSTER, False, "raysubmit_old")
+    assert s["on_cluster"] is False and s["step"] == 20 and s["last_checkpoint"] == 10
+    assert not {"eta_s", "step_time_s", "reward", "throughput_per_node"} & {k for k, v in s.items() if v is not None}
+    mon = demo_profile().monitoring
+    for fn in (summary_markup, compact_markup):
+        text = fn(s, mon)
+        assert "not on this cluster" in text and "raysubmit_old" in text and "checkpoint step 10" in text
+        assert "ETA" not in text and "RUNNING" not in text and "reward" not in text
+
+
+def test_step_times_under_a_minute_in_seconds() -> None:
+    assert fmt_step_time(42.0) == "42 s/step"
+    assert fmt_step_time(1.1) == "1.1 s/step"
+    assert fmt_step_time(1032.0) == "17.2 min/step"
+    s = to_pane_summary(_rm(wall_s=42.0), "RUNNING", True, "j")
+    text = summary_markup(s, demo_profile().monitoring)
+    assert "42 s/step" in text and "0.0 min/step" not in text and "0.7 min/step" not in text
+
+
+def test_job_state_of_a_job_not_on_this_cluster(tmp_path) -> None:
+    prof = demo_profile()
+    w = JobWatcher(prof, pool=None, job_id="raysubmit_old", root=tmp_path)
+    w.parser.feed_many(["(TaskRunner pid=1) Total training steps: 160",
+                        "(TaskRunner pid=1) step:4 - critic/rewards/mean:0.5 - timing_s/step:10.0",
+                        "(TaskRunner pid=1) step:5 - critic/rewards/mean:0.6 - timing_s/step:10.0"])
+    w.status = "RUNNING"
+    w.on_cluster = True
+    js = w.job_state()
+    assert js.status == "RUNNING" and js.metrics and js.on_cluster is True
+    w.status, w.on_cluster = NOT_ON_CLUSTER, False
+    js = w.job_state()
+    assert js.status == NOT_ON_CLUSTER and js.on_cluster is False
+    assert js.step == 5 and js.total_steps == 160 and js.metrics == {}
+    assert js.summary.get("eta_s") is None
+    w.status, w.on_cluster = "STOPPED", True
+    js = w.job_state()
+    assert js.summary["eta_s"] is None and js.summary["wall_step_time_s"] is None and js.metrics
+
+
+async def test_concurrent_attaches_leave_one_watcher(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The job loop (finding a job) and run_action (after a submit) attach at the same
+    time: exactly one watcher may be left running, the last one asked for."""
+    monkeypatch.setenv("RLCONSOLE_STATE_DIR", str(tmp_path / "state"))
+    started: list[JobWatcher] = []
+    stopped: list[JobWatcher] = []
+
+    running: set[str] = set()
+
+    def start(self: JobWatcher) -> None:
+        started.append(self)
+        running.add(self.job_id)
+
+    async def stop(self: JobWatcher) -> None:
+        await asyncio.sleep(0.05)  # a real stop awaits its cancelled streams
+        stopped.append(self)
+        running.discard(self.job_id)
+
+    def slow_reattach(self: JobWatcher, *a: Any, **k: Any) -> None:
+        import time
+        time.sleep(0.2)  # a big spool: the attach is in a thread for a while
+        self.reattached = True
+
+    monkeypatch.setattr(JobWatcher, "start", start)
+    monkeypatch.setattr(JobWatcher, "stop", stop)
+    monkeypatch.setattr(JobWatcher, "reattach", slow_reattach)
+    b = LiveBackend(demo_profile())
+    await asyncio.wait_for(asyncio.gather(b._attach("raysubmit_old", "UNKNOWN"),
+                                          b._attach("raysubmit_new", "PENDING")), 30)
+    # started after being stopped (or never stopped) = still running
+    assert running == {"raysubmit_new"}, ([w.job_id for w in started], [w.job_id for w in stopped])
+    assert b.watcher is not None and b.watcher.job_id == "raysubmit_new"
+    await asyncio.wait_for(b._attach("raysubmit_new", "RUNNING"), 10)  # the same job: nothing new
+    assert len(started) == 2
+    await asyncio.wait_for(b.stop(), 60)
