@@ -145,6 +145,32 @@ async def _drain(b: Any, name: str, **opts: Any) -> list[Any]:
     return await within(f"run_action({name!r})", go())
 
 
+async def _eta_agrees_with_tqdm(rec: Recorder) -> None:
+    """The pane's ETA (wall-clock cadence of the recent steps) agrees with tqdm's own
+    estimate in the log within 10%: the median over several refreshes, each compared
+    with the tqdm bar of the same step (the sim's trainer draws a tqdm-style bar)."""
+    from tui.core.verl_log import parse_tqdm
+
+    ratios: list[float] = []
+    seen: set[tuple[int, float]] = set()
+
+    def sample() -> bool:
+        s = rec.summaries[-1] if rec.summaries else {}
+        step, total, eta = s.get("step"), s.get("total_steps"), s.get("eta_s")
+        if not (step and total and eta and step >= 12 and s.get("status") == "RUNNING"):
+            return False
+        bars = [p for p in (parse_tqdm(ln) for ln in rec.lines[-400:] if "Training Progress" in ln)
+                if p is not None and p.n == step and p.s_per_it]
+        if bars and (step, eta) not in seen:
+            seen.add((step, eta))
+            ratios.append(eta / (bars[-1].s_per_it * (total - step)))
+        return len(ratios) >= 5
+    await until("five refreshes with an ETA and the tqdm bar of the same step", sample, 300, every=0.5)
+    ratios.sort()
+    median = ratios[len(ratios) // 2]
+    assert 0.9 <= median <= 1.1, f"pane ETA / tqdm ETA: {ratios}"
+
+
 async def _contract(kit: Kit) -> None:
     b = kit.make()
     rec = Recorder()
@@ -177,6 +203,9 @@ async def _contract(kit: Kit) -> None:
     assert s["total_steps"] and s["total_steps"] > s["step"]
     assert set(rec.series[-1]) >= {"reward", "throughput", "response_length"}
     assert job_id in b.describe_stop()
+
+    if kit.name == "live":
+        await _eta_agrees_with_tqdm(rec)
 
     # -- log lines arrive numbered: log_search agrees with the delivery order
     await until("the driver's 'Total training steps' line", lambda: any("Total training steps:" in ln for ln in rec.lines))
