@@ -244,17 +244,7 @@ class LiveBackend:
                 w = self.watcher
                 if w is not None and time.monotonic() - last_push >= refresh:
                     last_push = time.monotonic()
-                    # One RunMetrics a refresh: it serves the metrics pane and the
-                    # state's job (merging every step's metrics is the costly part).
-                    rm = w.run_metrics()
-                    self._job = w.job_state(rm)
-                    summary = to_pane_summary(rm, w.status, w.on_cluster, w.job_id)
-                    series = {"reward": rm.series("critic/rewards/mean", 300) or rm.series("critic/score/mean", 300),
-                              "throughput": rm.series("throughput_tokens_per_s_per_node", 300),
-                              "response_length": rm.series("response_length/mean", 300)}
-                    for cb in self._metric_cbs:
-                        with contextlib.suppress(Exception):
-                            cb(summary, series)
+                    self.refresh_metrics(w)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the loop must outlive any one failure
@@ -262,6 +252,19 @@ class LiveBackend:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._kick.wait(), timeout=refresh)
             self._kick.clear()
+
+    def refresh_metrics(self, w: Any) -> None:
+        """One RunMetrics a refresh: it serves the metrics pane and the state's job
+        (merging every step's metrics is the costly part). Runs on the app's loop."""
+        rm = w.run_metrics()
+        self._job = w.job_state(rm)
+        summary = to_pane_summary(rm, w.status, w.on_cluster, w.job_id)
+        series = {"reward": rm.series("critic/rewards/mean", 300) or rm.series("critic/score/mean", 300),
+                  "throughput": rm.series("throughput_tokens_per_s_per_node", 300),
+                  "response_length": rm.series("response_length/mean", 300)}
+        for cb in self._metric_cbs:
+            with contextlib.suppress(Exception):
+                cb(summary, series)
 
     def head_up(self) -> bool:
         return self.pool.head.connected
