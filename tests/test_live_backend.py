@@ -136,3 +136,33 @@ async def test_concurrent_attaches_leave_one_watcher(monkeypatch: pytest.MonkeyP
     await asyncio.wait_for(b._attach("raysubmit_new", "RUNNING"), 10)  # the same job: nothing new
     assert len(started) == 2
     await asyncio.wait_for(b.stop(), 60)
+
+
+def test_parse_cache_leaves_only_new_lines_to_parse(tmp_path) -> None:
+    """What `status` relies on to stay fast on a whole run's spool: the parser's state
+    saved with the line it reached; a new watcher parses only the lines after it and
+    ends with the same steps as a full parse."""
+    prof = demo_profile()
+    lines = ["(TaskRunner pid=1) Total training steps: 100"] + [
+        f"(TaskRunner pid=1) step:{s} - critic/rewards/mean:{s / 100} - timing_s/step:10.0" for s in range(1, 41)]
+    w = JobWatcher(prof, pool=None, job_id="j", root=tmp_path)
+    w._consume(w.spool.append(("\n".join(lines[:30]) + "\n").encode()), notify=False)
+    w.write_cache(w.cache_snapshot())
+    w._consume(w.spool.append(("\n".join(lines[30:]) + "\n").encode()), notify=False)
+    w.spool.close()
+
+    fed: list[int] = []
+    w2 = JobWatcher(prof, pool=None, job_id="j", root=tmp_path, wall_clock=False)
+    orig = w2.parser.feed_many
+    w2.parser.feed_many = lambda ls: (fed.append(len(ls)), orig(ls))[1]  # type: ignore[method-assign]
+    w2.reattach(0)
+    assert sum(fed) == len(lines) - 30  # only what came after the cache
+    assert w2.parser.steps == {s: {"critic/rewards/mean": s / 100, "timing_s/step": 10.0} for s in range(1, 41)}
+    assert w2.parser.total_steps == 100 and w2.parser.seen_at == {}
+    # a cache that claims more than the spool holds is ignored: a full parse
+    w2.spool.close()
+    (tmp_path / "j" / "driver.log").write_bytes(("\n".join(lines[:5]) + "\n").encode())
+    (tmp_path / "j" / "driver.log.idx").unlink()
+    w3 = JobWatcher(prof, pool=None, job_id="j", root=tmp_path)
+    w3.reattach()
+    assert sorted(w3.parser.steps) == [1, 2, 3, 4]

@@ -165,6 +165,7 @@ class JobWatcher:
                           profile.env.get("TENSORBOARD_DIR", profile.paths.tensorboard_dir))
         self.ckpt_dir = rec.checkpoint_dir if rec and rec.checkpoint_dir else profile.paths.checkpoint_dir
         self.reattached = False
+        self._cached_lines = 0
 
     @property
     def container(self) -> bool:
@@ -227,28 +228,95 @@ class JobWatcher:
             self._reader = ScalarReader(self.tb_remote if self._reader_local else self.tb_local)
         return self._reader
 
-    async def poll_scalars_once(self) -> None:
-        reader = self._tb_reader()
+    async def poll_scalars_once(self, read_scalars: bool = True) -> None:
+        """The checkpoint marker and (unless `read_scalars` is False) the event files'
+        new scalars, in one round trip."""
+        reader = self._tb_reader() if read_scalars else None
+        scan_dir = "" if (reader is None or self._reader_local) else self.tb_remote
         r = await self.pool.head.run(
-            ["sh", "-c", SCAN_SCRIPT, "sh", "" if self._reader_local else self.tb_remote,
-             f"{self.ckpt_dir}/latest_checkpointed_iteration.txt"],
+            ["sh", "-c", SCAN_SCRIPT, "sh", scan_dir, f"{self.ckpt_dir}/latest_checkpointed_iteration.txt"],
             container=self.container, timeout=30)
         sizes, ckpt = parse_scan(r.stdout)
         if ckpt is not None:
             self.last_checkpoint = ckpt
+        if reader is None:
+            return
         if self._mirror is not None:
             await self._mirror.fetch(sizes)
         await asyncio.to_thread(reader.update)
 
+    CACHE_EVERY_LINES = 200_000
+    """The console saves the parse cache when this many lines were parsed since the
+    last save (and when it stops watching): a later `status` re-parses at most that."""
+
+    async def save_cache(self) -> None:
+        snap = self.cache_snapshot()
+        await asyncio.to_thread(self.write_cache, snap)
+
     async def poll_scalars(self) -> None:
         while True:
             try:
+                if self.spool.line_count - self._cached_lines >= self.CACHE_EVERY_LINES:
+                    await self.save_cache()
                 await self.poll_scalars_once()
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001
                 log.info("scalar poll failed: %s", e)
             await asyncio.sleep(self.refresh_s)
+
+    # -- the parse cache: what the spool's lines came to, up to a line ----------------
+
+    CACHE_VERSION = 1
+
+    @property
+    def cache_path(self) -> Path:
+        return self.spool.path.with_name("parsed.pickle")
+
+    def cache_snapshot(self) -> tuple[Any, ...]:
+        """The parser's state as of now, cheap enough for the app's loop: shallow
+        copies (a finished step's metrics are never changed again; the last one may
+        be, by a wrapped continuation, so it is copied too). Pickle it in a thread
+        with `write_cache`."""
+        p = self.parser
+        state = {k: v for k, v in vars(p).items() if k not in ("steps", "seen_at", "_clock")}
+        steps = dict(p.steps)
+        if steps:
+            last = next(reversed(steps))
+            steps[last] = dict(steps[last])
+        state["steps"] = steps
+        return (self.CACHE_VERSION, self.spool.size, self.spool.line_count, state)
+
+    def write_cache(self, snap: tuple[Any, ...]) -> None:
+        """Save a snapshot and the spool's line index (blocking: run it in a thread).
+        A later re-attach (a `status`, a console restart) then parses only the lines
+        after it instead of the whole run's log."""
+        import pickle
+
+        tmp = self.cache_path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(snap, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, self.cache_path)
+        self.spool.save_index()
+        self._cached_lines = snap[2]
+
+    def _load_cache(self) -> int:
+        """Restore the parser from the cache if it matches this spool; the number of
+        lines it covers (0: parse from the start). Our own file, written by us: a
+        pickle is safe here (nothing from a node goes into it unparsed)."""
+        import pickle
+
+        try:
+            with open(self.cache_path, "rb") as f:
+                version, size, lines, state = pickle.load(f)
+        except Exception:  # noqa: BLE001 - no cache, an old or broken one: parse it all
+            return 0
+        if version != self.CACHE_VERSION or size > self.spool.size or lines > self.spool.line_count:
+            return 0
+        for k, v in state.items():
+            setattr(self.parser, k, v)
+        self._cached_lines = lines
+        return lines
 
     def reattach(self, diagnose_tail: int = 200_000, batch: int = 20_000) -> None:
         """Re-attach: parse what the spool already holds (nothing is re-fetched), in
@@ -264,12 +332,15 @@ class JobWatcher:
         self.reattached = True
 
     def _reparse(self, n: int, diagnose_tail: int, batch: int) -> None:
-        for start in range(0, n, batch):
+        first = self._load_cache()  # lines the parse cache already covers
+        dstart = max(0, n - diagnose_tail) if diagnose_tail > 0 else n
+        for start in range(min(first, dstart), n, batch):
             lines = self.spool.lines(start, min(n, start + batch))
-            self.parser.feed_many(lines)
-            if start + len(lines) > n - diagnose_tail:
-                for i, line in enumerate(lines):
-                    a = self.diagnoser.match(line, start + i)
+            if start + len(lines) > first:
+                self.parser.feed_many(lines[max(0, first - start):])
+            if start + len(lines) > dstart:
+                for i in range(max(0, dstart - start), len(lines)):
+                    a = self.diagnoser.match(lines[i], start + i)
                     if a is not None:
                         self.alerts.append(a)
 
@@ -287,6 +358,9 @@ class JobWatcher:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+        if self._tasks and self.spool.line_count > self._cached_lines:
+            with contextlib.suppress(Exception):
+                await self.save_cache()
         self._tasks = []
 
     # -- what the user sees -----------------------------------------------------------

@@ -156,11 +156,16 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     # Ray answered (or is not running on a reachable head) without this job: it is a
     # run from the history, shown as the last run, never as current.
     w.on_cluster = job_on_cluster(st.ray, job_id)
-    await asyncio.to_thread(w.reattach)
+    # the parse cache (saved by the console, or by an earlier status) leaves only the
+    # lines after it to parse; old failures are not re-diagnosed here
+    await asyncio.to_thread(w.reattach, 0)
     if w.on_cluster:
         await w.follow_log(once=True)
-        await w.poll_scalars_once()
+        # the log's step lines carry every metric; event files only when it has none
+        await w.poll_scalars_once(read_scalars=not w.parser.steps)
     st.job = w.job_state()
+    if w.spool.line_count - w._cached_lines >= w.CACHE_EVERY_LINES:
+        await w.save_cache()
 
 
 def run_status(profile: Profile, json: bool = False, out: TextIO | None = None) -> int:
