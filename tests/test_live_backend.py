@@ -166,3 +166,34 @@ def test_parse_cache_leaves_only_new_lines_to_parse(tmp_path) -> None:
     w3 = JobWatcher(prof, pool=None, job_id="j", root=tmp_path)
     w3.reattach()
     assert sorted(w3.parser.steps) == [1, 2, 3, 4]
+
+
+def test_a_down_node_keeps_its_last_known_values_marked_with_their_age() -> None:
+    from dataclasses import replace
+
+    from tui.backend import demo_state
+    from tui.core.state import ContainerState
+    from widgets.node_grid import NodeRow
+
+    prof = demo_profile()
+    b = LiveBackend(prof)
+    seen = []
+    b.subscribe_state(seen.append)
+    up = demo_state(prof, step=5)
+    for n in up.nodes:
+        n.updated_at = 1_000.0
+    b._on_state(up)
+    down = demo_state(prof, step=6)
+    n3 = down.nodes[2]
+    down.nodes[2] = replace(n3, reachable=False, error="ssh: connection refused",
+                            container=ContainerState(name="train-rl", status="unknown"), gpu=None,
+                            updated_at=None)
+    b._on_state(down)
+    got = seen[-1].nodes[2]
+    assert not got.reachable and got.stale_since == 1_000.0
+    assert got.container is not None and got.container.status == "running"  # last known
+    assert seen[-1].nodes[0].stale_since is None  # an up node is current
+    row = NodeRow(got.name, 8)
+    row.update(got, seen[-1].ray.nodes[2], True, 0)
+    assert row.header is not None and row.header.stale_age.endswith(("min", "h"))
+    assert row.header.container == "running"
