@@ -166,6 +166,12 @@ class JobWatcher:
         self.ckpt_dir = rec.checkpoint_dir if rec and rec.checkpoint_dir else profile.paths.checkpoint_dir
         self.reattached = False
         self._cached_lines = 0
+        from .metrics_model import SeriesIndex
+
+        self._merged: dict[int, dict[str, float]] = {}
+        self._index = SeriesIndex(self._merged)
+        self._m_np = self._m_ntb = self._m_tbcount = self._m_replaced = 0
+        self._m_tbmax = 0
 
     @property
     def container(self) -> bool:
@@ -367,12 +373,51 @@ class JobWatcher:
 
     def rows(self) -> dict[int, dict[str, float]]:
         """Steps from the log, completed by TensorBoard's scalars (which carry every tag
-        even when the console line was cut short)."""
-        merged: dict[int, dict[str, float]] = {s: dict(m) for s, m in self.parser.steps.items()}
-        if self._reader is not None:
-            for row in self._reader.rows():
-                merged.setdefault(row["step"], {}).update(row["metrics"])
-        return dict(sorted(merged.items()))
+        even when the console line was cut short). Kept up to date incrementally: a
+        refresh merges only the steps that are new or may have changed (the log's last
+        step, TensorBoard's steps from its last one on), so its cost does not grow with
+        the run; anything else (an older step rewritten: a resumed run) rebuilds it."""
+        p = self.parser.steps
+        tb = self._reader.by_step if self._reader is not None else {}
+        replaced = len(self._reader.replaced) if self._reader is not None else 0
+        if replaced != self._m_replaced or len(p) < self._m_np:
+            self._rebuild_merged()
+            self._m_replaced = replaced
+            return self._merged
+        keys = list(p)
+        dirty = set(keys[self._m_np:])
+        if keys:
+            dirty.add(keys[-1])
+        if len(tb) != self._m_ntb or self._reader is not None and len(self._reader) != self._m_tbcount:
+            dirty.update(st for st in tb if st >= self._m_tbmax)
+        self._m_np = len(keys)
+        self._m_ntb = len(tb)
+        self._m_tbcount = len(self._reader) if self._reader is not None else 0
+        if tb:
+            self._m_tbmax = max(self._m_tbmax, next(reversed(tb)))
+        merged = self._merged
+        last = next(reversed(merged)) if merged else None
+        settled = self._index.order[:-self._index.TAIL] if len(self._index.order) > self._index.TAIL else []
+        settled_max = settled[-1] if settled else None
+        for st in sorted(dirty):
+            if (last is not None and st < last and st not in merged) or \
+                    (settled_max is not None and st <= settled_max):
+                self._rebuild_merged()  # out of order, or an old step changed
+                return self._merged
+            merged[st] = {**p.get(st, {}), **tb.get(st, {})}
+            last = st if last is None or st > last else last
+        return merged
+
+    def _rebuild_merged(self) -> None:
+        p = self.parser.steps
+        tb = self._reader.by_step if self._reader is not None else {}
+        self._merged.clear()
+        for st in sorted(set(p) | set(tb)):
+            self._merged[st] = {**p.get(st, {}), **tb.get(st, {})}
+        self._index.reset()
+        self._m_np, self._m_ntb = len(p), len(tb)
+        self._m_tbcount = len(self._reader) if self._reader is not None else 0
+        self._m_tbmax = next(reversed(tb)) if tb else 0
 
     def run_metrics(self) -> Any:
         from .metrics_model import RunMetrics
@@ -389,7 +434,7 @@ class JobWatcher:
             expected["mem_gib_per_card"] = mon.mem_gib_per_card
         prog = self.parser.progress
         total = self.parser.total_steps or (prog.total if prog else None)
-        return RunMetrics(self.rows(), total_steps=total or mon.total_steps,
+        return RunMetrics(self.rows(), index=self._index, total_steps=total or mon.total_steps,
                           last_checkpoint=self.last_checkpoint or self.parser.last_checkpoint,
                           expected=expected, gpus_per_node=self.profile.nodes[0].gpus,
                           wall_times=self.parser.seen_at, now=time.time(),

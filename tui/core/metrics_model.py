@@ -149,6 +149,58 @@ def _range(v: Any) -> tuple[float, float] | None:
             float(hi) if hi is not None else None)
 
 
+class SeriesIndex:
+    """Per-key (step, value) lists over a growing run, extended by new steps only.
+
+    A console refresh used to rebuild every series from every step (2710 steps x 130
+    tags at the end of a reference run: ~50 ms a refresh, growing with the run). Here
+    `by_step` is the caller's own {step: metrics} dict, in step order and append-only;
+    a series scans only the steps added since it was last asked for. The last `TAIL`
+    steps are re-read every time (a wrapped log line or late TensorBoard events can
+    still complete them); the caller calls `reset()` if an older step changes."""
+
+    TAIL = 3
+
+    def __init__(self, by_step: dict[int, Mapping[str, float]]) -> None:
+        self.by_step = by_step
+        self.reset()
+
+    def reset(self) -> None:
+        self.order: list[int] = []
+        self._series: dict[str, list[tuple[int, float]]] = {}
+        self._pos: dict[str, int] = {}
+        self._keys: set[str] = set()
+        self._keys_pos = 0
+
+    def sync(self) -> None:
+        """Take in the steps appended to `by_step` since the last call."""
+        n = len(self.order)
+        if len(self.by_step) > n:
+            self.order.extend(list(self.by_step)[n:])
+
+    def _settled(self) -> int:
+        return max(0, len(self.order) - self.TAIL)
+
+    def raw_series(self, key: str) -> list[tuple[int, float]]:
+        lst = self._series.setdefault(key, [])
+        end = self._settled()
+        by = self.by_step
+        for st in self.order[self._pos.get(key, 0):end]:
+            v = by[st].get(key)
+            if v is not None and _finite(v):
+                lst.append((st, float(v)))
+        self._pos[key] = end
+        tail = [(st, float(v)) for st in self.order[end:] if (v := by[st].get(key)) is not None and _finite(v)]
+        return lst + tail
+
+    def key_set(self) -> set[str]:
+        end = self._settled()
+        for st in self.order[self._keys_pos:end]:
+            self._keys.update(self.by_step[st])
+        self._keys_pos = end
+        return self._keys.union(*(self.by_step[st] for st in self.order[end:]))
+
+
 class RunMetrics:
     """A snapshot of a run's metrics, with derived figures and range verdicts.
 
@@ -181,8 +233,14 @@ class RunMetrics:
         now: float | None = None,
         window: int = 10,
         tqdm_s_per_step: float | None = None,
+        index: SeriesIndex | None = None,
     ) -> None:
-        self.by_step = _rows_to_steps(rows)
+        # `index`: the caller keeps the run's steps (in order) and their series
+        # incrementally; `rows` is then its `by_step`, used as is.
+        self._index = index
+        if index is not None:
+            index.sync()
+        self.by_step = index.by_step if index is not None else _rows_to_steps(rows)
         self.steps: list[int] = list(self.by_step)
         self.total_steps = total_steps
         self.last_checkpoint = last_checkpoint
@@ -198,6 +256,7 @@ class RunMetrics:
         self._series_cache: dict[str, list[tuple[int, float]]] = {}
         self._keys: list[str] | None = None
         self._keyset: set[str] | None = None
+        self._summary: dict[str, Any] | None = None
 
     # -- raw access ---------------------------------------------------------------------
 
@@ -213,12 +272,15 @@ class RunMetrics:
 
     def _key_set(self) -> set[str]:
         if self._keyset is None:
-            self._keyset = set().union(*self.by_step.values())
+            self._keyset = (self._index.key_set() if self._index is not None
+                            else set().union(*self.by_step.values()))
         return self._keyset
 
     def raw_series(self, key: str) -> list[tuple[int, float]]:
         """Every finite (step, value) of a metric key, in step order."""
         got = self._series_cache.get(key)
+        if got is None and self._index is not None:
+            got = self._series_cache[key] = self._index.raw_series(key)
         if got is None:
             got = [(s, float(m[key])) for s, m in self.by_step.items()
                    if key in m and _finite(m[key])]
@@ -394,7 +456,13 @@ class RunMetrics:
 
     def summary(self) -> dict[str, Any]:
         """JSON-able snapshot (``job.metrics`` in ``status --json``): numbers stay
-        numbers, unknown is null, NaN/inf are null."""
+        numbers, unknown is null, NaN/inf are null. Computed once (a copy each call:
+        callers adjust it)."""
+        if self._summary is None:
+            self._summary = self._summary_uncached()
+        return dict(self._summary)
+
+    def _summary_uncached(self) -> dict[str, Any]:
         inds = self.indicators()
         values = {i.name: i.value for i in inds}
         d: dict[str, Any] = {
