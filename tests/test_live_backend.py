@@ -197,3 +197,55 @@ def test_a_down_node_keeps_its_last_known_values_marked_with_their_age() -> None
     row.update(got, seen[-1].ray.nodes[2], True, 0)
     assert row.header is not None and row.header.stale_age.endswith(("min", "h"))
     assert row.header.container == "running"
+
+
+def test_incremental_merge_equals_a_full_merge(tmp_path) -> None:
+    """The per-refresh merge of log steps and TensorBoard scalars (only what is new)
+    gives exactly what merging everything from scratch gives, through new steps, a log
+    line completed late, TensorBoard catching up, and a resumed run rewriting old steps."""
+    from tui.core.tbreader import ScalarReader
+    from tui.core.tbwrite import ScalarWriter
+
+    prof = demo_profile()
+    w = JobWatcher(prof, pool=None, job_id="j", root=tmp_path / "spool")
+    tb_dir = tmp_path / "tb"
+    writer = ScalarWriter(tb_dir, per_scalar=True, sync=True)
+    w._reader = ScalarReader(tb_dir)
+
+    def full() -> dict[int, dict[str, float]]:
+        out: dict[int, dict[str, float]] = {s: dict(m) for s, m in w.parser.steps.items()}
+        for row in w._reader.rows():
+            out.setdefault(row["step"], {}).update(row["metrics"])
+        return dict(sorted(out.items()))
+
+    def check() -> None:
+        w._reader.update()
+        got = w.rows()
+        assert got == full() and list(got) == sorted(got)
+        rm = w.run_metrics()
+        from tui.core.metrics_model import RunMetrics
+        ref = RunMetrics(full(), total_steps=rm.total_steps, last_checkpoint=rm.last_checkpoint,
+                         expected=dict(rm.expected), gpus_per_node=8, wall_times=w.parser.seen_at, now=rm.now)
+        assert rm.summary() == ref.summary()
+        for key in ("critic/rewards/mean", "x/tb_only"):
+            assert rm.raw_series(key) == ref.raw_series(key)
+
+    for s in range(1, 16):
+        w.parser.feed(f"(TaskRunner pid=1) step:{s} - critic/rewards/mean:{s / 10} - timing_s/step:{10 + s % 3}")
+        if s % 4 == 0:
+            check()
+        if s <= 12:
+            writer.add_scalars(s, {"x/tb_only": s * 2.0, "critic/rewards/mean": s / 10})
+            writer.flush()
+    check()
+    # TensorBoard catches up on steps the log already had
+    for s in range(13, 16):
+        writer.add_scalars(s, {"x/tb_only": s * 2.0})
+    writer.flush()
+    check()
+    # a resumed run writes steps 5.. again with new values
+    for s in range(5, 9):
+        writer.add_scalars(s, {"x/tb_only": -1.0})
+    writer.flush()
+    check()
+    assert w.rows()[6]["x/tb_only"] == -1.0
