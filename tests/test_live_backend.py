@@ -249,3 +249,15 @@ def test_incremental_merge_equals_a_full_merge(tmp_path) -> None:
     writer.flush()
     check()
     assert w.rows()[6]["x/tb_only"] == -1.0
+
+
+def test_log_pane_drops_what_it_would_not_keep_before_working_on_it() -> None:
+    """A re-attach delivers a whole run's log (numbering is over the whole run): the pane
+    keeps its window's worth of pending lines, counts the rest as delivered."""
+    from widgets.log_pane import LogPane
+
+    pane = LogPane(keep_lines=100)
+    for a in range(0, 1000, 250):
+        pane.add_lines([f"line {i}" for i in range(a, a + 250)])
+    assert pane.total == 1000
+    assert pane._pending == [f"line {i}" for i in range(900, 1000)]

@@ -213,9 +213,12 @@ class LiveBackend:
             n = w.spool.line_count
             if n:
                 # the app numbers lines from 0 in delivery order: deliver them all
-                # (the log pane keeps only its window; the spool holds the rest)
+                # (the log pane keeps only its window; the spool holds the rest), in
+                # batches with a pause between them so the app keeps drawing and
+                # drops what it will not keep before the next batch arrives
                 for a in range(0, n, 50_000):
                     self._lines(w.spool.lines(a, min(n, a + 50_000)))
+                    await asyncio.sleep(0.01)
             for a in w.alerts[-20:]:
                 self._alert(a)
             self.watcher = w
