@@ -261,3 +261,31 @@ def test_log_pane_drops_what_it_would_not_keep_before_working_on_it() -> None:
         pane.add_lines([f"line {i}" for i in range(a, a + 250)])
     assert pane.total == 1000
     assert pane._pending == [f"line {i}" for i in range(900, 1000)]
+
+
+def test_live_backend_shows_a_history_job_ray_does_not_know_as_the_last_run(tmp_path) -> None:
+    """The issue's case: after `sim down` / `sim up` the console found the previous
+    sim's job in the run history and showed it with a step and an ETA while Ray had no
+    such job. Now the state's job and the pane say "not on this cluster", no ETA."""
+    from tui.backend import demo_state
+
+    prof = demo_profile()
+    b = LiveBackend(prof)
+    states: list = []
+    summaries: list = []
+    b.subscribe_state(states.append)
+    b.subscribe_metrics(lambda s, ser: summaries.append(s))
+    w = JobWatcher(prof, pool=None, job_id="raysubmit_previous_sim", root=tmp_path)
+    w.parser.feed_many(["(TaskRunner pid=1) Total training steps: 160"] + [
+        f"(TaskRunner pid=1) step:{s} - critic/rewards/mean:0.{s} - timing_s/step:1.0" for s in range(1, 5)])
+    w.status = "UNKNOWN"  # what find_job says of a history job Ray does not list
+    b.watcher = w
+    b._on_state(demo_state(prof, step=0, job_status=None, busy=False))  # Ray up, other jobs only
+    job = states[-1].job
+    assert job.id == "raysubmit_previous_sim" and job.status == NOT_ON_CLUSTER and job.on_cluster is False
+    assert job.step == 4 and job.metrics == {}
+    b.refresh_metrics(w)
+    s = summaries[-1]
+    assert s["on_cluster"] is False and s.get("eta_s") is None and s["step"] == 4
+    assert "not on this cluster" in summary_markup(s, prof.monitoring)
+    assert "no job is running" in b.describe_stop()

@@ -82,7 +82,7 @@ class LiveBackend:
         self._down: set[str] = set()
         self._kick = asyncio.Event()
         self._attach_lock = asyncio.Lock()
-        self._attached_at = 0.0
+        self._attached_at = float("-inf")
         self._job: JobState | None = None
         self._last_good: dict[str, NodeState] = {}
         self.state: ClusterState | None = None
@@ -193,7 +193,7 @@ class LiveBackend:
             except Exception as e:  # noqa: BLE001 - stopping goes on whatever failed
                 log.info("stop: %s: %s", what, e)
 
-    async def _attach(self, job_id: str, status: str) -> None:
+    async def _attach(self, job_id: str, status: str, fresh: bool = False) -> None:
         """Watch `job_id`. Serialised: the job loop (finding a job) and `run_action`
         (after a submit) may both attach; without the lock the slower one could start
         a second watcher nobody stops (its log follower holds one of the head's few SSH
@@ -222,7 +222,9 @@ class LiveBackend:
             for a in w.alerts[-20:]:
                 self._alert(a)
             self.watcher = w
-            self._attached_at = time.monotonic()
+            # a job just submitted gets a grace period before "not on this cluster";
+            # one found in the run history does not need one
+            self._attached_at = time.monotonic() if fresh else float("-inf")
             w.start()
         self._alert(Alert("info", "ray", f"watching job {job_id}"))
         self._kick.set()
@@ -306,7 +308,7 @@ class LiveBackend:
             # Watch the new job from its first line. In a task of its own: the caller
             # has its `done` event and must not wait on an attach (nor be cancelled
             # half-way through one when it stops iterating).
-            t = asyncio.create_task(self._attach(submitted, "PENDING"), name="attach-submitted")
+            t = asyncio.create_task(self._attach(submitted, "PENDING", fresh=True), name="attach-submitted")
             self._tasks.append(t)
 
     def describe_stop(self, cluster: bool = False) -> str:
