@@ -289,3 +289,33 @@ def test_live_backend_shows_a_history_job_ray_does_not_know_as_the_last_run(tmp_
     assert s["on_cluster"] is False and s.get("eta_s") is None and s["step"] == 4
     assert "not on this cluster" in summary_markup(s, prof.monitoring)
     assert "no job is running" in b.describe_stop()
+
+
+def test_a_refresh_merges_only_new_steps_while_tensorboard_lags(tmp_path, monkeypatch) -> None:
+    """The steady state of a long run: the log streams ahead, TensorBoard is read once a
+    refresh and lags by many steps. No refresh may fall back to a full rebuild (that is
+    what made the refresh cost grow with the run), and the result stays exact."""
+    from tui.core.tbreader import ScalarReader
+    from tui.core.tbwrite import ScalarWriter
+
+    prof = demo_profile()
+    w = JobWatcher(prof, pool=None, job_id="j", root=tmp_path / "spool")
+    writer = ScalarWriter(tmp_path / "tb", per_scalar=False, sync=True)
+    w._reader = ScalarReader(tmp_path / "tb")
+    rebuilds = []
+    orig = w._rebuild_merged
+    monkeypatch.setattr(w, "_rebuild_merged", lambda: (rebuilds.append(1), orig())[1])
+    step = 0
+    for _refresh in range(20):
+        for _ in range(12):  # the log runs 12 steps ahead of what TensorBoard shows
+            step += 1
+            w.parser.feed(f"(TaskRunner pid=1) step:{step} - critic/rewards/mean:{step / 4}")
+            writer.add_scalars(step, {"x/tb_only": float(step), "critic/rewards/mean": step / 4})
+        w._reader.update()
+        writer.flush()  # written after the read: TensorBoard is a refresh behind
+        rm = w.run_metrics()
+        assert rm.raw_series("critic/rewards/mean") == [(s, s / 4) for s in range(1, step + 1)]
+        assert [s for s, _ in rm.raw_series("x/tb_only")] == list(range(1, len(w._reader.by_step) + 1))
+        if _refresh == 2:
+            rebuilds.clear()  # the one rebuild allowed: TensorBoard's first steps arriving
+    assert rebuilds == []

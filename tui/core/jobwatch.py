@@ -397,8 +397,7 @@ class JobWatcher:
             self._m_tbmax = max(self._m_tbmax, next(reversed(tb)))
         merged = self._merged
         last = next(reversed(merged)) if merged else None
-        settled = self._index.order[:-self._index.TAIL] if len(self._index.order) > self._index.TAIL else []
-        settled_max = settled[-1] if settled else None
+        settled_max = self._index.settled_step
         for st in sorted(dirty):
             if (last is not None and st < last and st not in merged) or \
                     (settled_max is not None and st <= settled_max):
@@ -406,7 +405,20 @@ class JobWatcher:
                 return self._merged
             merged[st] = {**p.get(st, {}), **tb.get(st, {})}
             last = st if last is None or st > last else last
+        self._settle()
         return merged
+
+    def _settle(self) -> None:
+        """Steps that can no longer change: a few behind the log's last step, and
+        behind the last step TensorBoard has been read up to (it lags the log by up to
+        a refresh: its new steps must not land in the cached part)."""
+        if not self._merged:
+            return
+        final = next(reversed(self._merged)) - self._index.TAIL
+        if self._reader is not None and self._reader.by_step:
+            final = min(final, self._m_tbmax - 1)
+        prev = self._index.settled_step
+        self._index.settled_step = final if prev is None else max(prev, final)
 
     def _rebuild_merged(self) -> None:
         p = self.parser.steps
@@ -418,6 +430,7 @@ class JobWatcher:
         self._m_np, self._m_ntb = len(p), len(tb)
         self._m_tbcount = len(self._reader) if self._reader is not None else 0
         self._m_tbmax = next(reversed(tb)) if tb else 0
+        self._settle()
 
     def run_metrics(self) -> Any:
         from .metrics_model import RunMetrics

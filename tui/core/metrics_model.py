@@ -22,6 +22,8 @@ VeRL's metric keys and units (verl/trainer/ppo/metric_utils.py, ray_trainer.py):
 
 from __future__ import annotations
 
+import bisect
+
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -166,6 +168,8 @@ class SeriesIndex:
         self.reset()
 
     def reset(self) -> None:
+        self.settled_step: int | None = None
+        """Set by the caller: steps up to this one are final (their series are cached)."""
         self.order: list[int] = []
         self._series: dict[str, list[tuple[int, float]]] = {}
         self._pos: dict[str, int] = {}
@@ -179,7 +183,10 @@ class SeriesIndex:
             self.order.extend(list(self.by_step)[n:])
 
     def _settled(self) -> int:
-        return max(0, len(self.order) - self.TAIL)
+        n = max(0, len(self.order) - self.TAIL)
+        if self.settled_step is not None:
+            n = min(n, bisect.bisect_right(self.order, self.settled_step))
+        return n
 
     def raw_series(self, key: str) -> list[tuple[int, float]]:
         lst = self._series.setdefault(key, [])
