@@ -192,6 +192,7 @@ def main() -> None:
         res["wall_s"] = time.monotonic() - t0
     finally:
         sim_down(state_dir=sim)
+        shutil.rmtree(tmp, ignore_errors=True)  # ~0.9 GB: the run's log, its spool, copies
     load = os.getloadavg()[0]
     total_mb = res["phases"][-1]["spool_mb"]
     lines = [
