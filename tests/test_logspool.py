@@ -283,3 +283,30 @@ def test_memory_is_the_index_only(tmp_path: Path) -> None:
     assert peak < 80 * 1024 * 1024
     assert elapsed < 10, elapsed
     os.unlink(path)
+
+
+def test_saved_index_is_used_and_extended(tmp_path: Path) -> None:
+    """A saved line index spares a re-open the scan of the whole run's log; the bytes
+    appended after it are indexed as usual; a stale or broken index is ignored."""
+    from tui.core.logspool import LogSpool
+
+    p = tmp_path / "driver.log"
+    with LogSpool(p) as s:
+        s.append(b"".join(b"line %d\n" % i for i in range(1000)) + b"part")
+        s.save_index()
+        s.append(b"ial\nmore\n")
+        want = s.lines(0, s.line_count)
+    with LogSpool(p) as s:
+        assert s.lines(0, s.line_count) == want and want[1000] == "partial" and want[-1] == "more"
+    # an index that does not fit the file (a different log of the same name) is ignored
+    idx = p.with_name(p.name + ".idx")
+    raw = bytearray(idx.read_bytes())
+    raw[16:24] = (7).to_bytes(8, "little")  # line 1 "starts" at byte 7: not after a newline
+    idx.write_bytes(bytes(raw))
+    with LogSpool(p) as s:
+        assert s.lines(0, s.line_count) == want
+    idx.write_bytes(b"\x00" * 5)
+    with LogSpool(p) as s:
+        assert s.lines(0, s.line_count) == want
+        s.clear()
+        assert not idx.exists() and s.line_count == 0

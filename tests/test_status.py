@@ -94,3 +94,36 @@ def test_status_exit_0_when_every_node_is_down(sim_cluster, tmp_path, capsys):
     assert doc["ray"]["available"] is False
     assert run_status(prof, json=False) == 0
     assert "0/4 reachable" in capsys.readouterr().out
+
+
+@pytest.mark.integration
+def test_status_json_with_a_run_from_an_earlier_sim(sim_cluster, capsys):
+    """After `sim down` / `sim up`, the run history still names the job of the earlier
+    sim (and its spool holds its steps). The current Ray does not know it: `status
+    --json` shows it as the last run (`on_cluster: false`, its last step and
+    checkpoint), never as running or unknown, with no metrics and no ETA."""
+    from tui.core.history import RunRecord, record_run
+    from tui.core.jobwatch import NOT_ON_CLUSTER, spool_dir
+
+    prof = sim_cluster.profile
+    old = "raysubmit_EarlierSim0001"
+    record_run(RunRecord(profile=prof.name, profile_path=str(sim_cluster.profile_path), job_id=old,
+                         submitted_at=1_700_000_000.0, entrypoint=["python3"], runtime_env={}))
+    d = spool_dir() / old
+    d.mkdir(parents=True)
+    (d / "driver.log").write_text(
+        "(TaskRunner pid=7) Total training steps: 160\n"
+        + "".join(f"(TaskRunner pid=7) step:{s} - critic/rewards/mean:0.{s} - timing_s/step:1.0\n"
+                  for s in range(1, 5))
+        + "(TaskRunner pid=7) Training Progress:   2%|2         | 4/160 [00:04<02:51, 1.10s/it]\n")
+    rc = run_status(prof, json=True)
+    assert rc == 0
+    job = json.loads(capsys.readouterr().out)["job"]
+    assert job is not None and job["id"] == old
+    assert job["on_cluster"] is False and job["status"] == NOT_ON_CLUSTER
+    assert job["status"] not in ("RUNNING", "PENDING", "UNKNOWN")
+    assert job["step"] == 4 and job["total_steps"] == 160
+    assert job["metrics"] == {} and job["summary"].get("eta_s") is None
+    out = io.StringIO()
+    run_status(prof, json=False, out=out)
+    assert f"Job: last run {old}: not on this cluster step 4/160" in out.getvalue()

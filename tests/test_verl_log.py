@@ -399,3 +399,52 @@ def test_fast_path_agrees_with_careful_path(parts: list[tuple[str, str, str]]) -
     assert fast.keys() == careful.keys()
     for k, v in fast.items():
         assert (math.isnan(v) and math.isnan(careful[k])) or v == careful[k]
+
+
+# ---------------------------------------------------------------- driver-only step lines
+
+# Worker output forwarded by Ray into the driver log that happens to hold `step:` and a
+# number at the end (what the step-line pattern looks for). Counted as steps, they made
+# the step count and the ETA jump (issue 10).
+WORKER_STEP_LINES = [
+    # a rollout engine's scheduler (SGLang inside VeRL's rollout worker)
+    "(WorkerDict pid=51877, ip=127.0.0.3) [2026-12-02 10:14:03 TP0] Decode batch. "
+    "#running-req: 64, #token: 90112, token usage: 0.41, gen throughput (token/s): 5123.44, step: 9021",
+    # vLLM's async server actor
+    "(AsyncvLLMServer pid=61022, ip=127.0.0.4) INFO 12-02 10:14:05 [core.py:221] engine step: 4410",
+    # a Megatron worker's own training log
+    "\x1b[36m(WorkerDict pid=52011, ip=127.0.0.5)\x1b[0m [Rank 3] megatron optimizer step: 977 - "
+    "grad_norm:0.412 - lr:1e-06",
+    # an unnamed Ray task
+    "(pid=7001, ip=127.0.0.2) step: 55",
+]
+
+
+def test_only_the_drivers_step_lines_are_steps() -> None:
+    lines = [
+        "(TaskRunner pid=5) Total training steps: 2710",
+        "(TaskRunner pid=5) step:1 - actor/pg_loss:0.01 - critic/score/mean:0.3",
+        *WORKER_STEP_LINES,
+        "(TaskRunner pid=5, ip=127.0.0.2) step:2 - actor/pg_loss:0.02 - critic/score/mean:0.31",
+        "(main_task pid=9) step:3 - actor/pg_loss:0.03",
+        "step:4 - actor/pg_loss:0.04",  # the driver's own output, no prefix
+        *WORKER_STEP_LINES,
+    ]
+    p = LogMetricsParser(clock=None)
+    assert p.feed_many(lines) == 4
+    assert sorted(p.steps) == [1, 2, 3, 4]
+    assert p.last_step == 4
+    assert p.steps[2] == {"actor/pg_loss": 0.02, "critic/score/mean": 0.31}
+    for line in WORKER_STEP_LINES:
+        assert parse_step_line(line) is None, line
+    # one at a time, the same
+    q = LogMetricsParser(clock=None)
+    got = [q.feed(ln) for ln in lines]
+    assert [g for g in got if g is not None] == [1, 2, 3, 4]
+
+
+def test_worker_line_after_a_step_line_does_not_continue_it() -> None:
+    p = LogMetricsParser(clock=None)
+    p.feed_many(["(TaskRunner pid=5) step:7 - a/b:1.5",
+                 "(WorkerDict pid=51877, ip=127.0.0.3) [Rank 0] step: 8 - a/b:9.0"])
+    assert p.steps == {7: {"a/b": 1.5}}

@@ -51,10 +51,13 @@ class MetricsSummary(TypedDict, total=False):
     """What the metrics pane reads from the summary dict (all optional; a missing key
     shows as "—"). Units are fixed here so that every backend agrees on them."""
 
+    job_id: str
+    status: str  # the job's Ray status; step time and ETA only while "RUNNING"
+    on_cluster: bool  # False: a run from the history the current Ray does not know
     step: int
     total_steps: int
-    step_time_s: float  # seconds per step (mean of recent steps)
-    eta_s: float  # seconds to the last step
+    step_time_s: float  # seconds per step, wall clock of recent steps (RUNNING only)
+    eta_s: float  # seconds to the last step (RUNNING only)
     throughput_per_gpu: float  # tokens/s per card
     throughput_per_node: float  # tokens/s per node (the profile's expected range unit)
     reward: float  # mean critic score of the last step
@@ -227,6 +230,7 @@ def demo_metrics(profile: Profile, step: int = 812) -> tuple[dict[str, Any], Ser
     nodes = len(profile.nodes) or 1
     gpn = profile.nodes[0].gpus if profile.nodes else 8
     summary: dict[str, Any] = {
+        "job_id": JOB_ID, "status": "RUNNING", "on_cluster": True,
         "step": step, "total_steps": total, "step_time_s": step_time,
         "eta_s": (total - step) * step_time,
         "throughput_per_node": tput[-1][1], "throughput_per_gpu": round(tput[-1][1] / gpn, 1),
@@ -423,13 +427,23 @@ class StaticBackend:
             if opts.get("cluster"):
                 st.ray = RayState(available=False, error="ray is not running")
             self.push_state(st)
+            if self.summary:
+                # a stopped job has no step time and no ETA (the live pane's rule too)
+                self.push_metrics({**{k: v for k, v in self.summary.items() if k not in ("eta_s", "step_time_s")},
+                                   "status": "STOPPED"}, self.series)
             yield ev("done", "stopped")
         else:
             for i in range(3):
                 await self._pause()
                 yield ev("output", f"{name}: step {i + 1}/3")
             if name == "submit":
-                self.push_state(demo_state(self.profile, step=0))
+                # the job starts and its first steps arrive, as on a live cluster
+                first = 3
+                self.push_state(demo_state(self.profile, step=first))
+                self.push_log(demo_log(first))
+                self.push_metrics(*demo_metrics(self.profile, first))
+                yield ev("done", f"submitted {JOB_ID}", job_id=JOB_ID)
+                return
             yield ev("done", f"{name} finished")
 
 

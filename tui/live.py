@@ -19,14 +19,25 @@ from .backend import AlertCallback, LogCallback, MetricsCallback, StateCallback
 from .core.actions.events import ActionEvent
 from .core.alerts import Alert, AlertRules
 from .core.profile import Profile
-from .core.state import ClusterState
+from .core.jobwatch import NOT_ON_CLUSTER
+from .core.state import ClusterState, JobState, NodeState
 
 log = logging.getLogger("rlconsole.live")
 
 
-def to_pane_summary(rm: Any) -> dict[str, Any]:
-    """RunMetrics -> the `MetricsSummary` keys the metrics pane reads."""
+def to_pane_summary(rm: Any, status: str | None = "RUNNING", on_cluster: bool | None = True,
+                    job_id: str | None = None) -> dict[str, Any]:
+    """RunMetrics -> the `MetricsSummary` keys the metrics pane reads.
+
+    Step time and ETA only while the job is RUNNING (a stopped job has neither), from
+    the wall-clock cadence of the recent steps; a job the current Ray does not know is
+    the last run: its step and checkpoint, nothing else."""
     s = rm.summary()
+    base: dict[str, Any] = {"job_id": job_id, "status": status, "on_cluster": on_cluster,
+                            "step": s.get("step"), "total_steps": s.get("total_steps"),
+                            "last_checkpoint": s.get("last_checkpoint")}
+    if on_cluster is False:
+        return base
     trend = None
     pts = rm.raw_series("critic/rewards/mean") or rm.raw_series("critic/score/mean")
     if len(pts) >= 4:
@@ -35,18 +46,18 @@ def to_pane_summary(rm: Any) -> dict[str, Any]:
     reward = s.get("reward_mean")
     if reward is None:
         reward = s.get("score_mean")
+    running = status == "RUNNING"
+    step_time = s.get("wall_step_time_s") or s.get("step_time_s")
     return {
-        "step": s.get("step"),
-        "total_steps": s.get("total_steps"),
-        "step_time_s": s.get("step_time_s"),
-        "eta_s": s.get("eta_s"),
+        **base,
+        "step_time_s": step_time if running else None,
+        "eta_s": s.get("eta_s") if running else None,
         "throughput_per_gpu": s.get("throughput_tokens_per_s_per_gpu"),
         "throughput_per_node": s.get("throughput_tokens_per_s_per_node"),
         "reward": reward,
         "reward_trend": trend,
         "mfu_pct": s.get("mfu_pct"),
         "response_length": s.get("response_length_mean"),
-        "last_checkpoint": s.get("last_checkpoint"),
     }
 
 
@@ -70,6 +81,10 @@ class LiveBackend:
         self._tasks: list[asyncio.Task[Any]] = []
         self.rules = AlertRules.for_profile(profile)  # the alert rule set, fed every refresh
         self._kick = asyncio.Event()
+        self._attach_lock = asyncio.Lock()
+        self._attached_at = float("-inf")
+        self._job: JobState | None = None
+        self._last_good: dict[str, NodeState] = {}
         self.state: ClusterState | None = None
 
     # -- subscriptions ------------------------------------------------------------
@@ -96,18 +111,53 @@ class LiveBackend:
             with contextlib.suppress(Exception):
                 cb(lines)
 
+    ATTACH_GRACE_S = 20.0
+    """After attaching to a job just submitted, Ray's job list (polled by the monitor)
+    may not name it yet: it is not called "not on this cluster" before this long."""
+
     def _on_state(self, st: ClusterState) -> None:
-        if self.watcher is not None:
-            ray_job = next((j for j in st.ray.jobs if j.id == self.watcher.job_id), None)
+        w = self.watcher
+        if w is not None:
+            ray_job = next((j for j in st.ray.jobs if j.id == w.job_id), None)
             if ray_job is not None:
-                self.watcher.status = ray_job.status
-            st.job = self.watcher.job_state()
+                w.status, w.on_cluster = ray_job.status, True
+            elif time.monotonic() - self._attached_at > self.ATTACH_GRACE_S:
+                from .core.status_cli import job_on_cluster
+
+                head = next((n for n in st.nodes if n.role == "head"), None)
+                if head is not None and head.reachable and job_on_cluster(st.ray, w.job_id) is False:
+                    w.status, w.on_cluster = NOT_ON_CLUSTER, False
+            # the job as of the last refresh (one RunMetrics a refresh serves both)
+            if self._job is not None and self._job.id == w.job_id:
+                self._job.status = w.status if w.on_cluster is not False else NOT_ON_CLUSTER
+                if w.on_cluster is not False and self._job.on_cluster is False:
+                    self._job = w.job_state()
+                st.job = self._job
+            else:
+                st.job = self._job = w.job_state()
+        self._mark_stale(st)
         for a in self.rules.observe_state(st):
             self._alert(a)
         self.state = st
         for cb in self._state_cbs:
             with contextlib.suppress(Exception):
                 cb(st)
+
+    def _mark_stale(self, st: ClusterState) -> None:
+        """A node that is down keeps its last known container and cards, marked as such
+        with their age (`stale_since`), instead of blanks or values that look current."""
+        for n in st.nodes:
+            if n.reachable:
+                self._last_good[n.name] = n
+                continue
+            prev = self._last_good.get(n.name)
+            if prev is None:
+                continue
+            if n.container is None or n.container.status == "unknown":
+                n.container = prev.container
+            if n.gpu is None and prev.gpu is not None:
+                n.gpu = prev.gpu
+            n.stale_since = prev.updated_at
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -116,36 +166,63 @@ class LiveBackend:
         await self.monitor.start()
         self._tasks.append(asyncio.create_task(self._job_loop(), name="job-loop"))
 
+    STOP_STEP_S = 10.0
+    """`stop()` must return: each part of it is given this long (a part that overruns is
+    logged and left behind, it cannot keep the console from quitting)."""
+
     async def stop(self) -> None:
+        """Stop watching: the job loop, the watcher's streams, the probes, the SSH
+        connections, in that order. Never touches the job or Ray."""
         for t in self._tasks:
             t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        parts: list[tuple[str, Any]] = [("job loop", asyncio.gather(*self._tasks, return_exceptions=True))]
+        self._tasks = []
         if self.watcher is not None:
-            await self.watcher.stop()
-        await self.monitor.stop()
-        await self.pool.close()
+            parts.append(("job watcher", self.watcher.stop()))
+        parts += [("monitor", self.monitor.stop()), ("ssh pool", self.pool.close())]
+        for what, aw in parts:
+            try:
+                await asyncio.wait_for(aw, self.STOP_STEP_S)
+            except asyncio.TimeoutError:
+                log.warning("stop: %s did not stop within %.0fs", what, self.STOP_STEP_S)
+            except Exception as e:  # noqa: BLE001 - stopping goes on whatever failed
+                log.info("stop: %s: %s", what, e)
 
-    async def _attach(self, job_id: str, status: str) -> None:
+    async def _attach(self, job_id: str, status: str, fresh: bool = False) -> None:
+        """Watch `job_id`. Serialised: the job loop (finding a job) and `run_action`
+        (after a submit) may both attach; without the lock the slower one could start
+        a second watcher nobody stops (its log follower holds one of the head's few SSH
+        channel slots for ever)."""
         from .core.jobwatch import JobWatcher
 
-        if self.watcher is not None:
-            if self.watcher.job_id == job_id:
-                return
-            await self.watcher.stop()
-        w = JobWatcher(self.profile, self.pool, job_id, on_lines=self._lines, on_alert=self._alert)
-        w.status = status
-        self.watcher = w
-        # a re-attach: show what the spool already holds, then follow
-        n = w.spool.line_count
-        if n:
-            self._lines(w.spool.lines(max(0, n - 50_000), n))
-        await asyncio.to_thread(w.reattach)
-        for a in w.alerts[-20:]:
-            self._alert(a)
-        w.start()
+        async with self._attach_lock:
+            if self.watcher is not None:
+                if self.watcher.job_id == job_id:
+                    return
+                old, self.watcher, self._job = self.watcher, None, None
+                await old.stop()
+            w = JobWatcher(self.profile, self.pool, job_id, on_lines=self._lines, on_alert=self._alert)
+            w.status = status
+            # a re-attach: parse what the spool already holds, show its tail, then follow
+            await asyncio.to_thread(w.reattach)
+            n = w.spool.line_count
+            if n:
+                # the app numbers lines from 0 in delivery order: deliver them all
+                # (the log pane keeps only its window; the spool holds the rest), in
+                # batches with a pause between them so the app keeps drawing and
+                # drops what it will not keep before the next batch arrives
+                for a in range(0, n, 50_000):
+                    self._lines(w.spool.lines(a, min(n, a + 50_000)))
+                    await asyncio.sleep(0.01)
+            for a in w.alerts[-20:]:
+                self._alert(a)
+            self.watcher = w
+            # a job just submitted gets a grace period before "not on this cluster";
+            # one found in the run history does not need one
+            self._attached_at = time.monotonic() if fresh else float("-inf")
+            w.start()
         self._alert(Alert("info", "ray", f"watching job {job_id}"))
+        self._kick.set()
 
     async def _job_loop(self) -> None:
         from .core.jobwatch import find_job
@@ -155,22 +232,19 @@ class LiveBackend:
         while True:
             try:
                 if self.head_up():
-                    active = self.watcher is not None and self.watcher.status in ("RUNNING", "PENDING", "UNKNOWN")
+                    w = self.watcher
+                    active = w is not None and w.status in ("RUNNING", "PENDING", "UNKNOWN")
                     if not active:
-                        found = await find_job(self.profile, self.remote)
+                        # the monitor's job list when it has one: no second job API call
+                        ray = self.state.ray if self.state is not None else None
+                        known = ray.jobs if ray is not None and ray.available and ray.source == "api" else None
+                        found = await find_job(self.profile, self.remote, known)
                         if found is not None:
                             await self._attach(*found)
-                if self.watcher is not None and time.monotonic() - last_push >= refresh:
+                w = self.watcher
+                if w is not None and time.monotonic() - last_push >= refresh:
                     last_push = time.monotonic()
-                    rm = self.watcher.run_metrics()
-                    summary = to_pane_summary(rm)
-                    series = {"reward": rm.series("critic/rewards/mean", 300) or rm.series("critic/score/mean", 300),
-                              "throughput": rm.series("throughput_tokens_per_s_per_node", 300),
-                              "response_length": rm.series("response_length/mean", 300)}
-                    for cb in self._metric_cbs:
-                        with contextlib.suppress(Exception):
-                            cb(summary, series)
-                    self._job_alerts(summary)
+                    self.refresh_metrics(w)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the loop must outlive any one failure
@@ -193,6 +267,20 @@ class LiveBackend:
         for a in self.rules.observe_job(job, summary, log_tail=tail, tail_start=start):
             self._alert(a)
 
+    def refresh_metrics(self, w: Any) -> None:
+        """One RunMetrics a refresh: it serves the metrics pane and the state's job
+        (merging every step's metrics is the costly part). Runs on the app's loop."""
+        rm = w.run_metrics()
+        self._job = w.job_state(rm)
+        summary = to_pane_summary(rm, w.status, w.on_cluster, w.job_id)
+        series = {"reward": rm.series("critic/rewards/mean", 300) or rm.series("critic/score/mean", 300),
+                  "throughput": rm.series("throughput_tokens_per_s_per_node", 300),
+                  "response_length": rm.series("response_length/mean", 300)}
+        for cb in self._metric_cbs:
+            with contextlib.suppress(Exception):
+                cb(summary, series)
+        self._job_alerts(summary)
+
     def head_up(self) -> bool:
         return self.pool.head.connected
 
@@ -214,22 +302,29 @@ class LiveBackend:
             return
         from .core.actions.registry import run_action
 
+        submitted: str | None = None
         async for ev in run_action(name, self.profile, self.remote, **opts):
+            if name == "submit" and ev.kind == "done":
+                submitted = ev.data.get("job_id")
             if ev.node is None and ev.kind == "fail":
                 self._alert(Alert("error", f"action:{name}", ev.message))
             if name == "stop" and ev.kind == "warn" and ev.node:
                 self._alert(Alert("warning", "action:stop", f"{ev.node}: {ev.message}"))
             yield ev
         if name in ("submit", "stop"):
-            if name == "submit" and self.watcher is not None:
-                self.watcher.status = "STOPPED?"  # let the loop look for the new job
             self.monitor.refresh_now()
             self._kick.set()
+        if submitted:
+            # Watch the new job from its first line. In a task of its own: the caller
+            # has its `done` event and must not wait on an attach (nor be cancelled
+            # half-way through one when it stops iterating).
+            t = asyncio.create_task(self._attach(submitted, "PENDING", fresh=True), name="attach-submitted")
+            self._tasks.append(t)
 
     def describe_stop(self, cluster: bool = False) -> str:
         w = self.watcher
         if w is not None and w.status in ("RUNNING", "PENDING", "UNKNOWN"):
-            js = w.job_state()
+            js = self._job if self._job is not None and self._job.id == w.job_id else w.job_state()
             text = f"stop job {w.job_id}"
             if js.step is not None:
                 text += f" at step {js.step}"
@@ -258,4 +353,8 @@ class LiveBackend:
     async def log_search(self, pattern: str, start_line: int, backwards: bool) -> int | None:
         if self.watcher is None:
             return None
-        return await asyncio.to_thread(self.watcher.spool.search, pattern, start_line, backwards)
+        # the contract's start is exclusive; the spool's search includes its start
+        start = start_line - 1 if backwards else start_line + 1
+        if start < 0:
+            return None
+        return await asyncio.to_thread(self.watcher.spool.search, pattern, start, backwards)

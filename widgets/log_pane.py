@@ -125,6 +125,10 @@ class LogPane(Vertical):
         """Queue lines; they reach the screen at the next flush."""
         self._pending.extend(lines)
         self.total += len(lines)
+        if len(self._pending) > self.keep_lines:
+            # a re-attach delivers the whole run's log: only the last window is kept
+            # anyway, so the older lines are dropped here, before any work on them
+            del self._pending[: len(self._pending) - self.keep_lines]
 
     def flush(self) -> None:
         if not self._pending:

@@ -34,6 +34,29 @@ def fmt_duration(s: float | None) -> str:
     return f"{m}m"
 
 
+def fmt_step_time(s: float) -> str:
+    """Seconds per step, in the unit a person reads: "42 s/step", "17.2 min/step"."""
+    if s < 60:
+        return f"{s:.1f} s/step" if s < 10 else f"{s:.0f} s/step"
+    return f"{s / 60:.1f} min/step"
+
+
+def _job_head(summary: dict[str, Any], total: Any) -> str | None:
+    """The first line when the job is not running: what it is and where it got to,
+    never an ETA. None for a running job (or no status: demo data from before)."""
+    step = summary.get("step")
+    where = f"step [b]{step}[/]/{total or '?'}" if step is not None else "no steps"
+    ck = summary.get("last_checkpoint")
+    ck_s = f"  checkpoint step {ck}" if ck is not None else ""
+    if summary.get("on_cluster") is False:
+        jid = summary.get("job_id") or ""
+        return f"[$text-warning]last run[/] {jid}: not on this cluster  {where}{ck_s}"
+    status = summary.get("status")
+    if status and status != "RUNNING":
+        return f"{where}  [b]{status}[/]{ck_s}"
+    return None
+
+
 def judge(value: float | None, rng: tuple[float, float] | None) -> str:
     """✓ inside the expected range, ✗ outside (with the range), nothing when unknown."""
     if value is None or rng is None:
@@ -53,11 +76,15 @@ def compact_markup(summary: dict[str, Any], mon: Monitoring) -> str:
     """Two lines for an 80-column screen: the numbers that answer "is it healthy?"."""
     step = summary.get("step")
     total = summary.get("total_steps") or mon.total_steps
+    not_running = _job_head(summary, total)
+    if summary.get("on_cluster") is False:
+        return not_running or ""
     if step is None:
         return "[dim]no steps yet[/]"
     st = _num(summary, "step_time_s")
-    l1 = (f"step [b]{step}[/]/{total or '?'}  ETA [b]{fmt_duration(_num(summary, 'eta_s'))}[/]"
-          + ("" if st is None else f"  {st / 60:.1f} min/step{judge(st / 60, mon.step_time_min)}"))
+    l1 = not_running or (
+        f"step [b]{step}[/]/{total or '?'}  ETA [b]{fmt_duration(_num(summary, 'eta_s'))}[/]"
+        + ("" if st is None else f"  {fmt_step_time(st)}{judge(st / 60, mon.step_time_min)}"))
     tn, r, mfu = _num(summary, "throughput_per_node"), _num(summary, "reward"), _num(summary, "mfu_pct")
     ck = summary.get("last_checkpoint")
     l2 = ("—" if tn is None else f"[b]{tn:,.0f}[/] tok/s/node{judge(tn, mon.throughput_tokens_per_s_per_node)}")
@@ -70,14 +97,19 @@ def compact_markup(summary: dict[str, Any], mon: Monitoring) -> str:
 def summary_markup(summary: dict[str, Any], mon: Monitoring) -> str:
     step = summary.get("step")
     total = summary.get("total_steps") or mon.total_steps
-    if step is None:
+    not_running = _job_head(summary, total)
+    if summary.get("on_cluster") is False:
+        return not_running or ""
+    if not_running is not None:
+        head = not_running
+    elif step is None:
         head = "[dim]no steps yet[/]"
     else:
         pct = f" ({100 * step / total:.1f}%)" if total else ""
         head = f"step [b]{step}[/]/{total or '?'}{pct}  ETA [b]{fmt_duration(_num(summary, 'eta_s'))}[/]"
-    st = _num(summary, "step_time_s")
-    if st is not None:
-        head += f"  {st / 60:.1f} min/step{judge(st / 60, mon.step_time_min)}"
+        st = _num(summary, "step_time_s")
+        if st is not None:
+            head += f"  {fmt_step_time(st)}{judge(st / 60, mon.step_time_min)}"
     tn = _num(summary, "throughput_per_node")
     tg = _num(summary, "throughput_per_gpu")
     tput = "throughput " + ("—" if tn is None else f"[b]{tn:,.0f}[/] tok/s/node{judge(tn, mon.throughput_tokens_per_s_per_node)}")

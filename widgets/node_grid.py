@@ -19,6 +19,7 @@ the caches are dropped when the theme (stylesheet) changes.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 from itertools import islice
@@ -70,6 +71,12 @@ def mem_pct(card: GpuCard) -> float | None:
     if card.mem_used_mib is None or not card.mem_total_mib:
         return None
     return 100.0 * card.mem_used_mib / card.mem_total_mib
+
+
+def fmt_age(s: float) -> str:
+    """An age, coarse: "42 s", "5 min", "3 h"."""
+    s = max(0, int(s))
+    return f"{s} s" if s < 60 else f"{s // 60} min" if s < 3600 else f"{s // 3600} h"
 
 
 def card_trouble(card: GpuCard | None, node_down: bool, unparsed: bool) -> list[str]:
@@ -163,6 +170,7 @@ class HeaderInfo:
     container: str
     ray: str  # alive | dead | absent | none (Ray itself not answering)
     unparsed_error: str | None
+    stale_age: str = ""  # a down node: container and Ray are last known, this old
 
 
 class NodeRow:
@@ -185,7 +193,8 @@ class NodeRow:
             name=node.name, address=node.address, head=node.role == "head", reachable=node.reachable,
             error=node.error or "", container=node.container.status if node.container else "unknown",
             ray=("alive" if ray.alive else "dead") if ray is not None else ("absent" if ray_available else "none"),
-            unparsed_error=(node.gpu.error or "") if node.gpu is not None and not node.gpu.parsed else None)
+            unparsed_error=(node.gpu.error or "") if node.gpu is not None and not node.gpu.parsed else None,
+            stale_age=fmt_age(time.time() - node.stale_since) if not node.reachable and node.stale_since else "")
         cards = {c.index: c for c in node.gpus}
         unparsed = bool(node.gpu is not None and not node.gpu.parsed)
         want = max([len(self.cells)] + [i + 1 for i in cards])
@@ -443,9 +452,14 @@ class NodeGrid(ScrollView, can_focus=True):
         if not h.reachable:
             segs += [Segment("  "), Segment("DOWN", bad), Segment(" "), Segment(h.error, dim)]
         ctr_style = {"running": ok, "unknown": muted}.get(h.container, warn)
+        if h.stale_age:
+            ctr_style = muted  # last known values get no health colours
         segs += [Segment("  ctr "), Segment(h.container, ctr_style), Segment("  ray ")]
         segs.append({"alive": Segment("alive", ok), "dead": Segment("dead", bad),
                      "absent": Segment("absent", warn)}.get(h.ray, Segment("—", muted)))
+        if h.stale_age:
+            segs[-1] = Segment(segs[-1].text, muted)
+            segs += [Segment(f" (last known, {h.stale_age} ago)", dim)]
         if h.unparsed_error is not None:
             segs += [Segment("  "), Segment("cards unparsed", bad), Segment(" "), Segment(h.unparsed_error, dim)]
         segs = [s if s.style is not None else Segment(s.text, base) for s in segs]

@@ -29,6 +29,9 @@ from .state import JobState, RayJobState
 
 log = logging.getLogger("rlconsole.jobwatch")
 
+NOT_ON_CLUSTER = "NOT_ON_CLUSTER"
+"""A job's status when the current Ray does not know it (see JobState.on_cluster)."""
+
 LineCallback = Callable[[list[str]], None]
 AlertCallback = Callable[[Alert], None]
 
@@ -60,8 +63,9 @@ async def read_remote_bytes(sess: Any, path: str, offset: int, container: bool, 
     """Bytes of a remote file from `offset` (at most `limit`)."""
     cmd = f"tail -c +{int(offset) + 1} -- {shlex.quote(path)} 2>/dev/null | head -c {int(limit)}"
     buf = bytearray()
-    async for chunk in sess.stream_bytes(cmd, container):
-        buf += chunk
+    async with contextlib.aclosing(sess.stream_bytes(cmd, container)) as it:  # type: ignore[type-var]
+        async for chunk in it:
+            buf += chunk
     return bytes(buf)
 
 
@@ -126,7 +130,8 @@ class JobWatcher:
 
     def __init__(self, profile: Profile, pool: Any, job_id: str, *,
                  on_lines: LineCallback | None = None, on_alert: AlertCallback | None = None,
-                 refresh_s: float | None = None, root: Path | None = None) -> None:
+                 refresh_s: float | None = None, root: Path | None = None,
+                 wall_clock: bool = True) -> None:
         from .diagnosis import Diagnoser
         from .logspool import LogSpool
         from .verl_log import LogMetricsParser
@@ -135,13 +140,17 @@ class JobWatcher:
         self.pool = pool
         self.job_id = job_id
         self.status = "UNKNOWN"
+        self.on_cluster: bool | None = None  # see JobState.on_cluster
         self.on_lines = on_lines
         self.on_alert = on_alert
         self.refresh_s = refresh_s or profile.monitoring.refresh_s
         base = (root or spool_dir()) / job_id
         base.mkdir(parents=True, exist_ok=True)
         self.spool = LogSpool(base / "driver.log")
-        self.parser = LogMetricsParser()
+        # wall_clock=False (a one-shot `status`): lines read in one go say nothing
+        # about when steps happened; the ETA then comes from tqdm's own rate.
+        self.wall_clock = wall_clock
+        self.parser = LogMetricsParser(clock=time.time if wall_clock else None)
         self.diagnoser = Diagnoser()
         self.alerts: list[Alert] = []
         self.tb_local = base / "tb"
@@ -156,6 +165,13 @@ class JobWatcher:
                           profile.env.get("TENSORBOARD_DIR", profile.paths.tensorboard_dir))
         self.ckpt_dir = rec.checkpoint_dir if rec and rec.checkpoint_dir else profile.paths.checkpoint_dir
         self.reattached = False
+        self._cached_lines = 0
+        from .metrics_model import SeriesIndex
+
+        self._merged: dict[int, dict[str, float]] = {}
+        self._index = SeriesIndex(self._merged)
+        self._m_np = self._m_ntb = self._m_tbcount = self._m_replaced = 0
+        self._m_tbmax = 0
 
     @property
     def container(self) -> bool:
@@ -185,9 +201,15 @@ class JobWatcher:
                 flag = "" if once else "-F "
                 cmd = f"tail -c +{self.spool.size + 1} {flag}-- {shlex.quote(path)}"
                 self.connected_log = True
-                async for chunk in sess.stream_bytes(cmd, self.container):
-                    self._consume(self.spool.append(chunk))
-                    backoff = 0.5
+                # aclosing: whatever ends the loop (an error in a callback included)
+                # ends the remote tail and gives its channel back at once. An
+                # abandoned stream holds one of the node's few channel slots until
+                # garbage collection; a few of those and every command on the head
+                # waits for a slot that never frees.
+                async with contextlib.aclosing(sess.stream_bytes(cmd, self.container)) as it:  # type: ignore[type-var]
+                    async for chunk in it:
+                        self._consume(self.spool.append(chunk))
+                        backoff = 0.5
                 if once:
                     return
             except asyncio.CancelledError:
@@ -212,22 +234,36 @@ class JobWatcher:
             self._reader = ScalarReader(self.tb_remote if self._reader_local else self.tb_local)
         return self._reader
 
-    async def poll_scalars_once(self) -> None:
-        reader = self._tb_reader()
+    async def poll_scalars_once(self, read_scalars: bool = True) -> None:
+        """The checkpoint marker and (unless `read_scalars` is False) the event files'
+        new scalars, in one round trip."""
+        reader = self._tb_reader() if read_scalars else None
+        scan_dir = "" if (reader is None or self._reader_local) else self.tb_remote
         r = await self.pool.head.run(
-            ["sh", "-c", SCAN_SCRIPT, "sh", "" if self._reader_local else self.tb_remote,
-             f"{self.ckpt_dir}/latest_checkpointed_iteration.txt"],
+            ["sh", "-c", SCAN_SCRIPT, "sh", scan_dir, f"{self.ckpt_dir}/latest_checkpointed_iteration.txt"],
             container=self.container, timeout=30)
         sizes, ckpt = parse_scan(r.stdout)
         if ckpt is not None:
             self.last_checkpoint = ckpt
+        if reader is None:
+            return
         if self._mirror is not None:
             await self._mirror.fetch(sizes)
         await asyncio.to_thread(reader.update)
 
+    CACHE_EVERY_LINES = 200_000
+    """The console saves the parse cache when this many lines were parsed since the
+    last save (and when it stops watching): a later `status` re-parses at most that."""
+
+    async def save_cache(self) -> None:
+        snap = self.cache_snapshot()
+        await asyncio.to_thread(self.write_cache, snap)
+
     async def poll_scalars(self) -> None:
         while True:
             try:
+                if self.spool.line_count - self._cached_lines >= self.CACHE_EVERY_LINES:
+                    await self.save_cache()
                 await self.poll_scalars_once()
             except asyncio.CancelledError:
                 raise
@@ -235,20 +271,84 @@ class JobWatcher:
                 log.info("scalar poll failed: %s", e)
             await asyncio.sleep(self.refresh_s)
 
+    # -- the parse cache: what the spool's lines came to, up to a line ----------------
+
+    CACHE_VERSION = 1
+
+    @property
+    def cache_path(self) -> Path:
+        return self.spool.path.with_name("parsed.pickle")
+
+    def cache_snapshot(self) -> tuple[Any, ...]:
+        """The parser's state as of now, cheap enough for the app's loop: shallow
+        copies (a finished step's metrics are never changed again; the last one may
+        be, by a wrapped continuation, so it is copied too). Pickle it in a thread
+        with `write_cache`."""
+        p = self.parser
+        state = {k: v for k, v in vars(p).items() if k not in ("steps", "seen_at", "_clock")}
+        steps = dict(p.steps)
+        if steps:
+            last = next(reversed(steps))
+            steps[last] = dict(steps[last])
+        state["steps"] = steps
+        return (self.CACHE_VERSION, self.spool.size, self.spool.line_count, state)
+
+    def write_cache(self, snap: tuple[Any, ...]) -> None:
+        """Save a snapshot and the spool's line index (blocking: run it in a thread).
+        A later re-attach (a `status`, a console restart) then parses only the lines
+        after it instead of the whole run's log."""
+        import pickle
+
+        tmp = self.cache_path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(snap, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, self.cache_path)
+        self.spool.save_index()
+        self._cached_lines = snap[2]
+
+    def _load_cache(self) -> int:
+        """Restore the parser from the cache if it matches this spool; the number of
+        lines it covers (0: parse from the start). Our own file, written by us: a
+        pickle is safe here (nothing from a node goes into it unparsed)."""
+        import pickle
+
+        try:
+            with open(self.cache_path, "rb") as f:
+                version, size, lines, state = pickle.load(f)
+        except Exception:  # noqa: BLE001 - no cache, an old or broken one: parse it all
+            return 0
+        if version != self.CACHE_VERSION or size > self.spool.size or lines > self.spool.line_count:
+            return 0
+        for k, v in state.items():
+            setattr(self.parser, k, v)
+        self._cached_lines = lines
+        return lines
+
     def reattach(self, diagnose_tail: int = 200_000, batch: int = 20_000) -> None:
         """Re-attach: parse what the spool already holds (nothing is re-fetched), in
         batches so memory stays bounded; diagnose only its tail (old failures were
         reported when they happened). Blocking: run it in a thread."""
         n = self.spool.line_count
-        for start in range(0, n, batch):
+        # when these lines arrived is not known: no wall times for them (ETA cadence)
+        clock, self.parser._clock = self.parser._clock, None
+        try:
+            self._reparse(n, diagnose_tail, batch)
+        finally:
+            self.parser._clock = clock if self.wall_clock else None
+        self.reattached = True
+
+    def _reparse(self, n: int, diagnose_tail: int, batch: int) -> None:
+        first = self._load_cache()  # lines the parse cache already covers
+        dstart = max(0, n - diagnose_tail) if diagnose_tail > 0 else n
+        for start in range(min(first, dstart), n, batch):
             lines = self.spool.lines(start, min(n, start + batch))
-            self.parser.feed_many(lines)
-            if start + len(lines) > n - diagnose_tail:
-                for i, line in enumerate(lines):
-                    a = self.diagnoser.match(line, start + i)
+            if start + len(lines) > first:
+                self.parser.feed_many(lines[max(0, first - start):])
+            if start + len(lines) > dstart:
+                for i in range(max(0, dstart - start), len(lines)):
+                    a = self.diagnoser.match(lines[i], start + i)
                     if a is not None:
                         self.alerts.append(a)
-        self.reattached = True
 
     async def run(self, follow: bool = True) -> None:
         if not self.reattached:
@@ -264,18 +364,73 @@ class JobWatcher:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+        if self._tasks and self.spool.line_count > self._cached_lines:
+            with contextlib.suppress(Exception):
+                await self.save_cache()
         self._tasks = []
 
     # -- what the user sees -----------------------------------------------------------
 
     def rows(self) -> dict[int, dict[str, float]]:
         """Steps from the log, completed by TensorBoard's scalars (which carry every tag
-        even when the console line was cut short)."""
-        merged: dict[int, dict[str, float]] = {s: dict(m) for s, m in self.parser.steps.items()}
-        if self._reader is not None:
-            for row in self._reader.rows():
-                merged.setdefault(row["step"], {}).update(row["metrics"])
-        return dict(sorted(merged.items()))
+        even when the console line was cut short). Kept up to date incrementally: a
+        refresh merges only the steps that are new or may have changed (the log's last
+        step, TensorBoard's steps from its last one on), so its cost does not grow with
+        the run; anything else (an older step rewritten: a resumed run) rebuilds it."""
+        p = self.parser.steps
+        tb = self._reader.by_step if self._reader is not None else {}
+        replaced = len(self._reader.replaced) if self._reader is not None else 0
+        if replaced != self._m_replaced or len(p) < self._m_np:
+            self._rebuild_merged()
+            self._m_replaced = replaced
+            return self._merged
+        keys = list(p)
+        dirty = set(keys[self._m_np:])
+        if keys:
+            dirty.add(keys[-1])
+        if len(tb) != self._m_ntb or self._reader is not None and len(self._reader) != self._m_tbcount:
+            dirty.update(st for st in tb if st >= self._m_tbmax)
+        self._m_np = len(keys)
+        self._m_ntb = len(tb)
+        self._m_tbcount = len(self._reader) if self._reader is not None else 0
+        if tb:
+            self._m_tbmax = max(self._m_tbmax, next(reversed(tb)))
+        merged = self._merged
+        last = next(reversed(merged)) if merged else None
+        settled_max = self._index.settled_step
+        for st in sorted(dirty):
+            if (last is not None and st < last and st not in merged) or \
+                    (settled_max is not None and st <= settled_max):
+                self._rebuild_merged()  # out of order, or an old step changed
+                return self._merged
+            merged[st] = {**p.get(st, {}), **tb.get(st, {})}
+            last = st if last is None or st > last else last
+        self._settle()
+        return merged
+
+    def _settle(self) -> None:
+        """Steps that can no longer change: a few behind the log's last step, and
+        behind the last step TensorBoard has been read up to (it lags the log by up to
+        a refresh: its new steps must not land in the cached part)."""
+        if not self._merged:
+            return
+        final = next(reversed(self._merged)) - self._index.TAIL
+        if self._reader is not None and self._reader.by_step:
+            final = min(final, self._m_tbmax - 1)
+        prev = self._index.settled_step
+        self._index.settled_step = final if prev is None else max(prev, final)
+
+    def _rebuild_merged(self) -> None:
+        p = self.parser.steps
+        tb = self._reader.by_step if self._reader is not None else {}
+        self._merged.clear()
+        for st in sorted(set(p) | set(tb)):
+            self._merged[st] = {**p.get(st, {}), **tb.get(st, {})}
+        self._index.reset()
+        self._m_np, self._m_ntb = len(p), len(tb)
+        self._m_tbcount = len(self._reader) if self._reader is not None else 0
+        self._m_tbmax = next(reversed(tb)) if tb else 0
+        self._settle()
 
     def run_metrics(self) -> Any:
         from .metrics_model import RunMetrics
@@ -290,22 +445,34 @@ class JobWatcher:
             expected["step_time_s"] = (mon.step_time_min[0] * 60, mon.step_time_min[1] * 60)
         if mon.mem_gib_per_card:
             expected["mem_gib_per_card"] = mon.mem_gib_per_card
-        total = self.parser.total_steps or (self.parser.progress.total if self.parser.progress else None)
-        return RunMetrics(self.rows(), total_steps=total or mon.total_steps,
+        prog = self.parser.progress
+        total = self.parser.total_steps or (prog.total if prog else None)
+        return RunMetrics(self.rows(), index=self._index, total_steps=total or mon.total_steps,
                           last_checkpoint=self.last_checkpoint or self.parser.last_checkpoint,
                           expected=expected, gpus_per_node=self.profile.nodes[0].gpus,
-                          wall_times=self.parser.seen_at, now=time.time())
+                          wall_times=self.parser.seen_at, now=time.time(),
+                          tqdm_s_per_step=prog.s_per_it if prog else None)
 
     def job_state(self, rm: Any = None) -> JobState:
         """The job as `status --json` shows it; `rm`: a RunMetrics already computed for
         this moment (merging every step's metrics is the costly part)."""
         rm = rm if rm is not None else self.run_metrics()
         step = rm.last_step
+        if self.on_cluster is False:
+            # The last run, not a live one: where it got to, nothing that looks current.
+            return JobState(id=self.job_id, status=NOT_ON_CLUSTER, step=step, total_steps=rm.total_steps,
+                            last_checkpoint=rm.last_checkpoint, on_cluster=False,
+                            summary={"step": step, "total_steps": rm.total_steps,
+                                     "last_checkpoint": rm.last_checkpoint})
         last = rm.by_step.get(step, {}) if step is not None else {}
         metrics = {k: v for k, v in last.items()
                    if isinstance(v, (int, float)) and v == v and v not in (float("inf"), float("-inf"))}
+        summary = rm.summary()
+        if self.status != "RUNNING":
+            summary["eta_s"] = summary["wall_step_time_s"] = None  # only a running job has an ETA
         return JobState(id=self.job_id, status=self.status, step=step, total_steps=rm.total_steps,
-                        metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=rm.summary())
+                        metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=summary,
+                        on_cluster=self.on_cluster)
 
 
 def _is_local(profile: Profile) -> bool:

@@ -20,6 +20,7 @@ event loop. No Textual here: the core never imports it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from array import array
@@ -93,11 +94,48 @@ class LogSpool:
 
     # ----------------------------------------------------------------- lifecycle
 
+    @property
+    def index_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".idx")
+
+    def save_index(self) -> None:
+        """Save the line index next to the spool, so that a later open (a one-shot
+        `status`, a console restart) scans only the bytes appended since, not the whole
+        run's log. Written to a temporary name and renamed: never half-written."""
+        tmp = self.index_path.with_name(self.index_path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(self._size.to_bytes(8, "little"))
+            self._starts.tofile(f)
+        os.replace(tmp, self.index_path)
+
+    def _load_index(self, size: int) -> tuple[array, int] | None:
+        """A saved index that still describes this file's first bytes, else None."""
+        try:
+            raw = self.index_path.read_bytes()
+        except OSError:
+            return None
+        if len(raw) < 16 or (len(raw) - 8) % 8:
+            return None
+        at = int.from_bytes(raw[:8], "little")
+        starts = array("Q")
+        starts.frombytes(raw[8:])
+        # sane: starts at 0, ends at or before the saved size, which the file still has,
+        # and the byte before the pending line's start is a newline
+        if not starts or starts[0] != 0 or at > size or starts[-1] > at:
+            return None
+        if starts[-1] > 0 and os.pread(self._fd, 1, starts[-1] - 1) != b"\n":
+            return None
+        return starts, at
+
     def _rebuild_index(self) -> None:
-        """Scan an existing spool in CHUNK-sized reads (never the whole file at once)."""
+        """Scan an existing spool in CHUNK-sized reads (never the whole file at once),
+        from where a saved index ends."""
         size = os.fstat(self._fd).st_size
         starts = array("Q", [0])
         off = 0
+        saved = self._load_index(size) if size else None
+        if saved is not None:
+            starts, off = saved
         while off < size:
             buf = os.pread(self._fd, min(CHUNK, size - off), off)
             if not buf:  # file shrank under us: index what is there
@@ -122,6 +160,8 @@ class LogSpool:
 
     def clear(self) -> None:
         """Empty the spool (a new job's log starts from byte 0)."""
+        with contextlib.suppress(OSError):
+            self.index_path.unlink()
         os.ftruncate(self._fd, 0)
         self._starts = array("Q", [0])
         self._size = 0

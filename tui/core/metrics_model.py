@@ -22,6 +22,8 @@ VeRL's metric keys and units (verl/trainer/ppo/metric_utils.py, ray_trainer.py):
 
 from __future__ import annotations
 
+import bisect
+
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -149,6 +151,63 @@ def _range(v: Any) -> tuple[float, float] | None:
             float(hi) if hi is not None else None)
 
 
+class SeriesIndex:
+    """Per-key (step, value) lists over a growing run, extended by new steps only.
+
+    A console refresh used to rebuild every series from every step (2710 steps x 130
+    tags at the end of a reference run: ~50 ms a refresh, growing with the run). Here
+    `by_step` is the caller's own {step: metrics} dict, in step order and append-only;
+    a series scans only the steps added since it was last asked for. The last `TAIL`
+    steps are re-read every time (a wrapped log line or late TensorBoard events can
+    still complete them); the caller calls `reset()` if an older step changes."""
+
+    TAIL = 3
+
+    def __init__(self, by_step: dict[int, Mapping[str, float]]) -> None:
+        self.by_step = by_step
+        self.reset()
+
+    def reset(self) -> None:
+        self.settled_step: int | None = None
+        """Set by the caller: steps up to this one are final (their series are cached)."""
+        self.order: list[int] = []
+        self._series: dict[str, list[tuple[int, float]]] = {}
+        self._pos: dict[str, int] = {}
+        self._keys: set[str] = set()
+        self._keys_pos = 0
+
+    def sync(self) -> None:
+        """Take in the steps appended to `by_step` since the last call."""
+        n = len(self.order)
+        if len(self.by_step) > n:
+            self.order.extend(list(self.by_step)[n:])
+
+    def _settled(self) -> int:
+        n = max(0, len(self.order) - self.TAIL)
+        if self.settled_step is not None:
+            n = min(n, bisect.bisect_right(self.order, self.settled_step))
+        return n
+
+    def raw_series(self, key: str) -> list[tuple[int, float]]:
+        lst = self._series.setdefault(key, [])
+        end = self._settled()
+        by = self.by_step
+        for st in self.order[self._pos.get(key, 0):end]:
+            v = by[st].get(key)
+            if v is not None and _finite(v):
+                lst.append((st, float(v)))
+        self._pos[key] = end
+        tail = [(st, float(v)) for st in self.order[end:] if (v := by[st].get(key)) is not None and _finite(v)]
+        return lst + tail
+
+    def key_set(self) -> set[str]:
+        end = self._settled()
+        for st in self.order[self._keys_pos:end]:
+            self._keys.update(self.by_step[st])
+        self._keys_pos = end
+        return self._keys.union(*(self.by_step[st] for st in self.order[end:]))
+
+
 class RunMetrics:
     """A snapshot of a run's metrics, with derived figures and range verdicts.
 
@@ -164,6 +223,8 @@ class RunMetrics:
         - the fallback clock when ``timing_s/step`` is absent.
       now: the current time, for elapsed time since `started_at`.
       window: how many recent steps the step time and trends are averaged over.
+      tqdm_s_per_step: tqdm's own rate from the log's progress bar: the wall cadence when
+        the arrival times of step lines say nothing (a one-shot `status`, a catch-up).
     """
 
     def __init__(
@@ -178,8 +239,15 @@ class RunMetrics:
         started_at: float | None = None,
         now: float | None = None,
         window: int = 10,
+        tqdm_s_per_step: float | None = None,
+        index: SeriesIndex | None = None,
     ) -> None:
-        self.by_step = _rows_to_steps(rows)
+        # `index`: the caller keeps the run's steps (in order) and their series
+        # incrementally; `rows` is then its `by_step`, used as is.
+        self._index = index
+        if index is not None:
+            index.sync()
+        self.by_step = index.by_step if index is not None else _rows_to_steps(rows)
         self.steps: list[int] = list(self.by_step)
         self.total_steps = total_steps
         self.last_checkpoint = last_checkpoint
@@ -191,9 +259,11 @@ class RunMetrics:
         self.started_at = started_at
         self.now = now
         self.window = max(1, int(window))
+        self.tqdm_s_per_step = tqdm_s_per_step if tqdm_s_per_step and _finite(tqdm_s_per_step) else None
         self._series_cache: dict[str, list[tuple[int, float]]] = {}
         self._keys: list[str] | None = None
         self._keyset: set[str] | None = None
+        self._summary: dict[str, Any] | None = None
 
     # -- raw access ---------------------------------------------------------------------
 
@@ -209,12 +279,15 @@ class RunMetrics:
 
     def _key_set(self) -> set[str]:
         if self._keyset is None:
-            self._keyset = set().union(*self.by_step.values())
+            self._keyset = (self._index.key_set() if self._index is not None
+                            else set().union(*self.by_step.values()))
         return self._keyset
 
     def raw_series(self, key: str) -> list[tuple[int, float]]:
         """Every finite (step, value) of a metric key, in step order."""
         got = self._series_cache.get(key)
+        if got is None and self._index is not None:
+            got = self._series_cache[key] = self._index.raw_series(key)
         if got is None:
             got = [(s, float(m[key])) for s, m in self.by_step.items()
                    if key in m and _finite(m[key])]
@@ -251,6 +324,18 @@ class RunMetrics:
             return (wt[-1][1] - wt[0][1]) / (wt[-1][0] - wt[0][0])
         return None
 
+    def wall_step_time_s(self) -> float | None:
+        """Seconds per step on the wall clock: the cadence of the recent steps' wall
+        times (when the console saw each step line arrive, or the events' wall times).
+        This is what the user waits, whatever `timing_s/step` says the trainer measured
+        (the two differ when steps overlap with I/O, or in the sim's accelerated time)."""
+        wt = [(s, self.wall_times[s]) for s in self.steps[-(self.window + 1):] if s in self.wall_times]
+        # A span under a second is one chunk of log read at once (a catch-up after a
+        # reconnect): its arrival times say nothing about the cadence.
+        if len(wt) >= 2 and wt[-1][0] > wt[0][0] and wt[-1][1] - wt[0][1] >= 1.0:
+            return (wt[-1][1] - wt[0][1]) / (wt[-1][0] - wt[0][0])
+        return self.tqdm_s_per_step
+
     def elapsed_s(self) -> float | None:
         """Training time so far: the sum of `timing_s/step`, else wall clock."""
         pts = self.raw_series(K_STEP_TIME)
@@ -271,8 +356,12 @@ class RunMetrics:
         return max(0, self.total_steps - self.last_step)
 
     def eta_s(self) -> float | None:
+        """Remaining steps x the wall-clock cadence of the recent steps (else the mean
+        `timing_s/step`): it must agree with what tqdm says in the log."""
         rem = self.remaining_steps()
-        st = self.step_time_s()
+        st = self.wall_step_time_s()
+        if st is None:
+            st = self.step_time_s()
         if rem is None or st is None:
             return None
         return rem * st
@@ -374,7 +463,13 @@ class RunMetrics:
 
     def summary(self) -> dict[str, Any]:
         """JSON-able snapshot (``job.metrics`` in ``status --json``): numbers stay
-        numbers, unknown is null, NaN/inf are null."""
+        numbers, unknown is null, NaN/inf are null. Computed once (a copy each call:
+        callers adjust it)."""
+        if self._summary is None:
+            self._summary = self._summary_uncached()
+        return dict(self._summary)
+
+    def _summary_uncached(self) -> dict[str, Any]:
         inds = self.indicators()
         values = {i.name: i.value for i in inds}
         d: dict[str, Any] = {
@@ -385,6 +480,7 @@ class RunMetrics:
             "last_checkpoint": self.last_checkpoint,
             "elapsed_s": self.elapsed_s(),
             "eta_s": self.eta_s(),
+            "wall_step_time_s": self.wall_step_time_s(),
             **values,
             "reward_trend": self.trend(K_REWARD),
             "mem_allocated_gib": self.latest(K_MEM_ALLOC)[0],

@@ -116,6 +116,9 @@ class NodeState:
     container: ContainerState | None = None
     gpu: GpuReport | None = None
     updated_at: float | None = None
+    stale_since: float | None = None
+    """Set on a node that is down: `container` and `gpu` are the last known values,
+    sampled at this time (the console shows them as such, with their age)."""
 
     @property
     def gpus(self) -> list[GpuCard]:
@@ -131,6 +134,11 @@ class JobState:
     metrics: dict[str, float] = field(default_factory=dict)
     last_checkpoint: int | None = None
     summary: dict[str, Any] = field(default_factory=dict)  # RunMetrics.summary(): derived figures, flags
+    on_cluster: bool | None = None
+    """True: the current Ray lists this job. False: it does not (a run from the history,
+    e.g. of an earlier cluster or before `ray stop`): the job is shown as the last run
+    (status NOT_ON_CLUSTER, its last step and checkpoint, no metrics, no ETA). None:
+    Ray did not answer, so it is not known."""
 
 
 @dataclass

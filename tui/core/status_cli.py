@@ -93,6 +93,10 @@ def render_table(st: ClusterState, width: int = WIDTH) -> str:
     else:
         j = st.job
         step = f" step {j.step}/{j.total_steps or '?'}" if j.step is not None else ""
+        if j.on_cluster is False:
+            ck = f", checkpoint step {j.last_checkpoint}" if j.last_checkpoint is not None else ""
+            lines.append(f"Job: last run {j.id}: not on this cluster{step}{ck}")
+            return "\n".join(lines) + "\n"
         lines.append(f"Job: {j.id} {j.status}{step}")
         sm = j.summary or {}
         bits = []
@@ -129,6 +133,16 @@ async def _snapshot_with_job(profile: Profile) -> ClusterState:
         await pool.close()
 
 
+def job_on_cluster(ray: Any, job_id: str) -> bool | None:
+    """Whether the current Ray knows `job_id`: its job list says (dashboard API); no
+    Ray on a reachable head means no; the CLI fallback lists no jobs: not known."""
+    if not ray.available:
+        return False
+    if ray.source == "api":
+        return any(j.id == job_id for j in ray.jobs)
+    return None
+
+
 async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     from .actions.remote import PoolRemote
     from .jobwatch import JobWatcher, find_job
@@ -140,12 +154,21 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     if found is None:
         return
     job_id, status = found
-    w = JobWatcher(profile, pool, job_id)
+    w = JobWatcher(profile, pool, job_id, wall_clock=False)
     w.status = status
-    await asyncio.to_thread(w.reattach)
-    await w.follow_log(once=True)
-    await w.poll_scalars_once()
+    # Ray answered (or is not running on a reachable head) without this job: it is a
+    # run from the history, shown as the last run, never as current.
+    w.on_cluster = job_on_cluster(st.ray, job_id)
+    # the parse cache (saved by the console, or by an earlier status) leaves only the
+    # lines after it to parse; old failures are not re-diagnosed here
+    await asyncio.to_thread(w.reattach, 0)
+    if w.on_cluster:
+        await w.follow_log(once=True)
+        # the log's step lines carry every metric; event files only when it has none
+        await w.poll_scalars_once(read_scalars=not w.parser.steps)
     st.job = w.job_state()
+    if w.spool.line_count - w._cached_lines >= w.CACHE_EVERY_LINES:
+        await w.save_cache()
 
 
 def run_status(profile: Profile, json: bool = False, out: TextIO | None = None) -> int:

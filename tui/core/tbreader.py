@@ -343,6 +343,17 @@ class ScalarReader:
             self._scalars = sc
         return self._scalars
 
+    @property
+    def by_step(self) -> dict[int, dict[str, float]]:
+        """The store itself, {step: {tag: value}} in read order: read it, never change
+        it (the job watcher merges from it without copying every step each refresh)."""
+        return self._by_step
+
+    @property
+    def replaced(self) -> list[tuple[int, str, float]]:
+        """Values a later event replaced (a resumed run rewrote the step), in read order."""
+        return self._replaced
+
     def steps(self) -> list[int]:
         """Every step that has at least one scalar, ascending."""
         return sorted(self._by_step)

@@ -8,7 +8,9 @@ What arrives here has been through Ray's log forwarding and, often, a terminal o
 issue tracker, so the parser must cope with:
 
 - the Ray prefix, ``(TaskRunner pid=N)`` today and ``(main_task pid=N)`` in early-2025
-  runs, possibly with ``, ip=...``, and ANSI colour codes around it;
+  runs, possibly with ``, ip=...``, and ANSI colour codes around it. Only those (or no
+  prefix: the driver's own output) are steps; a worker's line that contains ``step:``
+  (``(WorkerDict pid=N, ip=A) ...``) is not (`DRIVER_ACTORS`);
 - Ray's de-duplication suffix ``[repeated 3x across cluster]``;
 - values printed as ``0.0195``, ``0.020`` (older runs: 3 decimals), ``3e-06``, ``nan``,
   ``inf``, or numpy reprs ``np.float64(0.12)`` / ``np.int64(3)`` (pprint under numpy 2);
@@ -49,6 +51,12 @@ _REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # `step:N` as the first field of a step line: not part of a longer key such as
 # `training/global_step:19` or `timing_s/step:12.5`, and followed by ` - ` or the end.
 _STEP_RE = re.compile(r"(?<![\w/@.\-])step:\s*(-?\d+)(?:\s+-(?:\s+|$)|\s*$)")
+# Ray's prefix on a line a task or actor printed: `(Name pid=N)` or `(Name pid=N, ip=A)`,
+# `(pid=N)` for an unnamed task.
+_RAY_PREFIX_RE = re.compile(r"\s*\((?:([^\s()]+) )?pid=\d+(?:, ip=[^)]*)?\)")
+DRIVER_ACTORS = frozenset({"TaskRunner", "main_task"})
+"""The Ray actors whose output is the trainer's driver: VeRL's `TaskRunner` (and
+`main_task`, its name in early-2025 runs). Their step lines are the training steps."""
 _TQDM_RE = re.compile(
     r"Training Progress:\s*(\d+)%\|[^|\r\n]*\|\s*(\d+)/(\d+)\s*(?:\[([^\]\r\n]*)\])?"
 )
@@ -95,6 +103,8 @@ def _parse(line: str) -> tuple[int, dict[str, float], int, bool] | None:
     m = _STEP_RE.search(line)
     if m is None:
         return None
+    if m.start() and not _from_driver(line[:m.start()]):
+        return None
     step = int(m.group(1))
     rest = line[m.end():]
     if "[repeated" in rest:
@@ -107,6 +117,19 @@ def _parse(line: str) -> tuple[int, dict[str, float], int, bool] | None:
         return step, fast, 0, False
     metrics, bad, last_bad = _careful_metrics(rest)
     return step, metrics, bad, last_bad
+
+
+def _from_driver(head: str) -> bool:
+    """Whether the text before `step:` says the line is the driver's own.
+
+    A driver log holds the driver's own output (no prefix) and, forwarded by Ray, every
+    worker's output with a `(Name pid=N, ip=A)` prefix. Only the driver's lines (no
+    prefix, or the TaskRunner's) count as steps: a rollout scheduler or a Megatron
+    worker that prints `step:` is chatter, not training progress."""
+    m = _RAY_PREFIX_RE.match(head)
+    if m is None:
+        return True
+    return m.group(1) in DRIVER_ACTORS
 
 
 def _careful_metrics(rest: str) -> tuple[dict[str, float], int, bool]:

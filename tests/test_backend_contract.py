@@ -1,0 +1,252 @@
+"""One backend contract, two backends: the same tests run against `StaticBackend` (the
+demo data every Pilot test, snapshot and screenshot uses) and `LiveBackend` (the real
+core on the simulated cluster: real SSH, real dockerd, real Ray, the stand-in trainer).
+
+What the console relies on, in the order a user meets it: start; the state arrives
+(4 nodes, 32 cards); log lines arrive, numbered in delivery order (log_search agrees);
+the action chain runs through `run_action` (containers, convert, setup-ray, submit);
+steps and metrics arrive; `stop()` returns and leaves the job and Ray alone (a second
+backend re-attaches to the running job); the stop action stops the job and the job
+shows STOPPED.
+
+Every await runs under `asyncio.wait_for` and each test under an overall limit, so a
+hang fails with a message naming the phase instead of stalling CI. One sim per module,
+one chain (the chain is the costly part: ~2 min on an idle machine).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, TypeVar
+
+import pytest
+
+from tests.conftest import require_dockerd
+from tui.backend import StaticBackend, demo_backend
+from tui.core.state import ClusterState
+
+T = TypeVar("T")
+
+PHASE_S = 420.0  # one action or one wait: generous, the machine is shared
+OVERALL_S = 1500.0  # the whole contract on one backend
+
+
+async def within(what: str, aw: Awaitable[T], timeout: float = PHASE_S) -> T:
+    """`aw` or a failure that names the phase that hung."""
+    try:
+        return await asyncio.wait_for(aw, timeout)
+    except asyncio.TimeoutError:
+        pytest.fail(f"timed out after {timeout:.0f}s: {what}")
+
+
+async def until(what: str, cond: Callable[[], Any], timeout: float = PHASE_S, every: float = 0.2) -> Any:
+    """Poll `cond()` until it is truthy; fail naming `what` after `timeout`."""
+    async def poll() -> Any:
+        while True:
+            v = cond()
+            if v:
+                return v
+            await asyncio.sleep(every)
+    return await within(f"waiting for {what}", poll(), timeout)
+
+
+@dataclass
+class Recorder:
+    """Everything a backend delivered, as the app would see it."""
+
+    states: list[ClusterState] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    series: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[Any] = field(default_factory=list)
+
+    def attach(self, b: Any) -> None:
+        b.subscribe_state(self.states.append)
+        b.subscribe_log(self.lines.extend)
+        b.subscribe_metrics(lambda s, ser: (self.summaries.append(s), self.series.append(ser)))
+        b.subscribe_alerts(self.alerts.append)
+
+    @property
+    def last_job(self) -> Any:
+        return self.states[-1].job if self.states else None
+
+
+@dataclass
+class Kit:
+    """How one backend kind is made, and how the world is looked at *without* it (to
+    prove that `stop()` leaves the job and Ray alone)."""
+
+    name: str
+    make: Callable[[], Any]
+    world_job: Callable[[Any], Awaitable[tuple[bool, str | None]]]  # (ray up, status of the job)
+
+
+async def _static_world(b: StaticBackend) -> tuple[bool, str | None]:
+    return b.state.ray.available, b.state.job.status if b.state.job else None
+
+
+@pytest.fixture(scope="module")
+def _module_env():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+@pytest.fixture(scope="module", params=["static", "live"])
+def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+        _module_env: pytest.MonkeyPatch):
+    if request.param == "static":
+        def make_static() -> StaticBackend:
+            b = demo_backend()
+            # a fresh console before anything ran: no job yet
+            from tui.backend import demo_state
+            b.state = demo_state(b.profile, step=0, job_status=None, busy=False)
+            b.warmup, b.log_lines, b.summary, b.series, b.alerts = [], [], {}, {}, []
+            return b
+        yield Kit("static", make_static, _static_world)
+        return
+
+    require_dockerd()
+    from tui.core.probes import snapshot
+    from tui.core.profile import load_profile
+    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.live import LiveBackend
+
+    state = tmp_path_factory.mktemp("contract-state")
+    _module_env.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
+    sim = tmp_path_factory.mktemp("contract-sim")
+    path = Path(sim_up(4, 8, state_dir=sim))
+    prof = load_profile(path)
+
+    async def live_world(b: Any) -> tuple[bool, str | None]:
+        st = await snapshot(prof)
+        job_id = b.contract_job_id
+        job = next((j for j in st.ray.jobs if j.id == job_id), None)
+        return st.ray.available and st.ray.nodes_alive == 4, job.status if job else None
+
+    try:
+        yield Kit("live", lambda: LiveBackend(prof), live_world)
+    finally:
+        sim_down(state_dir=sim)
+
+
+def _events_ok(name: str, evs: list[Any]) -> None:
+    assert evs, f"{name}: no events"
+    assert evs[-1].kind in ("done", "skip"), f"{name} ended {evs[-1].kind}: " + \
+        " | ".join(e.one_line() for e in evs[-8:])
+
+
+async def _drain(b: Any, name: str, **opts: Any) -> list[Any]:
+    async def go() -> list[Any]:
+        return [ev async for ev in b.run_action(name, **opts)]
+    return await within(f"run_action({name!r})", go())
+
+
+async def _eta_agrees_with_tqdm(rec: Recorder) -> None:
+    """The pane's ETA (wall-clock cadence of the recent steps) agrees with tqdm's own
+    estimate in the log within 10%: the median over several refreshes, each compared
+    with the tqdm bar of the same step (the sim's trainer draws a tqdm-style bar)."""
+    from tui.core.verl_log import parse_tqdm
+
+    ratios: list[float] = []
+    seen: set[tuple[int, float]] = set()
+
+    def sample() -> bool:
+        s = rec.summaries[-1] if rec.summaries else {}
+        step, total, eta = s.get("step"), s.get("total_steps"), s.get("eta_s")
+        if not (step and total and eta and step >= 12 and s.get("status") == "RUNNING"):
+            return False
+        bars = [p for p in (parse_tqdm(ln) for ln in rec.lines[-400:] if "Training Progress" in ln)
+                if p is not None and p.n == step and p.s_per_it]
+        if bars and (step, eta) not in seen:
+            seen.add((step, eta))
+            ratios.append(eta / (bars[-1].s_per_it * (total - step)))
+        return len(ratios) >= 5
+    await until("five refreshes with an ETA and the tqdm bar of the same step", sample, 300, every=0.5)
+    ratios.sort()
+    median = ratios[len(ratios) // 2]
+    assert 0.9 <= median <= 1.1, f"pane ETA / tqdm ETA: {ratios}"
+
+
+async def _contract(kit: Kit) -> None:
+    b = kit.make()
+    rec = Recorder()
+    rec.attach(b)
+    await within("start()", b.start(), 60)
+
+    # -- the state arrives: 4 nodes, 32 cards
+    def full_state() -> bool:
+        st = rec.states[-1] if rec.states else None
+        return bool(st and len(st.nodes) == 4 and all(n.reachable for n in st.nodes)
+                    and sum(len(n.gpu.cards) for n in st.nodes if n.gpu) == 32)
+    await until("a state with 4 reachable nodes and 32 cards", full_state, 120)
+
+    # -- the chain, through run_action
+    for name, opts in (("containers", {}), ("convert", {}), ("setup-ray", {}), ("submit", {"skip_checks": True})):
+        evs = await _drain(b, name, **opts)
+        _events_ok(name, evs)
+    job_id = evs[-1].data.get("job_id")
+    assert job_id, "submit's done event names the job"
+    b.contract_job_id = job_id
+
+    # -- steps and metrics arrive, for the submitted job
+    await until("metrics with step >= 3, reward and throughput",
+                lambda: rec.summaries and (rec.summaries[-1].get("step") or 0) >= 3
+                and rec.summaries[-1].get("reward") is not None
+                and rec.summaries[-1].get("throughput_per_node"))
+    await until("the state's job is the submitted one, RUNNING",
+                lambda: rec.last_job is not None and rec.last_job.id == job_id and rec.last_job.status == "RUNNING")
+    s = rec.summaries[-1]
+    assert s["total_steps"] and s["total_steps"] > s["step"]
+    assert set(rec.series[-1]) >= {"reward", "throughput", "response_length"}
+    assert job_id in b.describe_stop()
+
+    if kit.name == "live":
+        await _eta_agrees_with_tqdm(rec)
+
+    # -- log lines arrive numbered: log_search agrees with the delivery order
+    await until("the driver's 'Total training steps' line", lambda: any("Total training steps:" in ln for ln in rec.lines))
+    first = next(i for i, ln in enumerate(rec.lines) if "Total training steps:" in ln)
+    assert await within("log_search", b.log_search("total training steps", -1, False)) == first
+    # from a hit, exclusive: the next hit, never the same line
+    steps_at = [i for i, ln in enumerate(rec.lines) if " step:" in ln]
+    assert len(steps_at) >= 2
+    got = await within("log_search from a hit", b.log_search(" step:", steps_at[0], False))
+    assert got == steps_at[1], (got, steps_at[:3])
+    got = await within("log_search backwards", b.log_search(" step:", steps_at[1], True))
+    assert got == steps_at[0], (got, steps_at[:3])
+
+    # -- stop() returns and leaves the job and Ray alone
+    await within("backend.stop() with a job running", b.stop(), 60)
+    ray_up, status = await within("looking at the world", kit.world_job(b), 60)
+    assert ray_up and status == "RUNNING", (ray_up, status)
+
+    # -- a new console re-attaches to the running job
+    b2 = b if kit.name == "static" else kit.make()
+    b2.contract_job_id = job_id
+    rec2 = Recorder()
+    rec2.attach(b2)
+    await within("start() of a second backend", b2.start(), 60)
+    await until("the re-attached job, RUNNING",
+                lambda: rec2.last_job is not None and rec2.last_job.id == job_id and rec2.last_job.status == "RUNNING")
+    await until("re-attached metrics", lambda: rec2.summaries and (rec2.summaries[-1].get("step") or 0) >= 3)
+
+    # -- stop the job: it shows STOPPED, with no step time or ETA
+    evs = await _drain(b2, "stop")
+    _events_ok("stop", evs)
+    await until("the job shows STOPPED",
+                lambda: rec2.last_job is not None and rec2.last_job.id == job_id and rec2.last_job.status == "STOPPED")
+    await until("no ETA once stopped", lambda: rec2.summaries and rec2.summaries[-1].get("eta_s") is None, 60)
+    assert "no job is running" in b2.describe_stop()
+    t0 = time.monotonic()
+    await within("backend.stop() after the job stopped", b2.stop(), 60)
+    assert time.monotonic() - t0 < 60
+    ray_up, status = await within("looking at the world", kit.world_job(b2), 60)
+    assert ray_up and status == "STOPPED", (ray_up, status)
+
+
+async def test_backend_contract(kit: Kit) -> None:
+    await within(f"the whole contract on the {kit.name} backend", _contract(kit), OVERALL_S)
