@@ -20,7 +20,7 @@ async def _settle(pilot) -> None:
     await pilot.pause()
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 50)], ids=["80x24", "160x50"])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)], ids=["80x24", "120x40", "160x50"])
 def test_main_screen(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=_settle)
 
@@ -36,3 +36,8 @@ def test_main_screen_node_down_120x40(snap_compare) -> None:
         await _settle(pilot)
 
     assert snap_compare(RlconsoleApp(b), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_main_screen_dense_16_nodes_120x40(snap_compare) -> None:
+    """16 nodes at 120x40: the grid goes one line per node on its own, nothing scrolls."""
+    assert snap_compare(RlconsoleApp(demo_backend(nodes=16)), terminal_size=(120, 40), run_before=_settle)

@@ -42,6 +42,7 @@ KEYS: tuple[KeyAction, ...] = (
     KeyAction("l", "focus_logs", "Logs", "Focus the job log (arrows/PgUp/PgDn scroll)"),
     KeyAction("f", "toggle_follow", "Follow", "Follow the log on/off"),
     KeyAction("slash", "search", "Search", "Search the log (latest match first); then n newer, N older", display="/"),
+    KeyAction("d", "toggle_dense", "Dense", "Dense grid on/off: one line per node (automatic when the full grid does not fit)"),
     KeyAction("a", "alerts", "Alerts", "List all alerts; Enter on one with a log line jumps there"),
     KeyAction("question_mark", "help", "Help", "This help", display="?"),
     KeyAction("q", "quit", "Quit", "Quit (asks while an action runs; never stops the training job)"),

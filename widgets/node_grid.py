@@ -208,7 +208,13 @@ class GridLayout:
     cell_w: int
     cell_h: int  # 3 lines with a sparkline, 2 when compact
     per_line: int  # cards side by side (wraps when a node has more)
-    block_h: int  # header + card lines
+    block_h: int  # header + card lines (1 when dense)
+    dense: bool = False
+
+    @classmethod
+    def dense_for(cls, width: int, cards: int) -> "GridLayout":
+        """One line per node: the header shortened and each card's utilisation."""
+        return cls(width, 0, 0, max(1, cards), 1, dense=True)
 
     @classmethod
     def for_width(cls, width: int, cards: int) -> "GridLayout":
@@ -268,6 +274,8 @@ class NodeGrid(ScrollView, can_focus=True):
         self._layout = GridLayout.for_width(0, 8)
         self._styles: dict[str, Style] = {}
         self._spark_styles: dict[str, list[Style]] = {}
+        self.dense_forced: bool | None = None
+        """None: dense when the full grid does not fit (automatic); True/False: the `d` key."""
 
     # ------------------------------------------------------------------ data in
     async def update_state(self, state: ClusterState) -> None:
@@ -329,17 +337,58 @@ class NodeGrid(ScrollView, can_focus=True):
         adds a blank row to an auto-height widget)."""
         return max(0, self.size.width - self.styles.scrollbar_size_vertical)
 
+    def _height_limit(self) -> int | None:
+        """Lines the grid may take (its max-height, resolved; None when unbounded)."""
+        mh = self.styles.max_height
+        if mh is None or not self.is_attached:
+            return None
+        try:
+            parent = self.parent.size if self.parent is not None else self.app.size  # type: ignore[union-attr]
+            return max(1, int(mh.resolve(parent, self.app.size)) - self.styles.gutter.height)
+        except Exception:  # unusual units: never let a layout question break the grid
+            return None
+
+    def _compute_layout(self) -> GridLayout:
+        """The full layout, or the dense one when toggled on or when the full grid would
+        need scrolling and the dense one would not (4 nodes at 80x24, 16 at 120x40)."""
+        width, cards = self._card_width(), self._max_cards()
+        full = GridLayout.for_width(width, cards)
+        dense = self.dense_forced
+        if dense is None:
+            limit = self._height_limit()
+            n = len(self._order)
+            dense = limit is not None and n * full.block_h > limit
+        return GridLayout.dense_for(width, cards) if dense else full
+
+    @property
+    def dense(self) -> bool:
+        """Whether nodes are drawn one line each right now."""
+        return self._layout.dense
+
+    def toggle_dense(self) -> bool:
+        """The `d` key: flip between the full and the dense grid (leaving automatic mode).
+        Returns the new state."""
+        self.dense_forced = not self.dense
+        self._relayout()
+        return self.dense
+
     def _relayout(self) -> None:
         """Recompute card geometry for the current width; drop every cached strip."""
-        self._layout = GridLayout.for_width(self._card_width(), self._max_cards())
+        self._layout = self._compute_layout()
         for row in self._order:
             row.strips = None
         self.virtual_size = Size(self._card_width(), len(self._order) * self._layout.block_h)
-        self.refresh()
+        # An explicit height (max-height still caps it): with `height: auto` the stacked
+        # containers above kept the height measured before the grid switched to dense.
+        want = len(self._order) * self._layout.block_h + self.styles.gutter.height
+        if self._order and self.styles.height != want:
+            self.styles.height = want
+        self.refresh(layout=True)
 
     def on_resize(self, event: Resize) -> None:
         # render_line may have adopted the new width already; the virtual size tells.
-        if self._card_width() != self._layout.width or self.virtual_size.width != self._layout.width:
+        if (self._card_width() != self._layout.width or self.virtual_size.width != self._layout.width
+                or self._compute_layout() != self._layout):
             self._relayout()
 
     def notify_style_update(self) -> None:
@@ -369,7 +418,7 @@ class NodeGrid(ScrollView, can_focus=True):
         scroll_y = self.scroll_offset.y
         width = self.size.width
         if self._card_width() != self._layout.width:  # resized; the Resize event is yet to come
-            self._layout = GridLayout.for_width(self._card_width(), self._max_cards())
+            self._layout = self._compute_layout()
             for row in self._order:
                 row.strips = None
         base = self._base_style()
@@ -405,6 +454,8 @@ class NodeGrid(ScrollView, can_focus=True):
         lay = self._layout
         width = max(1, self.size.width)
         base = self._base_style()
+        if lay.dense:
+            return [self._dense_strip(row, base, width)]
         out = [self._header_strip(row, base, width)]
         blank = Segment(" " * GAP, base)
         for start in range(0, max(1, len(row.cells)), lay.per_line):
@@ -448,6 +499,44 @@ class NodeGrid(ScrollView, can_focus=True):
                      "absent": Segment("absent", warn)}.get(h.ray, Segment("—", muted)))
         if h.unparsed_error is not None:
             segs += [Segment("  "), Segment("cards unparsed", bad), Segment(" "), Segment(h.unparsed_error, dim)]
+        segs = [s if s.style is not None else Segment(s.text, base) for s in segs]
+        return Strip(segs).crop_extend(0, width, base)
+
+    def _dense_strip(self, row: NodeRow, base: Style, width: int) -> Strip:
+        """A node on one line: dot, name, container and Ray in a word each, then every
+        card's utilisation coloured like its full cell (load, hot, memory full, down)."""
+        h = row.header
+        name_w = max((len(r.node_name) for r in self._order), default=8)
+        ok, bad, warn, muted = (base + self._style(n, partial=True) for n in ("ok", "bad", "warn", "muted"))
+        segs: list[Segment] = []
+        if h is None:
+            segs.append(Segment(f"  {row.node_name:<{name_w}}", base))
+        else:
+            segs += [Segment("●", ok if h.reachable else bad), Segment(" "),
+                     Segment(f"{h.name:<{name_w}}", base + self._style("name", partial=True)), Segment(" ")]
+            if not h.reachable:
+                segs += [Segment("DOWN", bad), Segment(" ")]
+            else:
+                ctr = {"running": ("ctr", ok), "unknown": ("ctr?", muted)}.get(h.container, (f"ctr:{h.container}", warn))
+                ray = {"alive": ("ray", ok), "dead": ("ray✗", bad), "absent": ("ray?", warn)}.get(h.ray, ("ray—", muted))
+                segs += [Segment(ctr[0], ctr[1]), Segment(" "), Segment(ray[0], ray[1]), Segment(" ")]
+        used = sum(len(s.text) for s in segs)
+        room = width - used
+        cw = 4 if len(row.cells) * 5 <= room else 3
+        for cell in row.cells:
+            st = self._style(cell.kind[1:])
+            c = cell.card
+            if cell.node_down:
+                txt = "—"
+            elif c is None or c.util_pct is None:
+                txt = "?"
+            else:
+                txt = f"{c.util_pct:.0f}%" if cw == 4 else f"{min(99, c.util_pct):.0f}"
+            segs += [Segment(" ", base), Segment(f"{txt:>{cw}}", st)]
+        if h is not None and not h.reachable and h.error:
+            segs += [Segment("  "), Segment(h.error, base + Style(dim=True))]
+        if h is not None and h.unparsed_error is not None:
+            segs += [Segment(" "), Segment("cards unparsed", bad)]
         segs = [s if s.style is not None else Segment(s.text, base) for s in segs]
         return Strip(segs).crop_extend(0, width, base)
 

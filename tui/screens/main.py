@@ -213,6 +213,10 @@ class MainScreen(Screen[None]):
     def action_toggle_follow(self) -> None:
         self.query_one(LogPane).toggle_follow()
 
+    def action_toggle_dense(self) -> None:
+        dense = self.query_one(NodeGrid).toggle_dense()
+        self.notify("dense grid: one line per node" if dense else "full grid", timeout=2)
+
     def action_search(self) -> None:
         self.query_one(LogPane).open_search()
 
