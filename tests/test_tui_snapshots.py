@@ -41,3 +41,16 @@ def test_main_screen_node_down_120x40(snap_compare) -> None:
 def test_main_screen_dense_16_nodes_120x40(snap_compare) -> None:
     """16 nodes at 120x40: the grid goes one line per node on its own, nothing scrolls."""
     assert snap_compare(RlconsoleApp(demo_backend(nodes=16)), terminal_size=(120, 40), run_before=_settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)], ids=["80x24", "120x40", "160x50"])
+def test_node_detail_screen(snap_compare, size: tuple[int, int]) -> None:
+    """The drill-down of node116 card 5 (the nearly full one): container, Ray, processes."""
+    from tui.screens.node_detail import NodeDetailScreen
+
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        pilot.app.push_screen(NodeDetailScreen("node116", 5))
+        await _settle(pilot)
+
+    assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=run_before)

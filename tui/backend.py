@@ -29,8 +29,8 @@ from .core.actions.events import ActionEvent
 from .core.alerts import Alert
 from .core.profile import Node, Profile, SshEndpoint
 from .core.state import (
-    ClusterState, ContainerState, GpuCard, GpuReport, JobState, NodeState, RayJobState,
-    RayNodeState, RayState,
+    ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, NodeState,
+    RayJobState, RayNodeState, RayState,
 )
 
 Series = dict[str, list[tuple[int, float]]]
@@ -149,8 +149,12 @@ def _card(node_i: int, j: int, step: int, busy: bool = True) -> GpuCard:
     mem = 58_000 + (k * 997) % 9_000
     temp = 63 + (k * 7) % 12 + 4 * phase
     power = 380 + (k * 13) % 90
+    # What a VeRL colocated worker looks like on a card: the Ray worker and its SGLang
+    # scheduler share it (the drill-down screen lists them).
+    procs = [GpuProcess(pid=50_000 + k * 10, name="ray::WorkerDict.actor_rollout_generate", mem_used_mib=float(mem - 9_000)),
+             GpuProcess(pid=50_001 + k * 10, name="sglang::scheduler", mem_used_mib=9_000.0)]
     return GpuCard(index=j, name="MTT S5000", util_pct=round(util), mem_used_mib=float(mem),
-                   mem_total_mib=81920.0, temp_c=round(temp), power_w=float(power))
+                   mem_total_mib=81920.0, temp_c=round(temp), power_w=float(power), processes=procs)
 
 
 def demo_state(profile: Profile, step: int = 812, down: Iterable[str] = (),

@@ -43,6 +43,7 @@ KEYS: tuple[KeyAction, ...] = (
     KeyAction("f", "toggle_follow", "Follow", "Follow the log on/off"),
     KeyAction("slash", "search", "Search", "Search the log (latest match first); then n newer, N older", display="/"),
     KeyAction("d", "toggle_dense", "Dense", "Dense grid on/off: one line per node (automatic when the full grid does not fit)"),
+    KeyAction("enter", "detail", "Detail", "Detail of the grid's selected node: containers, Ray, card processes (Tab to the grid, then up/down; a click on a card opens it)", display="Enter", footer=False),
     KeyAction("a", "alerts", "Alerts", "List all alerts; Enter on one with a log line jumps there"),
     KeyAction("question_mark", "help", "Help", "This help", display="?"),
     KeyAction("q", "quit", "Quit", "Quit (asks while an action runs; never stops the training job)"),

@@ -27,7 +27,9 @@ from typing import Hashable, Iterable, Iterator
 from rich.segment import Segment
 from rich.style import Style
 from textual.color import Color
-from textual.events import Resize
+from textual.binding import Binding
+from textual.events import Click, Resize
+from textual.message import Message
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -234,7 +236,21 @@ class GridLayout:
 
 
 class NodeGrid(ScrollView, can_focus=True):
-    """All nodes, one block each; scrolls when they do not fit (64 nodes x 8 cards)."""
+    """All nodes, one block each; scrolls when they do not fit (64 nodes x 8 cards).
+
+    A cursor picks a node (up/down while focused, its name drawn reversed); Enter or a
+    click posts `Selected` (a click on a card names the card) for the drill-down."""
+
+    BINDINGS = [Binding("up", "cursor(-1)", show=False), Binding("down", "cursor(1)", show=False),
+                Binding("enter", "select", show=False)]
+
+    class Selected(Message):
+        """A node (and maybe one of its cards) was picked for its detail screen."""
+
+        def __init__(self, node: str, card: int | None = None) -> None:
+            super().__init__()
+            self.node = node
+            self.card = card
 
     COMPONENT_CLASSES = {
         "nodegrid--load-idle", "nodegrid--load-low", "nodegrid--load-mid", "nodegrid--load-high",
@@ -274,6 +290,7 @@ class NodeGrid(ScrollView, can_focus=True):
         self._layout = GridLayout.for_width(0, 8)
         self._styles: dict[str, Style] = {}
         self._spark_styles: dict[str, list[Style]] = {}
+        self.cursor = 0
         self.dense_forced: bool | None = None
         """None: dense when the full grid does not fit (automatic); True/False: the `d` key."""
 
@@ -336,6 +353,63 @@ class NodeGrid(ScrollView, can_focus=True):
         (which could flip it back off: `scrollbar-gutter: stable` would do the same but
         adds a blank row to an auto-height widget)."""
         return max(0, self.size.width - self.styles.scrollbar_size_vertical)
+
+    # ------------------------------------------------------------------ selection
+    @property
+    def cursor_node(self) -> str | None:
+        """The node under the cursor (None before the first probe round)."""
+        return self._order[self.cursor].node_name if 0 <= self.cursor < len(self._order) else None
+
+    def _move_cursor(self, to: int) -> None:
+        if not self._order:
+            return
+        old, self.cursor = self.cursor, max(0, min(len(self._order) - 1, to))
+        for i in {old, self.cursor}:
+            if 0 <= i < len(self._order):
+                self._order[i].strips = None
+                self._refresh_block(i)
+        h = self._layout.block_h
+        self.scroll_to_region(Region(0, self.cursor * h, 1, h), animate=False)
+
+    def action_cursor(self, delta: int) -> None:
+        self._move_cursor(self.cursor + delta)
+
+    def action_select(self) -> None:
+        if self.cursor_node is not None:
+            self.post_message(self.Selected(self.cursor_node))
+
+    def hit(self, x: int, y: int) -> tuple[str, int | None] | None:
+        """The node, and the card when (x, y) is on one, at a point in widget coordinates."""
+        lay = self._layout
+        block, line = divmod(self.scroll_offset.y + y, lay.block_h)
+        if not 0 <= block < len(self._order):
+            return None
+        row = self._order[block]
+        if lay.dense or line == 0:
+            return row.node_name, None
+        k, off = divmod(x, lay.cell_w + GAP)
+        if off >= lay.cell_w or k >= lay.per_line:
+            return row.node_name, None
+        idx = ((line - 1) // lay.cell_h) * lay.per_line + k
+        return row.node_name, (idx if idx < len(row.cells) else None)
+
+    def on_click(self, event: Click) -> None:
+        got = self.hit(event.x, event.y)
+        if got is not None:
+            self._move_cursor(self._order.index(self.rows[got[0]]))
+            self.post_message(self.Selected(*got))
+
+    def on_focus(self) -> None:
+        self._move_cursor(self.cursor)
+
+    def on_blur(self) -> None:
+        self._move_cursor(self.cursor)
+
+    def _name_style(self, row: NodeRow, base: Style) -> Style:
+        st = base + self._style("name", partial=True)
+        if self.has_focus and self._order and self._order[self.cursor] is row:
+            st += Style(reverse=True)
+        return st
 
     def _height_limit(self) -> int | None:
         """Lines the grid may take (its max-height, resolved; None when unbounded)."""
@@ -487,7 +561,7 @@ class NodeGrid(ScrollView, can_focus=True):
         ok, bad, warn, muted = (base + self._style(n, partial=True) for n in ("ok", "bad", "warn", "muted"))
         dim = base + Style(dim=True)
         segs = [Segment("●", ok if h.reachable else bad), Segment(" "),
-                Segment(h.name, base + self._style("name", partial=True))]
+                Segment(h.name, self._name_style(row, base))]
         if h.head:
             segs += [Segment(" "), Segment("head", dim)]
         segs += [Segment(" "), Segment(h.address, dim)]
@@ -513,7 +587,7 @@ class NodeGrid(ScrollView, can_focus=True):
             segs.append(Segment(f"  {row.node_name:<{name_w}}", base))
         else:
             segs += [Segment("●", ok if h.reachable else bad), Segment(" "),
-                     Segment(f"{h.name:<{name_w}}", base + self._style("name", partial=True)), Segment(" ")]
+                     Segment(f"{h.name:<{name_w}}", self._name_style(row, base)), Segment(" ")]
             if not h.reachable:
                 segs += [Segment("DOWN", bad), Segment(" ")]
             else:

@@ -42,6 +42,7 @@ from ..messages import (
 )
 from .alerts import AlertsScreen
 from .help import HelpScreen
+from .node_detail import NodeDetailScreen
 from .preflight import PreflightScreen
 
 if TYPE_CHECKING:
@@ -216,6 +217,14 @@ class MainScreen(Screen[None]):
     def action_toggle_dense(self) -> None:
         dense = self.query_one(NodeGrid).toggle_dense()
         self.notify("dense grid: one line per node" if dense else "full grid", timeout=2)
+
+    def action_detail(self) -> None:
+        node = self.query_one(NodeGrid).cursor_node
+        if node is not None:
+            self.app.push_screen(NodeDetailScreen(node))
+
+    def on_node_grid_selected(self, msg: NodeGrid.Selected) -> None:
+        self.app.push_screen(NodeDetailScreen(msg.node, msg.card))
 
     def action_search(self) -> None:
         self.query_one(LogPane).open_search()
