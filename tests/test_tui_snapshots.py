@@ -54,3 +54,15 @@ def test_node_detail_screen(snap_compare, size: tuple[int, int]) -> None:
         await _settle(pilot)
 
     assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)], ids=["80x24", "120x40", "160x50"])
+def test_graph_screen(snap_compare, size: tuple[int, int]) -> None:
+    """`g`: the five preselected scalars with axes, smoothing 0.8 and the expected bands."""
+
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press("g")
+        await _settle(pilot)
+
+    assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=run_before)

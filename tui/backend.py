@@ -323,6 +323,20 @@ class StaticBackend:
         for cb in self._log_cbs:
             cb(list(lines))
 
+    def all_series(self) -> Series:
+        """Every scalar this backend has: the pushed series plus VeRL-named scalars
+        derived from them (the graph screen plots any of these)."""
+        out: Series = dict(self.series)
+        reward = self.series.get("reward") or []
+        steps = [s for s, _ in reward]
+        if steps:
+            out.setdefault("critic/score/mean", reward)
+            out.setdefault("timing_s/step", [(s, 1032.0 + (s % 11) * 3) for s in steps])
+            out.setdefault("perf/mfu/actor", [(s, round(0.31 + 0.01 * math.sin(s / 7), 4)) for s in steps])
+            out.setdefault("actor/pg_loss", [(s, round(0.0195 - s * 1e-6 + 0.002 * math.sin(s), 5)) for s in steps])
+            out.setdefault("actor/entropy", [(s, round(0.41 - s * 1e-5, 5)) for s in steps])
+        return out
+
     def push_metrics(self, summary: dict[str, Any], series: Series) -> None:
         self.summary, self.series = summary, series
         for cb in self._metrics_cbs:

@@ -41,6 +41,7 @@ from ..messages import (
     MetricsUpdated, StateUpdated,
 )
 from .alerts import AlertsScreen
+from .graph import GraphScreen, metrics_source
 from .help import HelpScreen
 from .node_detail import NodeDetailScreen
 from .preflight import PreflightScreen
@@ -66,6 +67,7 @@ class MainScreen(Screen[None]):
         self.alerts: list[Alert] = []
         self.running: dict[str, Worker[Any]] = {}
         self.check_events: list[ActionEvent] = []
+        self.series: dict[str, list[tuple[int, float]]] = {}
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -103,6 +105,7 @@ class MainScreen(Screen[None]):
         self.query_one(LogPane).add_lines(msg.lines)
 
     def on_metrics_updated(self, msg: MetricsUpdated) -> None:
+        self.series = msg.series  # the graph screen reads the latest
         self.query_one(MetricsPane).update_metrics(msg.summary, msg.series)
 
     def on_alert_raised(self, msg: AlertRaised) -> None:
@@ -217,6 +220,11 @@ class MainScreen(Screen[None]):
     def action_toggle_dense(self) -> None:
         dense = self.query_one(NodeGrid).toggle_dense()
         self.notify("dense grid: one line per node" if dense else "full grid", timeout=2)
+
+    def action_graph(self) -> None:
+        job = self.state.job.id if self.state is not None and self.state.job is not None else "run"
+        self.app.push_screen(GraphScreen(metrics_source(self), self.backend.profile.monitoring,
+                                         run_name=f"{self.backend.profile.name}-{job}"))
 
     def action_detail(self) -> None:
         node = self.query_one(NodeGrid).cursor_node
