@@ -66,3 +66,20 @@ def test_graph_screen(snap_compare, size: tuple[int, int]) -> None:
         await _settle(pilot)
 
     assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)], ids=["80x24", "120x40", "160x50"])
+def test_log_filter(snap_compare, size: tuple[int, int]) -> None:
+    """`&` filter mode: only the worker lines of 127.0.0.3, levels coloured."""
+    b = demo_backend()
+
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        b.push_log(["(WorkerDict pid=5077, ip=127.0.0.3) WARNING: KV cache 97% full",
+                    "(WorkerDict pid=5077, ip=127.0.0.3) Traceback (most recent call last):",
+                    '(WorkerDict pid=5077, ip=127.0.0.3)   File "sglang/srt/managers/scheduler.py", line 42',
+                    "(WorkerDict pid=5077, ip=127.0.0.3) RuntimeError: [bold]not markup[/]"])
+        await pilot.press("ampersand", *"ip=127", "enter")
+        await _settle(pilot)
+
+    assert snap_compare(RlconsoleApp(b), terminal_size=size, run_before=run_before)

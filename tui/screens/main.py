@@ -221,6 +221,13 @@ class MainScreen(Screen[None]):
         dense = self.query_one(NodeGrid).toggle_dense()
         self.notify("dense grid: one line per node" if dense else "full grid", timeout=2)
 
+    def action_filter(self) -> None:
+        self.query_one(LogPane).open_filter()
+
+    def action_filter_source(self) -> None:
+        src = self.query_one(LogPane).cycle_source()
+        self.notify(f"log: only {src}" if src else "log: all lines", timeout=2)
+
     def action_graph(self) -> None:
         job = self.state.job.id if self.state is not None and self.state.job is not None else "run"
         self.app.push_screen(GraphScreen(metrics_source(self), self.backend.profile.monitoring,
