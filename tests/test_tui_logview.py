@@ -73,3 +73,55 @@ async def test_o_cycles_through_actors_and_nodes() -> None:
         assert all("ip=127.0.0.3)" in str(x) for x in pane.log_widget.lines)
         await pilot.press("o")
         await until(pilot, lambda: pane.filter is None)
+
+
+def test_keep_colour_keeps_sgr_only() -> None:
+    from widgets.log_pane import keep_colour, plain
+
+    raw = "\x1b[31mERROR\x1b[0m \x1b]0;title\x07x\x1b[2Jy\x07 [b]z[/b]"
+    kept = keep_colour(raw)
+    assert kept == "\x1b[31mERROR\x1b[0m xy [b]z[/b]"
+    assert plain(kept) == "ERROR xy [b]z[/b]"
+    assert keep_colour("a\rprogress 5%") == "progress 5%"
+
+
+async def test_log_keeps_its_own_colour_and_search_ignores_codes() -> None:
+    b = demo_backend()
+    app = RlconsoleApp(b)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one(LogPane)
+        b.push_log(["\x1b[32mgreen [bold]text[/bold]\x1b[0m done"])
+        await settle(pilot)
+        log = pane.log_widget
+        y = log.line_count - 1
+        strip = log._render_line_strip(y, log.rich_style)
+        assert strip.text == "green [bold]text[/bold] done"  # markup-looking text stays text
+        assert any(seg.style is not None and seg.style.color is not None
+                   and seg.style.color.number == 2 for seg in strip)  # ANSI green
+        assert await pane.search("green [bold]") == pane.total - 1
+        pane.set_filter("text.*done")
+        assert log.line_count == 1
+
+
+async def test_w_wraps_long_lines_and_back() -> None:
+    b = demo_backend()
+    app = RlconsoleApp(b)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one(LogPane)
+        b.push_log(["x" * 300 + "END"])
+        await settle(pilot)
+        before = pane.log_widget.line_count
+        await pilot.press("w")
+        await until(pilot, lambda: pane.wrap)
+        lines = [str(x) for x in pane.log_widget.lines]
+        assert lines[-1].rstrip().endswith("END") and len(pane.log_widget.lines) > before
+        assert all(len(x) <= pane.log_widget.size.width for x in lines)
+        b.push_log(["y" * 200])
+        await settle(pilot)
+        assert str(pane.log_widget.lines[-1]).strip().startswith("y")  # new lines wrap too
+        assert pane.dropped == 0
+        await pilot.press("w")
+        await until(pilot, lambda: not pane.wrap)
+        assert pane.log_widget.line_count == before + 1

@@ -311,8 +311,11 @@ async def test_ansi_and_carriage_returns_are_cleaned() -> None:
         await settle(pilot)
         b.push_log(["\x1b[36m(TaskRunner pid=1)\x1b[0m step:1", "Progress 1%\rProgress 2%\r"])
         await settle(pilot)
-        lines = app.screen.query_one(LogPane).log_widget.lines
-        assert lines[-2:] == ["(TaskRunner pid=1) step:1", "Progress 2%"]
+        log = app.screen.query_one(LogPane).log_widget
+        lines = log.lines
+        # the colour is kept (issue 14: the log's own ANSI colour), drawn, never printed raw
+        assert lines[-2:] == ["\x1b[36m(TaskRunner pid=1)\x1b[0m step:1", "Progress 2%"]
+        assert log._render_line_strip(log.line_count - 2, log.rich_style).text == "(TaskRunner pid=1) step:1"
 
 
 async def test_help_screen_opens_and_lists_every_key() -> None:

@@ -44,6 +44,7 @@ KEYS: tuple[KeyAction, ...] = (
     KeyAction("slash", "search", "Search", "Search the log (latest match first); then n newer, N older", display="/"),
     KeyAction("ampersand", "filter", "Filter", "Filter the log: only lines matching a regex (empty shows all again)", display="&", footer=False),
     KeyAction("o", "filter_source", "Source", "Log of one Ray actor/node only: each press the next `(Actor pid=N, ip=...)` source, then all", footer=False),
+    KeyAction("w", "toggle_wrap", "Wrap", "Wrap long log lines on/off (search turns wrap and filter off: its line numbers are the log's)", footer=False),
     KeyAction("g", "graph", "Graph", "Graphs: any scalar against step, EMA smoothing, step range, expected band; e exports CSV"),
     KeyAction("d", "toggle_dense", "Dense", "Dense grid on/off: one line per node (automatic when the full grid does not fit)"),
     KeyAction("enter", "detail", "Detail", "Detail of the grid's selected node: containers, Ray, card processes (Tab to the grid, then up/down; a click on a card opens it)", display="Enter", footer=False),

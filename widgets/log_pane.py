@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Iterable
 
 from rich.highlighter import Highlighter
 from rich.style import Style
@@ -28,6 +28,29 @@ from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
 from tui.backend import clean_line
+
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+"""Colour/attribute sequences: the only escapes a line keeps (drawn, never executed)."""
+_OTHER_ESC = re.compile(r"\x1b(?:\][^\x07\x1b]*(?:\x07|\x1b\\)?|\[[0-9;?]*[ -/]*[@-ln-~]|[@-Z\\-_])")
+"""Every other escape (cursor moves, OSC titles/links, ...): dropped."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
+"""Other control characters of a coloured line (bells, backspaces): dropped."""
+
+
+def keep_colour(line: str) -> str:
+    """A raw log line as the pane stores it: what a terminal would show after carriage
+    returns (tqdm redraws), with its colour sequences kept and every other escape
+    dropped. Lines without ESC take the plain `clean_line` path (the flood's case)."""
+    if "\x1b" not in line:
+        return clean_line(line)
+    if "\r" in line:
+        line = line.rstrip("\r").rsplit("\r", 1)[-1]
+    return _CONTROL.sub("", _OTHER_ESC.sub("", line))
+
+
+def plain(line: str) -> str:
+    """The text of a stored line without its colour sequences (search, filter, width)."""
+    return _SGR.sub("", line) if "\x1b" in line else line
 
 KEEP_LINES = 50_000
 """Lines the widget holds (a few MB): enough scroll-back for the screen, bounded."""
@@ -95,6 +118,29 @@ class SearchLog(Log):
         super().__init__(highlight=True, **kw)
         self.highlighter = LevelHighlighter()
 
+    @classmethod
+    def _process_line(cls, line: str) -> str:
+        """Width and selection see the text without its colour sequences."""
+        return super()._process_line(plain(line))
+
+    def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
+        """A line with the log's own colour: its SGR sequences become Rich styles
+        (`Text.from_ansi` never reads markup), then levels are highlighted on top.
+        Plain lines take Textual's own path."""
+        raw = self._lines[y]
+        if "\x1b" not in raw or self.text_selection is not None:
+            return super()._render_line_strip(y, rich_style)
+        cached = self._render_line_cache.get(y)
+        if cached is not None:
+            return cached
+        text = Text.from_ansi(raw.expandtabs(), no_wrap=True, end="")
+        text.stylize_before(rich_style)
+        if self.highlight:
+            text = self.highlighter(text)
+        strip = Strip(text.render(self.app.console), text.cell_len)
+        self._render_line_cache[y] = strip
+        return strip
+
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)
         if self.match_index is not None and self.scroll_offset.y + y == self.match_index:
@@ -149,6 +195,8 @@ class LogPane(Vertical):
         self.spool_search: SpoolSearch | None = None
         self.filter: re.Pattern[str] | None = None
         """Filter mode (`&`): only lines matching this regex are shown."""
+        self.wrap = False
+        self._wrap_width = 0
         self._kept: deque[str] = deque(maxlen=keep_lines)
         """Every kept line, filtered or not, so clearing the filter restores them."""
         self.border_title = "Job log"
@@ -172,7 +220,7 @@ class LogPane(Vertical):
     @property
     def dropped(self) -> int:
         """Lines delivered but no longer held by the widget (pruned from the top)."""
-        held = self.log_widget.line_count if self.filter is None else len(self._kept)
+        held = self.log_widget.line_count if not self.transformed else len(self._kept)
         return self.total - len(self._pending) - held
 
     # -- lines
@@ -184,13 +232,12 @@ class LogPane(Vertical):
     def flush(self) -> None:
         if not self._pending:
             return
-        batch = [clean_line(s) for s in self._pending]
+        batch = [keep_colour(s) for s in self._pending]
         self._pending = []
         self._kept.extend(batch)
         log = self.log_widget
-        if self.filter is not None:
-            rx = self.filter
-            batch = [ln for ln in batch if rx.search(ln)]
+        if self.transformed:
+            batch = self._display(batch)
         log.write_lines(batch, scroll_end=self.follow)
         self._sync_match()
         self._update_status()
@@ -231,18 +278,65 @@ class LogPane(Vertical):
         log = self.log_widget
         log.match_index = None
         log.clear()
-        lines = list(self._kept) if rx is None else [ln for ln in self._kept if rx.search(ln)]
-        log.write_lines(lines, scroll_end=True)
+        log.write_lines(self._display(self._kept), scroll_end=True)
         self.search_note = "" if rx is None else f"&{rx.pattern}: {log.line_count:,} matching lines"
         self._update_status()
         return None
+
+    @property
+    def transformed(self) -> bool:
+        """Whether the widget shows something other than the kept lines one to one
+        (filtered or wrapped): line numbers then count `_kept`, not the widget."""
+        return self.filter is not None or self.wrap
+
+    def _display(self, lines: Iterable[str]) -> list[str]:
+        """Kept lines as the widget shows them: filtered, then wrapped to the width
+        (a wrapped coloured line is shown plain: a cut would split its colour codes)."""
+        rx = self.filter
+        out = [ln for ln in lines if rx.search(plain(ln))] if rx is not None else list(lines)
+        if not self.wrap:
+            return out
+        w = max(20, self.log_widget.size.width - 1)
+        wrapped: list[str] = []
+        for ln in out:
+            if len(ln) <= w:
+                wrapped.append(ln)
+                continue
+            p = plain(ln)
+            if len(p) <= w:
+                wrapped.append(ln)
+                continue
+            wrapped.append(p[:w])
+            wrapped.extend("  " + p[i:i + w - 2] for i in range(w, len(p), w - 2))
+        return wrapped
+
+    def toggle_wrap(self) -> bool:
+        """`w`: long lines wrap onto continuation lines (indented) or run off the edge."""
+        self.wrap = not self.wrap
+        self._wrap_width = self.log_widget.size.width
+        self._redisplay()
+        return self.wrap
+
+    def _redisplay(self) -> None:
+        self.flush()
+        self.pattern, self.match_abs = None, None  # search indexes assume lines one to one
+        log = self.log_widget
+        log.match_index = None
+        log.clear()
+        log.write_lines(self._display(self._kept), scroll_end=True)
+        self._update_status()
+
+    def on_resize(self) -> None:
+        if self.wrap and self.log_widget.size.width != self._wrap_width:
+            self._wrap_width = self.log_widget.size.width
+            self._redisplay()
 
     def sources(self) -> list[str]:
         """The Ray actors/nodes seen in the kept lines (for the `o` filter)."""
         seen: dict[str, None] = {}
         for ln in self._kept:
-            if ln.startswith("("):
-                src = source_of(ln)
+            if ln.startswith("(") or ln.startswith("\x1b"):
+                src = source_of(plain(ln))
                 if src is not None:
                     seen.setdefault(src)
         return sorted(seen)
@@ -272,6 +366,8 @@ class LogPane(Vertical):
     def open_search(self) -> None:
         if self.filter is not None:
             self.set_filter(None)  # line numbers are over the whole log
+        if self.wrap:
+            self.toggle_wrap()
         box = self.query_one("#log-search", Input)
         box.add_class("-open")
         box.value = self.pattern or ""
@@ -324,7 +420,7 @@ class LogPane(Vertical):
         rel = start_abs - off
         rng = range(min(rel, n) - 1, -1, -1) if backwards else range(max(rel + 1, 0), n)
         for i in rng:
-            if p in lines[i].lower():
+            if p in plain(lines[i]).lower():
                 self._jump(off + i)
                 return off + i
         if backwards and off > 0 and self.spool_search is not None:
@@ -367,6 +463,8 @@ class LogPane(Vertical):
         kept = f" (last {len(self._kept):,} kept)" if self.dropped > 0 else ""
         if self.filter is not None:
             kept += f" · FILTER &{escape(self.filter.pattern)} ({self.log_widget.line_count:,} shown)"
+        if self.wrap:
+            kept += " · WRAP w"
         note = f" · {self.search_note}" if self.search_note else ""
         from textual.markup import escape
 

@@ -228,6 +228,9 @@ class MainScreen(Screen[None]):
         src = self.query_one(LogPane).cycle_source()
         self.notify(f"log: only {src}" if src else "log: all lines", timeout=2)
 
+    def action_toggle_wrap(self) -> None:
+        self.query_one(LogPane).toggle_wrap()
+
     def action_graph(self) -> None:
         job = self.state.job.id if self.state is not None and self.state.job is not None else "run"
         self.app.push_screen(GraphScreen(metrics_source(self), self.backend.profile.monitoring,
