@@ -41,7 +41,6 @@ from ..messages import (
     MetricsUpdated, StateUpdated,
 )
 from .alerts import AlertsScreen
-from .graph import GraphScreen, metrics_source
 from .help import HelpScreen
 from .node_detail import NodeDetailScreen
 from .preflight import PreflightScreen
@@ -232,6 +231,9 @@ class MainScreen(Screen[None]):
         self.query_one(LogPane).toggle_wrap()
 
     def action_graph(self) -> None:
+        # Imported on first use: plotext is only needed once the graph opens.
+        from .graph import GraphScreen, metrics_source
+
         job = self.state.job.id if self.state is not None and self.state.job is not None else "run"
         self.app.push_screen(GraphScreen(metrics_source(self), self.backend.profile.monitoring,
                                          run_name=f"{self.backend.profile.name}-{job}"))
