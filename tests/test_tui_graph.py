@@ -68,3 +68,26 @@ async def test_g_opens_plots_smoothing_range_and_export(tmp_path) -> None:
         assert rows[-1][0] == "812" and len(rows) == 241
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main_screen)
+
+
+def test_parse_range() -> None:
+    from tui.screens.graph import parse_range
+
+    assert parse_range("100:500") == (100, 500)
+    assert parse_range("300:") == (300, None) and parse_range(":20") == (None, 20)
+    assert parse_range("") is None
+    assert parse_range("abc") is False and parse_range("5:1") is False and parse_range("7") is False
+
+
+async def test_colon_sets_an_explicit_step_range() -> None:
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
+        g: GraphScreen = app.screen  # type: ignore[assignment]
+        await pilot.press("colon", *"700:750", "enter")
+        await until(pilot, lambda: g.step_range == (700, 750))
+        assert "steps 700:750" in str(g.query_one("#graph-keys").render())
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main_screen)

@@ -2,7 +2,7 @@
 
 Several at once (pick them in the list; space toggles), TensorBoard-style EMA smoothing
 (`[` / `]` step the weight 0 .. 0.99, the raw curve stays drawn faintly), a step range
-(`w` cycles all / last 50 / 200 / 1000 steps), and the profile's expected range drawn as
+(`w` cycles all / last 50 / 200 / 1000 steps; `:` takes an explicit FROM:TO), and the profile's expected range drawn as
 a band (two dashed lines) on the scalars the profile judges. `e` writes every scalar of
 the run to a CSV file under the state directory.
 
@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import SelectionList, Static
+from textual.widgets import Input, SelectionList, Static
 from textual.widgets.selection_list import Selection
 from textual_plotext import PlotextPlot
 
@@ -48,6 +48,23 @@ def preselected(names: list[str]) -> list[str]:
     """The scalars plotted on opening: one per PRESET group that the data has."""
     have = set(names)
     return [next(c for c in cands if c in have) for _, cands in PRESET if any(c in have for c in cands)]
+
+
+def parse_range(text: str) -> tuple[int | None, int | None] | None | bool:
+    """`FROM:TO` -> (from, to) with either side optional; empty -> None (all steps);
+    anything else -> False."""
+    text = text.strip()
+    if not text:
+        return None
+    lo, sep, hi = text.partition(":")
+    try:
+        a = int(lo) if lo.strip() else None
+        b = int(hi) if hi.strip() else None
+    except ValueError:
+        return False
+    if not sep or (a is not None and b is not None and a > b):
+        return False
+    return a, b
 
 
 def expected_band(name: str, points: list[Point], mon: "Monitoring | None") -> tuple[float, float] | None:
@@ -76,13 +93,16 @@ class GraphScreen(Screen[None]):
     GraphScreen #plots { width: 1fr; height: 1fr; layout: grid; grid-size: 1; grid-gutter: 0; }
     GraphScreen.-wide #plots { grid-size: 2; }
     GraphScreen PlotextPlot { height: 100%; }
+    GraphScreen #graph-range { dock: bottom; display: none; height: 1; border: none; padding: 0 1; }
+    GraphScreen #graph-range.-open { display: block; }
     GraphScreen #graph-keys { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground; }
     """
     BINDINGS = [
-        Binding("escape,q,g", "close", "Back"),
+        Binding("q,g", "close", "Back"),
         Binding("left_square_bracket", "smooth(-1)", "Less smoothing"),
         Binding("right_square_bracket", "smooth(1)", "More smoothing"),
-        Binding("w", "window", "Step range"),
+        Binding("w", "window", "Last N steps"),
+        Binding("colon", "range", "Step range"),
         Binding("e", "export", "Export CSV"),
     ]
 
@@ -96,6 +116,8 @@ class GraphScreen(Screen[None]):
         self.series: dict[str, list[Point]] = {}
         self.smoothing_i = 3  # 0.8: a visible but faithful default
         self.window_i = 0
+        self.step_range: tuple[int | None, int | None] | None = None
+        """An explicit `from:to` range (the `:` key); overrides the `w` window."""
         self.selected: list[str] = []
         self.last_export: Path | None = None
 
@@ -117,6 +139,8 @@ class GraphScreen(Screen[None]):
             sl.border_title = f"Scalars ({len(names)})"
             yield sl
             yield VerticalScroll(id="plots")
+        yield Input(placeholder="step range FROM:TO (either may be empty; empty: all steps; Esc cancels)",
+                    id="graph-range")
         yield Static(id="graph-keys")
 
     async def on_mount(self) -> None:
@@ -140,7 +164,10 @@ class GraphScreen(Screen[None]):
 
     def _keys_text(self) -> str:
         win = "all steps" if self.window is None else f"last {self.window} steps"
-        return (f" [b]space[/] pick  [b][ ][/] smoothing {self.smoothing:.2f}  [b]w[/] {win}  "
+        if self.step_range is not None:
+            lo, hi = self.step_range
+            win = f"steps {'' if lo is None else lo}:{'' if hi is None else hi}"
+        return (f" [b]space[/] pick  [b][ ][/] smoothing {self.smoothing:.2f}  [b]w[/]/[b]:[/] {win}  "
                 f"[b]e[/] export CSV  [b]Esc[/] back")
 
     async def _rebuild(self) -> None:
@@ -171,7 +198,9 @@ class GraphScreen(Screen[None]):
         plt.clear_data()
         plt.clear_figure()
         pts = [p for p in self.series.get(name, []) if math.isfinite(p[1])]
-        if pts and self.window is not None:
+        if self.step_range is not None:
+            pts = in_range(pts, *self.step_range)
+        elif pts and self.window is not None:
             pts = in_range(pts, pts[-1][0] - self.window + 1, None)
         title = name
         if pts:
@@ -208,8 +237,33 @@ class GraphScreen(Screen[None]):
         self._replot()
 
     def action_window(self) -> None:
+        self.step_range = None
         self.window_i = (self.window_i + 1) % len(WINDOWS)
         self._replot()
+
+    def action_range(self) -> None:
+        box = self.query_one("#graph-range", Input)
+        box.add_class("-open")
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        rng = parse_range(event.value)
+        if rng is False:
+            self.notify(f"step range {event.value!r}: want FROM:TO, e.g. 100:500 or 300:", severity="warning")
+            return
+        self.step_range = rng  # type: ignore[assignment]
+        event.input.remove_class("-open")
+        self.query_one(SelectionList).focus()
+        self._replot()
+
+    def key_escape(self) -> None:
+        box = self.query_one("#graph-range", Input)
+        if box.has_class("-open"):
+            box.remove_class("-open")
+            self.query_one(SelectionList).focus()
+        else:
+            self.dismiss(None)
 
     def action_export(self) -> None:
         if self.export_dir is None:
