@@ -157,6 +157,14 @@ def test_the_whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.Capture
     # -- logs: the driver log, with VeRL step lines
     rc, out, _ = run(["logs", *P], capsys)
     assert rc == 0 and "Total training steps:" in out and "(TaskRunner pid=" in out and " step:1 - " in out
+    rc, tail, _ = run(["logs", *P, "--tail", "3"], capsys)
+    # split on \n only: tqdm lines hold \r, which splitlines() would also split on
+    later = run(["logs", *P], capsys)[1].rstrip("\n").split("\n")  # the job keeps writing: a superset
+    t = tail.rstrip("\n").split("\n")
+    assert rc == 0 and len(t) == 3 and any(later[i:i + 3] == t for i in range(len(later)))
+    # -- metrics --job: the spool `logs` filled, read locally
+    rc, out, _ = run(["metrics", "--job", job_id], capsys)
+    assert rc == 0 and any(r["step"] == 1 for r in json.loads(out))
 
     # -- stop, then stop again (a no-op), then the cluster
     rc, out, _ = run(["stop", *P, "--yes"], capsys)

@@ -203,7 +203,7 @@ async def test_convert_offers_force_when_checkpoint_exists() -> None:
 async def test_node_going_down_rerenders_that_node() -> None:
     b = demo_backend()
     app = RlconsoleApp(b)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(120, 40)) as pilot:  # the full grid (dense below ~35 lines)
         await settle(pilot)
         b.push_state(demo_state(b.profile, down=["node71"]))
         await settle(pilot)
@@ -311,8 +311,11 @@ async def test_ansi_and_carriage_returns_are_cleaned() -> None:
         await settle(pilot)
         b.push_log(["\x1b[36m(TaskRunner pid=1)\x1b[0m step:1", "Progress 1%\rProgress 2%\r"])
         await settle(pilot)
-        lines = app.screen.query_one(LogPane).log_widget.lines
-        assert lines[-2:] == ["(TaskRunner pid=1) step:1", "Progress 2%"]
+        log = app.screen.query_one(LogPane).log_widget
+        lines = log.lines
+        # the colour is kept (issue 14: the log's own ANSI colour), drawn, never printed raw
+        assert lines[-2:] == ["\x1b[36m(TaskRunner pid=1)\x1b[0m step:1", "Progress 2%"]
+        assert log._render_line_strip(log.line_count - 2, log.rich_style).text == "(TaskRunner pid=1) step:1"
 
 
 async def test_help_screen_opens_and_lists_every_key() -> None:
@@ -470,12 +473,16 @@ async def test_layout_adapts(size: tuple[int, int], cls: str | None) -> None:
         g = grid(app)
         if size == (120, 40):  # 4 x 8 fits without scrolling
             assert g.max_scroll_y == 0
-        # full three-line cards (with sparklines) from 100 columns, two-line ones below,
-        # and all 8 cards of a node side by side either way
-        assert g._layout.cell_h == (2 if size[0] < 100 else 3)
-        assert g._layout.per_line == 8
-        line = g.block_text("node71")[1]
-        assert line.split()[0] == "0" and "7" in line.split()
+        # full three-line cards (with sparklines) from 100 columns; at 80x24 the full grid
+        # (two-line cards) would not fit, so it is dense: one line per node, 8 cards each
+        if size[0] < 100:
+            assert g.dense and g._layout.block_h == 1
+            assert g.block_text("node71")[0].count("%") == 8
+        else:
+            assert g._layout.cell_h == 3
+            assert g._layout.per_line == 8
+            line = g.block_text("node71")[1]
+            assert line.split()[0] == "0" and "7" in line.split()
         # following the log: its last line is in view once the panes above filled in
         log = app.screen.query_one(LogPane).log_widget
         assert log.scroll_y == log.max_scroll_y

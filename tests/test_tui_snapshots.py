@@ -20,7 +20,7 @@ async def _settle(pilot) -> None:
     await pilot.pause()
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 50)], ids=["80x24", "160x50"])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)], ids=["80x24", "120x40", "160x50"])
 def test_main_screen(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=_settle)
 
@@ -36,3 +36,50 @@ def test_main_screen_node_down_120x40(snap_compare) -> None:
         await _settle(pilot)
 
     assert snap_compare(RlconsoleApp(b), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_main_screen_dense_16_nodes_120x40(snap_compare) -> None:
+    """16 nodes at 120x40: the grid goes one line per node on its own, nothing scrolls."""
+    assert snap_compare(RlconsoleApp(demo_backend(nodes=16)), terminal_size=(120, 40), run_before=_settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)], ids=["80x24", "120x40", "160x50"])
+def test_node_detail_screen(snap_compare, size: tuple[int, int]) -> None:
+    """The drill-down of node116 card 5 (the nearly full one): container, Ray, processes."""
+    from tui.screens.node_detail import NodeDetailScreen
+
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        pilot.app.push_screen(NodeDetailScreen("node116", 5))
+        await _settle(pilot)
+
+    assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)], ids=["80x24", "120x40", "160x50"])
+def test_graph_screen(snap_compare, size: tuple[int, int]) -> None:
+    """`g`: the five preselected scalars with axes, smoothing 0.8 and the expected bands."""
+
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press("g")
+        await _settle(pilot)
+
+    assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)], ids=["80x24", "120x40", "160x50"])
+def test_log_filter(snap_compare, size: tuple[int, int]) -> None:
+    """`&` filter mode: only the worker lines of 127.0.0.3, levels coloured."""
+    b = demo_backend()
+
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        b.push_log(["(WorkerDict pid=5077, ip=127.0.0.3) WARNING: KV cache 97% full",
+                    "(WorkerDict pid=5077, ip=127.0.0.3) Traceback (most recent call last):",
+                    '(WorkerDict pid=5077, ip=127.0.0.3)   File "sglang/srt/managers/scheduler.py", line 42',
+                    "(WorkerDict pid=5077, ip=127.0.0.3) RuntimeError: [bold]not markup[/]"])
+        await pilot.press("ampersand", *"ip=127", "enter")
+        await _settle(pilot)
+
+    assert snap_compare(RlconsoleApp(b), terminal_size=size, run_before=run_before)

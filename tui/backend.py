@@ -29,8 +29,8 @@ from .core.actions.events import ActionEvent
 from .core.alerts import Alert
 from .core.profile import Node, Profile, SshEndpoint
 from .core.state import (
-    ClusterState, ContainerState, GpuCard, GpuReport, JobState, NodeState, RayJobState,
-    RayNodeState, RayState,
+    ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, NodeState,
+    RayJobState, RayNodeState, RayState,
 )
 
 Series = dict[str, list[tuple[int, float]]]
@@ -152,8 +152,12 @@ def _card(node_i: int, j: int, step: int, busy: bool = True) -> GpuCard:
     mem = 58_000 + (k * 997) % 9_000
     temp = 63 + (k * 7) % 12 + 4 * phase
     power = 380 + (k * 13) % 90
+    # What a VeRL colocated worker looks like on a card: the Ray worker and its SGLang
+    # scheduler share it (the drill-down screen lists them).
+    procs = [GpuProcess(pid=50_000 + k * 10, name="ray::WorkerDict.actor_rollout_generate", mem_used_mib=float(mem - 9_000)),
+             GpuProcess(pid=50_001 + k * 10, name="sglang::scheduler", mem_used_mib=9_000.0)]
     return GpuCard(index=j, name="MTT S5000", util_pct=round(util), mem_used_mib=float(mem),
-                   mem_total_mib=81920.0, temp_c=round(temp), power_w=float(power))
+                   mem_total_mib=81920.0, temp_c=round(temp), power_w=float(power), processes=procs)
 
 
 def demo_state(profile: Profile, step: int = 812, down: Iterable[str] = (),
@@ -337,6 +341,20 @@ class StaticBackend:
         self._all_lines.extend(lines)
         for cb in self._log_cbs:
             cb(list(lines))
+
+    def all_series(self) -> Series:
+        """Every scalar this backend has: the pushed series plus VeRL-named scalars
+        derived from them (the graph screen plots any of these)."""
+        out: Series = dict(self.series)
+        reward = self.series.get("reward") or []
+        steps = [s for s, _ in reward]
+        if steps:
+            out.setdefault("critic/score/mean", reward)
+            out.setdefault("timing_s/step", [(s, 1032.0 + (s % 11) * 3) for s in steps])
+            out.setdefault("perf/mfu/actor", [(s, round(0.31 + 0.01 * math.sin(s / 7), 4)) for s in steps])
+            out.setdefault("actor/pg_loss", [(s, round(0.0195 - s * 1e-6 + 0.002 * math.sin(s), 5)) for s in steps])
+            out.setdefault("actor/entropy", [(s, round(0.41 - s * 1e-5, 5)) for s in steps])
+        return out
 
     def push_metrics(self, summary: dict[str, Any], series: Series) -> None:
         self.summary, self.series = summary, series

@@ -82,14 +82,18 @@ def cmd_action(args: argparse.Namespace) -> int:
 def cmd_logs(args: argparse.Namespace) -> int:
     from .core.logs_cli import run_logs
 
-    return run_logs(_load(args), job_id=args.job, follow=args.follow)
+    return run_logs(_load(args), job_id=args.job, follow=args.follow, tail=args.tail)
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
     from .core.metrics_cli import MetricsSourceError, load_metrics, write_csv, write_json
 
+    from .core.metrics_cli import spool_log_for_job
+
     try:
-        rows = load_metrics(args.source)
+        if (args.source is None) == (args.job is None):
+            raise UsageError("metrics: give a SOURCE (log file or TensorBoard dir) or --job ID (local spool)")
+        rows = load_metrics(args.source if args.job is None else spool_log_for_job(args.job))
     except FileNotFoundError as e:
         raise UsageError(str(e) if str(e) else f"{args.source}: not found") from None
     except MetricsSourceError as e:
@@ -279,10 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("logs", cmd_logs, "print the job's driver log")
     sp.add_argument("--job", metavar="ID", help="the Ray submission id (default: the running or last job)")
     sp.add_argument("--follow", "-f", action="store_true", help="keep printing new lines until interrupted")
+    sp.add_argument("--tail", "-n", type=int, metavar="N",
+                    help="print only the last N lines (then follow with -f)")
 
     sp = add("metrics", cmd_metrics, "step metrics from a VeRL log file or a TensorBoard run dir")
-    sp.add_argument("source", metavar="SOURCE", help="a VeRL log file, a file-logger JSONL file, or a "
-                    "TensorBoard run directory or event file")
+    sp.add_argument("source", metavar="SOURCE", nargs="?",
+                    help="a VeRL log file, a file-logger JSONL file, or a TensorBoard run directory or event file")
+    sp.add_argument("--job", metavar="ID", help="read the job's locally spooled driver log instead (no SSH)")
     g = sp.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="(default) a list of {step, metrics}")
     g.add_argument("--csv", action="store_true", help="one row per step, one column per metric")

@@ -224,6 +224,14 @@ class LiveBackend:
         self._alert(Alert("info", "ray", f"watching job {job_id}"))
         self._kick.set()
 
+    def all_series(self) -> dict[str, list[tuple[int, float]]]:
+        """Every scalar of the watched run (TensorBoard reader or log step lines), for the
+        graph screen and its CSV export; empty before a job is attached."""
+        if self.watcher is None:
+            return {}
+        rm = self.watcher.run_metrics()
+        return {k: rm.raw_series(k) for k in rm.keys()}
+
     async def _job_loop(self) -> None:
         from .core.jobwatch import find_job
 

@@ -2,7 +2,10 @@
 
 Textual's `Footer` rebuilds one widget per key every time the active screen changes,
 which made opening any dialog (help, a confirmation) cost ~80 ms on its own. The keys
-of the main screen never change, so this bar renders them once as one line of text.
+of the main screen never change, so this bar renders them as one line of text, laid out
+for the width it has (`fit_keys`): labels while they all fit, then bare keys for the
+less essential ones, so nothing is cut at 120 columns and `?` (help) and `q` (quit) are
+always on screen, even at 80.
 """
 
 from __future__ import annotations
@@ -10,7 +13,47 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.commands import KEYS
+from tui.commands import KEYS, KeyAction
+
+ALWAYS_LABELLED = ("question_mark", "q")
+"""Keys that keep their label at every width: the way to learn the rest, and the way out."""
+PALETTE = ("^p", "palette")
+
+
+def _cost(key: str, label: str | None) -> int:
+    """Columns one entry takes: " k " plus "label " when labelled."""
+    return len(key) + 2 + (len(label) + 1 if label else 0)
+
+
+def fit_keys(keys: tuple[KeyAction, ...], width: int) -> list[tuple[str, str | None]]:
+    """The (key, label-or-None) entries to show in `width` columns.
+
+    Full labels when everything fits. Otherwise labels go, view keys (the end of the
+    table) first, then the chain keys, but `?` and `q` keep theirs; then the palette hint
+    shrinks to its key, then goes; on a very narrow bar bare keys go from the end, never
+    `?` or `q`."""
+    shown = [k for k in keys if k.footer]
+    entries: list[tuple[str, str | None]] = [(k.shown_key, k.label) for k in shown]
+    keep = [k.key in ALWAYS_LABELLED for k in shown]
+
+    def fits(es: list[tuple[str, str | None]]) -> bool:
+        return sum(_cost(k, lab) for k, lab in es) <= width
+
+    if fits(entries + [PALETTE]):
+        return entries + [PALETTE]
+    for i in reversed(range(len(shown))):
+        if not keep[i]:
+            entries[i] = (entries[i][0], None)
+            if fits(entries + [PALETTE]):
+                return entries + [PALETTE]
+    if fits(entries + [(PALETTE[0], None)]):
+        return entries + [(PALETTE[0], None)]
+    for i in reversed(range(len(shown))):
+        if fits([e for e in entries if e[0]]):
+            break
+        if not keep[i]:
+            entries[i] = ("", None)
+    return [e for e in entries if e[0]]
 
 
 class KeyBar(Static):
@@ -18,21 +61,29 @@ class KeyBar(Static):
     KeyBar { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground; }
     """
 
-    def __init__(self, **kw: object) -> None:
+    def __init__(self, keys: tuple[KeyAction, ...] = KEYS, **kw: object) -> None:
         super().__init__(**kw)  # type: ignore[arg-type]
         self.can_focus = False
+        self.keys = keys
+        self._width = -1
 
     def on_mount(self) -> None:
-        self.update(self._text())
+        self._relayout()
 
-    def _text(self) -> Text:
+    def on_resize(self) -> None:
+        self._relayout()
+
+    def _relayout(self) -> None:
+        w = self.size.width or self.app.size.width
+        if w != self._width:
+            self._width = w
+            self.update(self._text(w))
+
+    def _text(self, width: int) -> Text:
         key_style = self.app.theme_variables.get("footer-key-foreground", "") or "bold"
         t = Text(no_wrap=True, overflow="ellipsis")
-        for k in KEYS:
-            if not k.footer:
-                continue
-            t.append(f" {k.shown_key} ", style=f"bold {key_style}")
-            t.append(f"{k.label} ")
-        t.append(" ^p ", style=f"bold {key_style}")
-        t.append("palette")
+        for key, label in fit_keys(self.keys, width):
+            t.append(f" {key} ", style=f"bold {key_style}")
+            if label:
+                t.append(f"{label} ")
         return t

@@ -12,7 +12,13 @@ Line numbers shown to the user are absolute over the whole run (1-based), so tha
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable
+import re
+from collections import deque
+from typing import Awaitable, Callable, Iterable
+
+from rich.highlighter import Highlighter
+from rich.style import Style
+from rich.text import Text
 
 from textual import on
 from textual.app import ComposeResult
@@ -23,12 +29,73 @@ from textual.widgets import Input, Log, Static
 
 from tui.backend import clean_line
 
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+"""Colour/attribute sequences: the only escapes a line keeps (drawn, never executed)."""
+_OTHER_ESC = re.compile(r"\x1b(?:\][^\x07\x1b]*(?:\x07|\x1b\\)?|\[[0-9;?]*[ -/]*[@-ln-~]|[@-Z\\-_])")
+"""Every other escape (cursor moves, OSC titles/links, ...): dropped."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
+"""Other control characters of a coloured line (bells, backspaces): dropped."""
+
+
+def keep_colour(line: str) -> str:
+    """A raw log line as the pane stores it: what a terminal would show after carriage
+    returns (tqdm redraws), with its colour sequences kept and every other escape
+    dropped. Lines without ESC take the plain `clean_line` path (the flood's case)."""
+    if "\x1b" not in line:
+        return clean_line(line)
+    if "\r" in line:
+        line = line.rstrip("\r").rsplit("\r", 1)[-1]
+    return _CONTROL.sub("", _OTHER_ESC.sub("", line))
+
+
+def plain(line: str) -> str:
+    """The text of a stored line without its colour sequences (search, filter, width)."""
+    return _SGR.sub("", line) if "\x1b" in line else line
+
 KEEP_LINES = 50_000
 """Lines the widget holds (a few MB): enough scroll-back for the screen, bounded."""
 FLUSH_S = 0.08
 """Buffer flush period: fast enough to feel live, slow enough to batch a 10k lines/s log."""
 
 SpoolSearch = Callable[[str, int, bool], Awaitable["int | None"]]
+
+SOURCE_RE = re.compile(r"^\((?P<actor>[\w.:-]+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)")
+"""Ray's prefix on a worker's line: `(WorkerDict pid=5077, ip=127.0.0.3)`; the driver's
+own actors print without ip (`(TaskRunner pid=48211)`)."""
+
+
+class LevelHighlighter(Highlighter):
+    """Colour for levels, tracebacks and Ray's source prefix. Applied by the Log widget at
+    draw time to the lines in view only (so a 10k lines/s flood costs nothing extra), on
+    plain text: a remote line can never inject markup."""
+
+    RULES: tuple[tuple[re.Pattern[str], Style], ...] = (
+        (re.compile(r"^\([\w.:-]+ pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\)"), Style(color="cyan", dim=True)),
+        (re.compile(r"\bstep:\d+"), Style(bold=True)),
+        (re.compile(r"\b(WARNING|WARN|Warning)\b.*"), Style(color="yellow")),
+        (re.compile(r"(\b(ERROR|CRITICAL|FATAL)\b|^Traceback \(most recent call last\):|^\s+File \"|"
+                    r"\b\w*(Error|Exception): ).*"), Style(color="red")),
+    )
+
+    def highlight(self, text: Text) -> None:
+        plain = text.plain
+        for rx, style in self.RULES:
+            for m in rx.finditer(plain):
+                text.stylize(style, m.start(), m.end())
+
+
+def source_of(line: str) -> str | None:
+    """`Actor ip` of a line with Ray's prefix (`WorkerDict 127.0.0.3`, `TaskRunner`)."""
+    m = SOURCE_RE.match(line)
+    if m is None:
+        return None
+    return f"{m['actor']} {m['ip']}" if m["ip"] else m["actor"]
+
+
+def source_filter(source: str) -> str:
+    """The filter regex that keeps the lines of one `source_of` value."""
+    actor, _, ip = source.partition(" ")
+    return rf"^\({re.escape(actor)} pid=\d+" + (rf", ip={re.escape(ip)}\)" if ip else r"\)")
 
 
 class SearchLog(Log):
@@ -46,6 +113,33 @@ class SearchLog(Log):
 
     match_index: int | None = None
     """Index into `lines` of the highlighted match (kept in sync when lines are pruned)."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(highlight=True, **kw)
+        self.highlighter = LevelHighlighter()
+
+    @classmethod
+    def _process_line(cls, line: str) -> str:
+        """Width and selection see the text without its colour sequences."""
+        return super()._process_line(plain(line))
+
+    def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
+        """A line with the log's own colour: its SGR sequences become Rich styles
+        (`Text.from_ansi` never reads markup), then levels are highlighted on top.
+        Plain lines take Textual's own path."""
+        raw = self._lines[y]
+        if "\x1b" not in raw or self.text_selection is not None:
+            return super()._render_line_strip(y, rich_style)
+        cached = self._render_line_cache.get(y)
+        if cached is not None:
+            return cached
+        text = Text.from_ansi(raw.expandtabs(), no_wrap=True, end="")
+        text.stylize_before(rich_style)
+        if self.highlight:
+            text = self.highlighter(text)
+        strip = Strip(text.render(self.app.console), text.cell_len)
+        self._render_line_cache[y] = strip
+        return strip
 
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)
@@ -99,6 +193,12 @@ class LogPane(Vertical):
         self.match_abs: int | None = None  # absolute line index of the current match
         self.search_note = ""
         self.spool_search: SpoolSearch | None = None
+        self.filter: re.Pattern[str] | None = None
+        """Filter mode (`&`): only lines matching this regex are shown."""
+        self.wrap = False
+        self._wrap_width = 0
+        self._kept: deque[str] = deque(maxlen=keep_lines)
+        """Every kept line, filtered or not, so clearing the filter restores them."""
         self.border_title = "Job log"
 
     def compose(self) -> ComposeResult:
@@ -106,6 +206,8 @@ class LogPane(Vertical):
         yield Static("", id="log-status")
         yield Input(placeholder="search the log (Enter: latest match; n newer, N older; Esc closes)",
                     id="log-search")
+        yield Input(placeholder="filter: regex, only matching lines are shown (empty: all lines; Esc closes)",
+                    id="log-filter")
 
     def on_mount(self) -> None:
         self.set_interval(FLUSH_S, self.flush)
@@ -118,7 +220,8 @@ class LogPane(Vertical):
     @property
     def dropped(self) -> int:
         """Lines delivered but no longer held by the widget (pruned from the top)."""
-        return self.total - len(self._pending) - self.log_widget.line_count
+        held = self.log_widget.line_count if not self.transformed else len(self._kept)
+        return self.total - len(self._pending) - held
 
     # -- lines
     def add_lines(self, lines: list[str]) -> None:
@@ -133,9 +236,12 @@ class LogPane(Vertical):
     def flush(self) -> None:
         if not self._pending:
             return
-        batch = [clean_line(s) for s in self._pending]
+        batch = [keep_colour(s) for s in self._pending]
         self._pending = []
+        self._kept.extend(batch)
         log = self.log_widget
+        if self.transformed:
+            batch = self._display(batch)
         log.write_lines(batch, scroll_end=self.follow)
         self._sync_match()
         self._update_status()
@@ -151,23 +257,136 @@ class LogPane(Vertical):
     def toggle_follow(self) -> None:
         self.set_follow(not self.follow)
 
+    # -- filter
+    def open_filter(self) -> None:
+        box = self.query_one("#log-filter", Input)
+        box.add_class("-open")
+        box.value = self.filter.pattern if self.filter is not None else ""
+        box.focus()
+
+    def set_filter(self, pattern: str | None) -> str | None:
+        """Show only lines matching `pattern` (None or empty: all). Returns an error
+        message for a bad regex (the filter is then unchanged)."""
+        self.flush()
+        if pattern:
+            try:
+                rx: re.Pattern[str] | None = re.compile(pattern)
+            except re.error as e:
+                self.search_note = f"&{pattern}: bad regex ({e})"
+                self._update_status()
+                return str(e)
+        else:
+            rx = None
+        self.filter = rx
+        self.pattern, self.match_abs = None, None  # search indexes assume every line is shown
+        log = self.log_widget
+        log.match_index = None
+        log.clear()
+        log.write_lines(self._display(self._kept), scroll_end=True)
+        self.search_note = "" if rx is None else f"&{rx.pattern}: {log.line_count:,} matching lines"
+        self._update_status()
+        return None
+
+    @property
+    def transformed(self) -> bool:
+        """Whether the widget shows something other than the kept lines one to one
+        (filtered or wrapped): line numbers then count `_kept`, not the widget."""
+        return self.filter is not None or self.wrap
+
+    def _display(self, lines: Iterable[str]) -> list[str]:
+        """Kept lines as the widget shows them: filtered, then wrapped to the width
+        (a wrapped coloured line is shown plain: a cut would split its colour codes)."""
+        rx = self.filter
+        out = [ln for ln in lines if rx.search(plain(ln))] if rx is not None else list(lines)
+        if not self.wrap:
+            return out
+        w = max(20, self.log_widget.size.width - 1)
+        wrapped: list[str] = []
+        for ln in out:
+            if len(ln) <= w:
+                wrapped.append(ln)
+                continue
+            p = plain(ln)
+            if len(p) <= w:
+                wrapped.append(ln)
+                continue
+            wrapped.append(p[:w])
+            wrapped.extend("  " + p[i:i + w - 2] for i in range(w, len(p), w - 2))
+        return wrapped
+
+    def toggle_wrap(self) -> bool:
+        """`w`: long lines wrap onto continuation lines (indented) or run off the edge."""
+        self.wrap = not self.wrap
+        self._wrap_width = self.log_widget.size.width
+        self._redisplay()
+        return self.wrap
+
+    def _redisplay(self) -> None:
+        self.flush()
+        self.pattern, self.match_abs = None, None  # search indexes assume lines one to one
+        log = self.log_widget
+        log.match_index = None
+        log.clear()
+        log.write_lines(self._display(self._kept), scroll_end=True)
+        self._update_status()
+
+    def on_resize(self) -> None:
+        if self.wrap and self.log_widget.size.width != self._wrap_width:
+            self._wrap_width = self.log_widget.size.width
+            self._redisplay()
+
+    def sources(self) -> list[str]:
+        """The Ray actors/nodes seen in the kept lines (for the `o` filter)."""
+        seen: dict[str, None] = {}
+        for ln in self._kept:
+            if ln.startswith("(") or ln.startswith("\x1b"):
+                src = source_of(plain(ln))
+                if src is not None:
+                    seen.setdefault(src)
+        return sorted(seen)
+
+    def cycle_source(self) -> str | None:
+        """`o`: filter to the next actor/node in turn (then back to all lines)."""
+        srcs = self.sources()
+        current = self.filter.pattern if self.filter is not None else None
+        pats = [source_filter(x) for x in srcs]
+        i = pats.index(current) + 1 if current in pats else 0
+        if i >= len(pats):
+            self.set_filter(None)
+            return None
+        self.set_filter(pats[i])
+        self.search_note = f"only {srcs[i]}: {self.log_widget.line_count:,} lines (o: next, & to edit)"
+        self._update_status()
+        return srcs[i]
+
+    @on(Input.Submitted, "#log-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.set_filter(event.value) is None:
+            self.query_one("#log-filter", Input).remove_class("-open")
+            self.log_widget.focus()
+
     # -- search
     def open_search(self) -> None:
-        box = self.query_one(Input)
+        if self.filter is not None:
+            self.set_filter(None)  # line numbers are over the whole log
+        if self.wrap:
+            self.toggle_wrap()
+        box = self.query_one("#log-search", Input)
         box.add_class("-open")
         box.value = self.pattern or ""
         box.focus()
 
     def action_close_search(self) -> None:
-        box = self.query_one(Input)
-        if box.has_class("-open"):
-            box.remove_class("-open")
-            self.log_widget.focus()
+        for box in self.query(Input):
+            if box.has_class("-open"):
+                box.remove_class("-open")
+                self.log_widget.focus()
 
     @on(Input.Submitted, "#log-search")
     async def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.query_one(Input).remove_class("-open")
+        self.query_one("#log-search", Input).remove_class("-open")
         self.log_widget.focus()
         if event.value:
             await self.search(event.value)
@@ -205,7 +424,7 @@ class LogPane(Vertical):
         rel = start_abs - off
         rng = range(min(rel, n) - 1, -1, -1) if backwards else range(max(rel + 1, 0), n)
         for i in rng:
-            if p in lines[i].lower():
+            if p in plain(lines[i]).lower():
                 self._jump(off + i)
                 return off + i
         if backwards and off > 0 and self.spool_search is not None:
@@ -243,7 +462,13 @@ class LogPane(Vertical):
 
     def _update_status(self) -> None:
         follow = "[b $text-success]FOLLOW[/]" if self.follow else "[b $text-warning]PAUSED[/]"
-        kept = f" (last {self.log_widget.line_count:,} kept)" if self.dropped > 0 else ""
+        from textual.markup import escape
+
+        kept = f" (last {len(self._kept):,} kept)" if self.dropped > 0 else ""
+        if self.filter is not None:
+            kept += f" · FILTER &{escape(self.filter.pattern)} ({self.log_widget.line_count:,} shown)"
+        if self.wrap:
+            kept += " · WRAP w"
         note = f" · {self.search_note}" if self.search_note else ""
         from textual.markup import escape
 

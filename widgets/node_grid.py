@@ -28,7 +28,9 @@ from typing import Hashable, Iterable, Iterator
 from rich.segment import Segment
 from rich.style import Style
 from textual.color import Color
-from textual.events import Resize
+from textual.binding import Binding
+from textual.events import Click, Resize
+from textual.message import Message
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -217,7 +219,13 @@ class GridLayout:
     cell_w: int
     cell_h: int  # 3 lines with a sparkline, 2 when compact
     per_line: int  # cards side by side (wraps when a node has more)
-    block_h: int  # header + card lines
+    block_h: int  # header + card lines (1 when dense)
+    dense: bool = False
+
+    @classmethod
+    def dense_for(cls, width: int, cards: int) -> "GridLayout":
+        """One line per node: the header shortened and each card's utilisation."""
+        return cls(width, 0, 0, max(1, cards), 1, dense=True)
 
     @classmethod
     def for_width(cls, width: int, cards: int) -> "GridLayout":
@@ -237,7 +245,21 @@ class GridLayout:
 
 
 class NodeGrid(ScrollView, can_focus=True):
-    """All nodes, one block each; scrolls when they do not fit (64 nodes x 8 cards)."""
+    """All nodes, one block each; scrolls when they do not fit (64 nodes x 8 cards).
+
+    A cursor picks a node (up/down while focused, its name drawn reversed); Enter or a
+    click posts `Selected` (a click on a card names the card) for the drill-down."""
+
+    BINDINGS = [Binding("up", "cursor(-1)", show=False), Binding("down", "cursor(1)", show=False),
+                Binding("enter", "select", show=False)]
+
+    class Selected(Message):
+        """A node (and maybe one of its cards) was picked for its detail screen."""
+
+        def __init__(self, node: str, card: int | None = None) -> None:
+            super().__init__()
+            self.node = node
+            self.card = card
 
     COMPONENT_CLASSES = {
         "nodegrid--load-idle", "nodegrid--load-low", "nodegrid--load-mid", "nodegrid--load-high",
@@ -277,6 +299,9 @@ class NodeGrid(ScrollView, can_focus=True):
         self._layout = GridLayout.for_width(0, 8)
         self._styles: dict[str, Style] = {}
         self._spark_styles: dict[str, list[Style]] = {}
+        self.cursor = 0
+        self.dense_forced: bool | None = None
+        """None: dense when the full grid does not fit (automatic); True/False: the `d` key."""
 
     # ------------------------------------------------------------------ data in
     async def update_state(self, state: ClusterState) -> None:
@@ -338,17 +363,115 @@ class NodeGrid(ScrollView, can_focus=True):
         adds a blank row to an auto-height widget)."""
         return max(0, self.size.width - self.styles.scrollbar_size_vertical)
 
+    # ------------------------------------------------------------------ selection
+    @property
+    def cursor_node(self) -> str | None:
+        """The node under the cursor (None before the first probe round)."""
+        return self._order[self.cursor].node_name if 0 <= self.cursor < len(self._order) else None
+
+    def _move_cursor(self, to: int) -> None:
+        if not self._order:
+            return
+        old, self.cursor = self.cursor, max(0, min(len(self._order) - 1, to))
+        for i in {old, self.cursor}:
+            if 0 <= i < len(self._order):
+                self._order[i].strips = None
+                self._refresh_block(i)
+        h = self._layout.block_h
+        self.scroll_to_region(Region(0, self.cursor * h, 1, h), animate=False)
+
+    def action_cursor(self, delta: int) -> None:
+        self._move_cursor(self.cursor + delta)
+
+    def action_select(self) -> None:
+        if self.cursor_node is not None:
+            self.post_message(self.Selected(self.cursor_node))
+
+    def hit(self, x: int, y: int) -> tuple[str, int | None] | None:
+        """The node, and the card when (x, y) is on one, at a point in widget coordinates."""
+        lay = self._layout
+        block, line = divmod(self.scroll_offset.y + y, lay.block_h)
+        if not 0 <= block < len(self._order):
+            return None
+        row = self._order[block]
+        if lay.dense or line == 0:
+            return row.node_name, None
+        k, off = divmod(x, lay.cell_w + GAP)
+        if off >= lay.cell_w or k >= lay.per_line:
+            return row.node_name, None
+        idx = ((line - 1) // lay.cell_h) * lay.per_line + k
+        return row.node_name, (idx if idx < len(row.cells) else None)
+
+    def on_click(self, event: Click) -> None:
+        got = self.hit(event.x, event.y)
+        if got is not None:
+            self._move_cursor(self._order.index(self.rows[got[0]]))
+            self.post_message(self.Selected(*got))
+
+    def on_focus(self) -> None:
+        self._move_cursor(self.cursor)
+
+    def on_blur(self) -> None:
+        self._move_cursor(self.cursor)
+
+    def _name_style(self, row: NodeRow, base: Style) -> Style:
+        st = base + self._style("name", partial=True)
+        if self.has_focus and self._order and self._order[self.cursor] is row:
+            st += Style(reverse=True)
+        return st
+
+    def _height_limit(self) -> int | None:
+        """Lines the grid may take (its max-height, resolved; None when unbounded)."""
+        mh = self.styles.max_height
+        if mh is None or not self.is_attached:
+            return None
+        try:
+            parent = self.parent.size if self.parent is not None else self.app.size  # type: ignore[union-attr]
+            return max(1, int(mh.resolve(parent, self.app.size)) - self.styles.gutter.height)
+        except Exception:  # unusual units: never let a layout question break the grid
+            return None
+
+    def _compute_layout(self) -> GridLayout:
+        """The full layout, or the dense one when toggled on or when the full grid would
+        need scrolling and the dense one would not (4 nodes at 80x24, 16 at 120x40)."""
+        width, cards = self._card_width(), self._max_cards()
+        full = GridLayout.for_width(width, cards)
+        dense = self.dense_forced
+        if dense is None:
+            limit = self._height_limit()
+            n = len(self._order)
+            dense = limit is not None and n * full.block_h > limit
+        return GridLayout.dense_for(width, cards) if dense else full
+
+    @property
+    def dense(self) -> bool:
+        """Whether nodes are drawn one line each right now."""
+        return self._layout.dense
+
+    def toggle_dense(self) -> bool:
+        """The `d` key: flip between the full and the dense grid (leaving automatic mode).
+        Returns the new state."""
+        self.dense_forced = not self.dense
+        self._relayout()
+        return self.dense
+
     def _relayout(self) -> None:
         """Recompute card geometry for the current width; drop every cached strip."""
-        self._layout = GridLayout.for_width(self._card_width(), self._max_cards())
+        self._layout = self._compute_layout()
         for row in self._order:
             row.strips = None
         self.virtual_size = Size(self._card_width(), len(self._order) * self._layout.block_h)
-        self.refresh()
+        # An explicit height (max-height still caps it): with `height: auto` the stacked
+        # containers above kept the height measured before the grid switched to dense.
+        want = len(self._order) * self._layout.block_h + self.styles.gutter.height
+        if self._order and self.styles.height != want:
+            self.styles.height = want
+        self.refresh(layout=True)
 
     def on_resize(self, event: Resize) -> None:
         # render_line may have adopted the new width already; the virtual size tells.
-        if self._card_width() != self._layout.width or self.virtual_size.width != self._layout.width:
+        if (self._card_width() != self._layout.width or self.virtual_size.width != self._layout.width
+                or self._compute_layout() != self._layout):
             self._relayout()
 
     def notify_style_update(self) -> None:
@@ -378,7 +501,7 @@ class NodeGrid(ScrollView, can_focus=True):
         scroll_y = self.scroll_offset.y
         width = self.size.width
         if self._card_width() != self._layout.width:  # resized; the Resize event is yet to come
-            self._layout = GridLayout.for_width(self._card_width(), self._max_cards())
+            self._layout = self._compute_layout()
             for row in self._order:
                 row.strips = None
         base = self._base_style()
@@ -414,6 +537,8 @@ class NodeGrid(ScrollView, can_focus=True):
         lay = self._layout
         width = max(1, self.size.width)
         base = self._base_style()
+        if lay.dense:
+            return [self._dense_strip(row, base, width)]
         out = [self._header_strip(row, base, width)]
         blank = Segment(" " * GAP, base)
         for start in range(0, max(1, len(row.cells)), lay.per_line):
@@ -445,7 +570,7 @@ class NodeGrid(ScrollView, can_focus=True):
         ok, bad, warn, muted = (base + self._style(n, partial=True) for n in ("ok", "bad", "warn", "muted"))
         dim = base + Style(dim=True)
         segs = [Segment("●", ok if h.reachable else bad), Segment(" "),
-                Segment(h.name, base + self._style("name", partial=True))]
+                Segment(h.name, self._name_style(row, base))]
         if h.head:
             segs += [Segment(" "), Segment("head", dim)]
         segs += [Segment(" "), Segment(h.address, dim)]
@@ -462,6 +587,44 @@ class NodeGrid(ScrollView, can_focus=True):
             segs += [Segment(f" (last known, {h.stale_age} ago)", dim)]
         if h.unparsed_error is not None:
             segs += [Segment("  "), Segment("cards unparsed", bad), Segment(" "), Segment(h.unparsed_error, dim)]
+        segs = [s if s.style is not None else Segment(s.text, base) for s in segs]
+        return Strip(segs).crop_extend(0, width, base)
+
+    def _dense_strip(self, row: NodeRow, base: Style, width: int) -> Strip:
+        """A node on one line: dot, name, container and Ray in a word each, then every
+        card's utilisation coloured like its full cell (load, hot, memory full, down)."""
+        h = row.header
+        name_w = max((len(r.node_name) for r in self._order), default=8)
+        ok, bad, warn, muted = (base + self._style(n, partial=True) for n in ("ok", "bad", "warn", "muted"))
+        segs: list[Segment] = []
+        if h is None:
+            segs.append(Segment(f"  {row.node_name:<{name_w}}", base))
+        else:
+            segs += [Segment("●", ok if h.reachable else bad), Segment(" "),
+                     Segment(f"{h.name:<{name_w}}", self._name_style(row, base)), Segment(" ")]
+            if not h.reachable:
+                segs += [Segment("DOWN", bad), Segment(" ")]
+            else:
+                ctr = {"running": ("ctr", ok), "unknown": ("ctr?", muted)}.get(h.container, (f"ctr:{h.container}", warn))
+                ray = {"alive": ("ray", ok), "dead": ("ray✗", bad), "absent": ("ray?", warn)}.get(h.ray, ("ray—", muted))
+                segs += [Segment(ctr[0], ctr[1]), Segment(" "), Segment(ray[0], ray[1]), Segment(" ")]
+        used = sum(len(s.text) for s in segs)
+        room = width - used
+        cw = 4 if len(row.cells) * 5 <= room else 3
+        for cell in row.cells:
+            st = self._style(cell.kind[1:])
+            c = cell.card
+            if cell.node_down:
+                txt = "—"
+            elif c is None or c.util_pct is None:
+                txt = "?"
+            else:
+                txt = f"{c.util_pct:.0f}%" if cw == 4 else f"{min(99, c.util_pct):.0f}"
+            segs += [Segment(" ", base), Segment(f"{txt:>{cw}}", st)]
+        if h is not None and not h.reachable and h.error:
+            segs += [Segment("  "), Segment(h.error, base + Style(dim=True))]
+        if h is not None and h.unparsed_error is not None:
+            segs += [Segment(" "), Segment("cards unparsed", bad)]
         segs = [s if s.style is not None else Segment(s.text, base) for s in segs]
         return Strip(segs).crop_extend(0, width, base)
 

@@ -1,7 +1,9 @@
-"""`rlconsole logs [--job ID] [--follow]`: the job's driver log, from the local spool on.
+"""`rlconsole logs [--job ID] [--follow] [--tail N]`: the job's driver log, from the local spool on.
 
 What the spool already holds is printed from disk; only what is new comes over SSH.
 Interrupting and running it again resumes where it stopped: no line twice, none lost.
+With `--tail N` the spool is first brought up to date silently, then its last N lines
+are printed (and, with `--follow`, what arrives after them).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from .errors import ActionError
 from .profile import Profile
 
 
-async def _logs(profile: Profile, job_id: str | None, follow: bool) -> int:
+async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | None = None) -> int:
     from .actions.remote import PoolRemote
     from .jobwatch import JobWatcher, find_job
     from .ssh import SessionPool
@@ -33,6 +35,16 @@ async def _logs(profile: Profile, job_id: str | None, follow: bool) -> int:
             sys.stdout.write("".join(line + "\n" for line in lines))
             sys.stdout.flush()
 
+        if tail is not None:
+            live = {"on": False}
+            w = JobWatcher(profile, pool, job_id, on_lines=lambda lines: out(lines) if live["on"] else None)
+            w.reattached = True
+            await w.follow_log(once=True)  # catch up silently, then print the last N
+            out(w.spool.tail(max(0, tail)) if tail > 0 else [])
+            if follow:
+                live["on"] = True
+                await w.follow_log(once=False)
+            return 0
         w = JobWatcher(profile, pool, job_id, on_lines=out)
         # what is already spooled first (a re-attach), then the rest from the node
         n = w.spool.line_count
@@ -45,8 +57,9 @@ async def _logs(profile: Profile, job_id: str | None, follow: bool) -> int:
         await pool.close()
 
 
-def run_logs(profile: Profile, job_id: str | None = None, follow: bool = False) -> int:
+def run_logs(profile: Profile, job_id: str | None = None, follow: bool = False,
+             tail: int | None = None) -> int:
     try:
-        return asyncio.run(_logs(profile, job_id, follow))
+        return asyncio.run(_logs(profile, job_id, follow, tail))
     except KeyboardInterrupt:
         return 130

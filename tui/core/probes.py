@@ -204,6 +204,19 @@ def _dechunk(body: bytes) -> bytes:
     return out
 
 
+RAY_MESSAGE_MAX = 500
+"""Characters kept of a Ray node's state_message (remote text: bounded)."""
+
+
+def _state_message(row: dict[str, Any]) -> str | None:
+    """A Ray node's last error: the API's `state_message` (set when a node dies, e.g.
+    "health check failed"), bounded; None when absent or not text."""
+    msg = row.get("state_message")
+    if not isinstance(msg, str) or not msg.strip():
+        return None
+    return msg.strip()[:RAY_MESSAGE_MAX]
+
+
 def ray_state_from_api(nodes_doc: Any, status_doc: Any, jobs_doc: Any) -> RayState:
     """Dashboard API answers -> RayState (source "api")."""
     st = RayState(available=True, source="api")
@@ -224,7 +237,8 @@ def ray_state_from_api(nodes_doc: Any, status_doc: Any, jobs_doc: Any) -> RaySta
         used_pair = (usage_by_node.get(nid) or {}).get("GPU") or [0.0, total]
         st.nodes.append(RayNodeState(node_id=nid, address=row.get("node_ip") or "", alive=alive,
                                      gpus_total=total, gpus_used=float(used_pair[0]) if alive else 0.0,
-                                     is_head=bool(row.get("is_head_node"))))
+                                     is_head=bool(row.get("is_head_node")),
+                                     error=_state_message(row)))
         if alive:
             st.nodes_alive += 1
             st.gpus_total += total

@@ -78,6 +78,7 @@ class RayNodeState:
     gpus_total: float = 0.0
     gpus_used: float = 0.0
     is_head: bool = False
+    error: str | None = None  # Ray's state_message: why a node died (bounded, untrusted)
 
 
 @dataclass

@@ -42,6 +42,7 @@ from ..messages import (
 )
 from .alerts import AlertsScreen
 from .help import HelpScreen
+from .node_detail import NodeDetailScreen
 from .preflight import PreflightScreen
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class MainScreen(Screen[None]):
         self.bells = 0
         self.running: dict[str, Worker[Any]] = {}
         self.check_events: list[ActionEvent] = []
+        self.series: dict[str, list[tuple[int, float]]] = {}
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -103,6 +105,7 @@ class MainScreen(Screen[None]):
         self.query_one(LogPane).add_lines(msg.lines)
 
     def on_metrics_updated(self, msg: MetricsUpdated) -> None:
+        self.series = msg.series  # the graph screen reads the latest
         self.query_one(MetricsPane).update_metrics(msg.summary, msg.series)
 
     def on_alert_raised(self, msg: AlertRaised) -> None:
@@ -216,6 +219,36 @@ class MainScreen(Screen[None]):
 
     def action_toggle_follow(self) -> None:
         self.query_one(LogPane).toggle_follow()
+
+    def action_toggle_dense(self) -> None:
+        dense = self.query_one(NodeGrid).toggle_dense()
+        self.notify("dense grid: one line per node" if dense else "full grid", timeout=2)
+
+    def action_filter(self) -> None:
+        self.query_one(LogPane).open_filter()
+
+    def action_filter_source(self) -> None:
+        src = self.query_one(LogPane).cycle_source()
+        self.notify(f"log: only {src}" if src else "log: all lines", timeout=2)
+
+    def action_toggle_wrap(self) -> None:
+        self.query_one(LogPane).toggle_wrap()
+
+    def action_graph(self) -> None:
+        # Imported on first use: plotext is only needed once the graph opens.
+        from .graph import GraphScreen, metrics_source
+
+        job = self.state.job.id if self.state is not None and self.state.job is not None else "run"
+        self.app.push_screen(GraphScreen(metrics_source(self), self.backend.profile.monitoring,
+                                         run_name=f"{self.backend.profile.name}-{job}"))
+
+    def action_detail(self) -> None:
+        node = self.query_one(NodeGrid).cursor_node
+        if node is not None:
+            self.app.push_screen(NodeDetailScreen(node))
+
+    def on_node_grid_selected(self, msg: NodeGrid.Selected) -> None:
+        self.app.push_screen(NodeDetailScreen(msg.node, msg.card))
 
     def action_search(self) -> None:
         self.query_one(LogPane).open_search()

@@ -1,0 +1,93 @@
+"""The graph screen (issue 14 item 1): `g` opens plots of the preselected scalars,
+smoothing and the step range change what is drawn, `e` exports every scalar to CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from textual_plotext import PlotextPlot
+
+from tui.app import RlconsoleApp
+from tui.backend import demo_backend
+from tui.core.series_tools import ema, in_range, to_csv
+from tui.screens.graph import GraphScreen, expected_band, preselected
+
+from .test_tui_pilot import settle, until
+
+
+def test_ema_is_debiased_and_zero_weight_is_raw() -> None:
+    pts = [(1, 10.0), (2, 10.0), (3, 10.0)]
+    assert ema(pts, 0.0) == pts
+    assert [round(v, 9) for _, v in ema(pts, 0.9)] == [10.0, 10.0, 10.0]  # no pull towards 0
+    sm = ema([(1, 0.0), (2, 1.0)], 0.5)
+    assert sm[0] == (1, 0.0) and abs(sm[1][1] - (0.5 * 1.0) / (1 - 0.25)) < 1e-12
+    assert ema([(1, float("nan")), (2, 4.0)], 0.5)[1] == (2, 4.0)
+
+
+def test_range_and_csv() -> None:
+    pts = [(s, float(s)) for s in range(1, 11)]
+    assert in_range(pts, 3, 5) == [(3, 3.0), (4, 4.0), (5, 5.0)]
+    text = to_csv({"b": [(1, 0.5), (3, 1.5)], "a": [(2, 2.0)]})
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows == [["step", "a", "b"], ["1", "", "0.5"], ["2", "2.0", ""], ["3", "", "1.5"]]
+
+
+def test_preselection_and_bands() -> None:
+    names = ["actor/entropy", "critic/score/mean", "perf/mfu/actor", "response_length/mean",
+             "throughput", "timing_s/step"]
+    assert preselected(names) == ["critic/score/mean", "throughput", "response_length/mean",
+                                  "timing_s/step", "perf/mfu/actor"]
+    prof = demo_backend().profile
+    mon = prof.monitoring
+    lo, hi = expected_band("timing_s/step", [(1, 1000.0)], mon)
+    assert (lo, hi) == (mon.step_time_min[0] * 60, mon.step_time_min[1] * 60)
+    assert expected_band("perf/mfu/actor", [(1, 0.31)], mon) == (mon.mfu_pct[0] / 100, mon.mfu_pct[1] / 100)
+    assert expected_band("actor/entropy", [(1, 0.4)], mon) is None
+
+
+async def test_g_opens_plots_smoothing_range_and_export(tmp_path) -> None:
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
+        g: GraphScreen = app.screen  # type: ignore[assignment]
+        assert g.selected == ["reward", "throughput", "response_length", "timing_s/step", "perf/mfu/actor"]
+        assert "actor/pg_loss" in g.series  # every scalar the backend has, not just the pane's three
+        before = g.smoothing
+        await pilot.press("right_square_bracket")
+        assert g.smoothing > before
+        await pilot.press("w")
+        assert g.window == 50
+        g.export_dir = tmp_path
+        await pilot.press("e")
+        await until(pilot, lambda: g.last_export is not None)
+        rows = list(csv.reader(io.StringIO(g.last_export.read_text())))
+        assert rows[0][0] == "step" and "actor/entropy" in rows[0] and "reward" in rows[0]
+        assert rows[-1][0] == "812" and len(rows) == 241
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main_screen)
+
+
+def test_parse_range() -> None:
+    from tui.screens.graph import parse_range
+
+    assert parse_range("100:500") == (100, 500)
+    assert parse_range("300:") == (300, None) and parse_range(":20") == (None, 20)
+    assert parse_range("") is None
+    assert parse_range("abc") is False and parse_range("5:1") is False and parse_range("7") is False
+
+
+async def test_colon_sets_an_explicit_step_range() -> None:
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
+        g: GraphScreen = app.screen  # type: ignore[assignment]
+        await pilot.press("colon", *"700:750", "enter")
+        await until(pilot, lambda: g.step_range == (700, 750))
+        assert "steps 700:750" in str(g.query_one("#graph-keys").render())
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main_screen)

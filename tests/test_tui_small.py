@@ -1,0 +1,85 @@
+"""Small terminals (issue 14 item 4): the key bar fits its width, the idle Action pane
+takes no room, and the dense one-line-per-node grid (key `d`, automatic when the full
+grid does not fit) shows 4 nodes at 80x24 and 16 at 120x40."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.app import RlconsoleApp
+from tui.backend import demo_backend
+from tui.commands import KEYS
+from widgets.action_panel import ActionPanel
+from widgets.key_bar import KeyBar, fit_keys
+from widgets.node_grid import NodeGrid
+
+from .test_tui_pilot import settle, until
+
+
+def _shown(width: int) -> str:
+    return "".join(f" {k} " + (f"{lab} " if lab else "") for k, lab in fit_keys(KEYS, width))
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120, 160, 200])
+def test_key_bar_fits_and_keeps_help_and_quit(width: int) -> None:
+    text = _shown(width)
+    assert len(text) <= width
+    assert " ? Help " in text and " q Quit " in text
+    if width >= 80:  # every key is still there, even without its label
+        for k in KEYS:
+            if k.footer:
+                assert f" {k.shown_key} " in text
+
+
+def test_key_bar_full_labels_when_wide() -> None:
+    text = _shown(400)
+    for k in KEYS:
+        if k.footer:
+            assert f" {k.shown_key} {k.label} " in text
+    assert "palette" in text
+
+
+async def _visible_nodes(app: RlconsoleApp) -> list[str]:
+    g = app.screen.query_one(NodeGrid)
+    lines = [g.render_line(y).text for y in range(g.size.height)]
+    return [name for name in g.rows if any(name + " " in ln for ln in lines)]
+
+
+@pytest.mark.parametrize("size,nodes", [((80, 24), 4), ((120, 40), 16)], ids=["80x24-4", "120x40-16"])
+async def test_dense_grid_automatic_when_full_does_not_fit(size: tuple[int, int], nodes: int) -> None:
+    app = RlconsoleApp(demo_backend(nodes=nodes))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        g = app.screen.query_one(NodeGrid)
+        await until(pilot, lambda: g.dense and g.size.height >= nodes)
+        assert len(await _visible_nodes(app)) == nodes
+        assert g.max_scroll_y == 0
+        assert app.screen.query_one(KeyBar).region.bottom == size[1]
+
+
+async def test_full_grid_when_it_fits_and_d_toggles() -> None:
+    app = RlconsoleApp(demo_backend(nodes=4))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        g = app.screen.query_one(NodeGrid)
+        assert not g.dense
+        assert "56% 380W" in "\n".join(g.block_text("node125"))
+        await pilot.press("d")
+        await until(pilot, lambda: g.dense and g.size.height == 4)
+        line = g.block_text("node71")
+        assert len(line) == 1 and "node71" in line[0] and "53%" in line[0]
+        await pilot.press("d")
+        await until(pilot, lambda: not g.dense and g.size.height == 16)
+
+
+async def test_idle_action_pane_collapses() -> None:
+    app = RlconsoleApp(demo_backend(action_delay=0))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        panel = app.screen.query_one(ActionPanel)
+        log = app.screen.query_one("#log")
+        assert not panel.display or panel.region.width == 0
+        assert log.region.width == 120
+        await pilot.press("u")
+        await until(pilot, lambda: panel.region.width > 0)
+        assert log.region.width < 120

@@ -1,0 +1,295 @@
+"""`g`: plots with axes of any scalar of the run against step (textual-plotext).
+
+Several at once (pick them in the list; space toggles), TensorBoard-style EMA smoothing
+(`[` / `]` step the weight 0 .. 0.99, the raw curve stays drawn faintly), a step range
+(`w` cycles all / last 50 / 200 / 1000 steps; `:` takes an explicit FROM:TO), and the profile's expected range drawn as
+a band (two dashed lines) on the scalars the profile judges. `e` writes every scalar of
+the run to a CSV file under the state directory.
+
+The data: the series the backend pushes with each metrics update, plus every scalar the
+backend holds when it offers `all_series()` (the TensorBoard reader / the log's step
+lines on the live backend, demo data on the static one).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Input, SelectionList, Static
+from textual.widgets.selection_list import Selection
+from textual_plotext import PlotextPlot
+
+from ..core.series_tools import Point, ema, in_range, to_csv
+
+if TYPE_CHECKING:
+    from ..core.profile import Monitoring
+
+PRESET: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("reward", ("reward", "critic/rewards/mean", "critic/score/mean")),
+    ("throughput per node", ("throughput", "throughput_tokens_per_s_per_node")),
+    ("response length", ("response_length", "response_length/mean")),
+    ("step time", ("timing_s/step", "step_time_s", "step_time")),
+    ("MFU", ("perf/mfu/actor", "mfu/actor", "mfu_pct", "mfu")),
+)
+"""Preselected plots: the first name the data has of each group."""
+SMOOTHING = (0.0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.99)
+WINDOWS: tuple[int | None, ...] = (None, 50, 200, 1000)
+REFRESH_S = 2.0
+
+
+def preselected(names: list[str]) -> list[str]:
+    """The scalars plotted on opening: one per PRESET group that the data has."""
+    have = set(names)
+    return [next(c for c in cands if c in have) for _, cands in PRESET if any(c in have for c in cands)]
+
+
+def parse_range(text: str) -> tuple[int | None, int | None] | None | bool:
+    """`FROM:TO` -> (from, to) with either side optional; empty -> None (all steps);
+    anything else -> False."""
+    text = text.strip()
+    if not text:
+        return None
+    lo, sep, hi = text.partition(":")
+    try:
+        a = int(lo) if lo.strip() else None
+        b = int(hi) if hi.strip() else None
+    except ValueError:
+        return False
+    if not sep or (a is not None and b is not None and a > b):
+        return False
+    return a, b
+
+
+def expected_band(name: str, points: list[Point], mon: "Monitoring | None") -> tuple[float, float] | None:
+    """The profile's expected range for scalar `name`, in the scalar's own units."""
+    if mon is None:
+        return None
+    if name in ("throughput", "throughput_tokens_per_s_per_node"):
+        return mon.throughput_tokens_per_s_per_node
+    if name in ("timing_s/step", "step_time_s") and mon.step_time_min:
+        lo, hi = mon.step_time_min
+        return lo * 60.0, hi * 60.0
+    if "mfu" in name and mon.mfu_pct:
+        lo, hi = mon.mfu_pct
+        fraction = bool(points) and max(abs(v) for _, v in points if math.isfinite(v)) <= 1.5
+        return (lo / 100.0, hi / 100.0) if fraction else (lo, hi)
+    if "memory_reserved_gb" in name and mon.mem_gib_per_card:
+        return mon.mem_gib_per_card
+    return None
+
+
+class GraphScreen(Screen[None]):
+    DEFAULT_CSS = """
+    GraphScreen > Horizontal { height: 1fr; }
+    GraphScreen SelectionList { width: 34; height: 1fr; border-top: hkey $primary 50%; }
+    GraphScreen.-narrow SelectionList { width: 24; }
+    GraphScreen #plots { width: 1fr; height: 1fr; layout: grid; grid-size: 1; grid-gutter: 0; }
+    GraphScreen.-wide #plots { grid-size: 2; }
+    GraphScreen PlotextPlot { height: 100%; }
+    GraphScreen #graph-range { dock: bottom; display: none; height: 1; border: none; padding: 0 1; }
+    GraphScreen #graph-range.-open { display: block; }
+    GraphScreen #graph-keys { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground; }
+    """
+    BINDINGS = [
+        Binding("q,g", "close", "Back"),
+        Binding("left_square_bracket", "smooth(-1)", "Less smoothing"),
+        Binding("right_square_bracket", "smooth(1)", "More smoothing"),
+        Binding("w", "window", "Last N steps"),
+        Binding("colon", "range", "Step range"),
+        Binding("e", "export", "Export CSV"),
+    ]
+
+    def __init__(self, source: Callable[[], dict[str, list[Point]]], monitoring: "Monitoring | None" = None,
+                 export_dir: Path | None = None, run_name: str = "run") -> None:
+        super().__init__()
+        self.source = source
+        self.monitoring = monitoring
+        self.export_dir = export_dir
+        self.run_name = run_name
+        self.series: dict[str, list[Point]] = {}
+        self.smoothing_i = 3  # 0.8: a visible but faithful default
+        self.window_i = 0
+        self.step_range: tuple[int | None, int | None] | None = None
+        """An explicit `from:to` range (the `:` key); overrides the `w` window."""
+        self.selected: list[str] = []
+        self.last_export: Path | None = None
+
+    @property
+    def smoothing(self) -> float:
+        return SMOOTHING[self.smoothing_i]
+
+    @property
+    def window(self) -> int | None:
+        return WINDOWS[self.window_i]
+
+    def compose(self) -> ComposeResult:
+        self.series = self._load()
+        names = sorted(self.series)
+        self.selected = preselected(names)
+        first = self.selected + [n for n in names if n not in self.selected]
+        with Horizontal():
+            sl: SelectionList[str] = SelectionList(*(Selection(n, n, n in self.selected) for n in first), id="scalars")
+            sl.border_title = f"Scalars ({len(names)})"
+            yield sl
+            yield VerticalScroll(id="plots")
+        yield Input(placeholder="step range FROM:TO (either may be empty; empty: all steps; Esc cancels)",
+                    id="graph-range")
+        yield Static(id="graph-keys")
+
+    async def on_mount(self) -> None:
+        self.set_class(self.app.size.width >= 150, "-wide")
+        self.set_class(self.app.size.width < 100, "-narrow")
+        await self._rebuild()
+        self.set_interval(REFRESH_S, self._reload)
+
+    def _load(self) -> dict[str, list[Point]]:
+        try:
+            return {k: list(v) for k, v in (self.source() or {}).items() if v}
+        except Exception as e:  # the screen stays up and says why
+            self.notify(f"metrics unavailable: {e}", severity="warning")
+            return {}
+
+    def _reload(self) -> None:
+        new = self._load()
+        if new != self.series:
+            self.series = new
+            self._replot()
+
+    def _keys_text(self) -> str:
+        win = "all steps" if self.window is None else f"last {self.window} steps"
+        if self.step_range is not None:
+            lo, hi = self.step_range
+            win = f"steps {'' if lo is None else lo}:{'' if hi is None else hi}"
+        return (f" [b]space[/] pick  [b][ ][/] smoothing {self.smoothing:.2f}  [b]w[/]/[b]:[/] {win}  "
+                f"[b]e[/] export CSV  [b]Esc[/] back")
+
+    async def _rebuild(self) -> None:
+        """Mount one plot per selected scalar, then draw them."""
+        plots = self.query_one("#plots", VerticalScroll)
+        await plots.remove_children()
+        n = len(self.selected)
+        cols = 2 if self.has_class("-wide") and n > 1 else 1
+        rows = max(1, -(-n // cols))
+        avail = max(8, self.app.size.height - 2)
+        plots.set_styles(f"grid-size: {cols}; grid-rows: {max(8, avail // rows)};")
+        await plots.mount_all([PlotextPlot(id=f"plot-{i}") for i in range(n)])
+        if not n:
+            await plots.mount(Static("[dim]no scalar picked: space on a name in the list[/]"))
+        self._replot()
+
+    def _replot(self) -> None:
+        self.query_one("#graph-keys", Static).update(self._keys_text())
+        for i, name in enumerate(self.selected):
+            try:
+                w = self.query_one(f"#plot-{i}", PlotextPlot)
+            except Exception:
+                continue
+            self._draw(w, name)
+
+    def _draw(self, w: PlotextPlot, name: str) -> None:
+        plt = w.plt
+        plt.clear_data()
+        plt.clear_figure()
+        pts = [p for p in self.series.get(name, []) if math.isfinite(p[1])]
+        if self.step_range is not None:
+            pts = in_range(pts, *self.step_range)
+        elif pts and self.window is not None:
+            pts = in_range(pts, pts[-1][0] - self.window + 1, None)
+        title = name
+        if pts:
+            xs = [s for s, _ in pts]
+            band = expected_band(name, pts, self.monitoring)
+            if band is not None:
+                lo, hi = band
+                plt.plot([xs[0], xs[-1]], [lo, lo], color="green", marker="-")
+                plt.plot([xs[0], xs[-1]], [hi, hi], color="green", marker="-")
+                title += f"  [{lo:g}-{hi:g}]"
+            if self.smoothing > 0:
+                plt.plot(xs, [v for _, v in pts], color="gray", marker="braille")
+                sm = ema(pts, self.smoothing)
+                plt.plot(xs, [v for _, v in sm], color="cyan", marker="braille")
+                title += f"  {pts[-1][1]:.4g} (smoothed {sm[-1][1]:.4g})"
+            else:
+                plt.plot(xs, [v for _, v in pts], color="cyan", marker="braille")
+                title += f"  {pts[-1][1]:.4g}"
+        else:
+            title += "  (no points)"
+        width = w.size.width or 60
+        plt.title(title if len(title) <= width - 2 else title[: width - 3] + "…")  # plotext drops a too-long title
+        plt.xlabel("step")
+        w.refresh()
+
+    async def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
+        chosen = set(event.selection_list.selected)
+        keep = [n for n in self.selected if n in chosen]
+        self.selected = keep + sorted(chosen - set(keep))
+        await self._rebuild()
+
+    def action_smooth(self, d: int) -> None:
+        self.smoothing_i = max(0, min(len(SMOOTHING) - 1, self.smoothing_i + d))
+        self._replot()
+
+    def action_window(self) -> None:
+        self.step_range = None
+        self.window_i = (self.window_i + 1) % len(WINDOWS)
+        self._replot()
+
+    def action_range(self) -> None:
+        box = self.query_one("#graph-range", Input)
+        box.add_class("-open")
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        rng = parse_range(event.value)
+        if rng is False:
+            self.notify(f"step range {event.value!r}: want FROM:TO, e.g. 100:500 or 300:", severity="warning")
+            return
+        self.step_range = rng  # type: ignore[assignment]
+        event.input.remove_class("-open")
+        self.query_one(SelectionList).focus()
+        self._replot()
+
+    def key_escape(self) -> None:
+        box = self.query_one("#graph-range", Input)
+        if box.has_class("-open"):
+            box.remove_class("-open")
+            self.query_one(SelectionList).focus()
+        else:
+            self.dismiss(None)
+
+    def action_export(self) -> None:
+        if self.export_dir is None:
+            from ..core.debuglog import state_dir
+
+            self.export_dir = state_dir() / "exports"
+        self.export_dir.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.run_name)[:80] or "run"
+        path = self.export_dir / f"{safe}-metrics-{time.strftime('%Y%m%d-%H%M%S')}.csv"
+        path.write_text(to_csv(self.series), encoding="utf-8")
+        self.last_export = path
+        self.notify(f"{len(self.series)} scalars written to {path}", title="export", timeout=8)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def metrics_source(main: Any) -> Callable[[], dict[str, list[Point]]]:
+    """The graph's data: the main screen's last pushed series, plus every scalar the
+    backend holds when it offers `all_series()`."""
+
+    def get() -> dict[str, list[Point]]:
+        out: dict[str, list[Point]] = dict(getattr(main, "series", None) or {})
+        more = getattr(main.backend, "all_series", None)
+        if callable(more):
+            out.update(more() or {})
+        return out
+
+    return get
