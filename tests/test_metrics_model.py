@@ -105,6 +105,25 @@ def test_wall_clock_fallback_without_timing() -> None:
     assert RunMetrics(rows).step_time_s() is None
 
 
+def test_wall_cadence_ignores_a_backlog_read_in_one_chunk() -> None:
+    """A console that attaches at step 10 reads steps 1-10 in one chunk; only the steps
+    it then sees arrive, 1.1 s apart, say how fast the run goes (as tqdm would)."""
+    rows = [{"step": s, "metrics": {"critic/rewards/mean": 0.5}} for s in range(1, 16)]
+    wall = {s: 500.0 + 0.001 * s for s in range(1, 11)}
+    wall.update({s: 500.01 + 1.1 * (s - 10) for s in range(11, 16)})
+    rm = RunMetrics(rows, total_steps=100, wall_times=wall, tqdm_s_per_step=1.1)
+    assert rm.wall_step_time_s() == pytest.approx(1.1, rel=0.02)
+    assert rm.eta_s() == pytest.approx(85 * 1.1, rel=0.02)
+    # one long gap (the link was down for a minute) does not skew it
+    wall[13] += 60.0
+    wall[14] += 60.0
+    wall[15] += 60.0
+    assert RunMetrics(rows, total_steps=100, wall_times=wall).wall_step_time_s() == pytest.approx(1.1, rel=0.02)
+    # only the backlog seen: tqdm's own rate
+    only = {s: 500.0 + 0.001 * s for s in range(1, 16)}
+    assert RunMetrics(rows, total_steps=100, wall_times=only, tqdm_s_per_step=1.3).wall_step_time_s() == 1.3
+
+
 def test_recent_window_for_step_time() -> None:
     rows = run_rows(30, step_time=2000.0)
     for r in rows[-10:]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -324,16 +325,23 @@ class RunMetrics:
             return (wt[-1][1] - wt[0][1]) / (wt[-1][0] - wt[0][0])
         return None
 
+    SAME_CHUNK_S = 0.05
+    """Step lines seen closer together than this came in one read of the log."""
+
     def wall_step_time_s(self) -> float | None:
         """Seconds per step on the wall clock: the cadence of the recent steps' wall
         times (when the console saw each step line arrive, or the events' wall times).
         This is what the user waits, whatever `timing_s/step` says the trainer measured
         (the two differ when steps overlap with I/O, or in the sim's accelerated time)."""
         wt = [(s, self.wall_times[s]) for s in self.steps[-(self.window + 1):] if s in self.wall_times]
-        # A span under a second is one chunk of log read at once (a catch-up after a
-        # reconnect): its arrival times say nothing about the cadence.
-        if len(wt) >= 2 and wt[-1][0] > wt[0][0] and wt[-1][1] - wt[0][1] >= 1.0:
-            return (wt[-1][1] - wt[0][1]) / (wt[-1][0] - wt[0][0])
+        # Per pair of consecutive steps seen, seconds per step; steps that arrived in one
+        # chunk of log (a re-attach reading the backlog, a catch-up after a reconnect)
+        # say nothing about the cadence and are left out, and the median keeps one long
+        # gap (the link was down) from skewing it.
+        rates = [(t2 - t1) / (s2 - s1) for (s1, t1), (s2, t2) in zip(wt, wt[1:])
+                 if s2 > s1 and t2 - t1 >= self.SAME_CHUNK_S]
+        if len(rates) >= 3:
+            return statistics.median(rates)
         return self.tqdm_s_per_step
 
     def elapsed_s(self) -> float | None:
