@@ -98,7 +98,12 @@ class Watch:
                 return v
             if time.monotonic() > end:
                 seen = "\n  ".join(a.one_line() + (" [ends]" if a.ends else "") for a in self.alerts[-15:])
-                raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last alerts:\n  {seen}")
+                st = self.backend.state
+                ray = st.ray if st is not None else None
+                where = (f"ray: available={ray.available} source={ray.source} error={ray.error!r} "
+                         f"jobs={[(j.id, j.status) for j in ray.jobs]}" if ray is not None else "no state")
+                raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; {where}; "
+                                     f"last alerts:\n  {seen}")
             await asyncio.sleep(0.2)
 
     def opened(self, key: str, since: int = 0) -> list[Alert]:
