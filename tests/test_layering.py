@@ -34,3 +34,17 @@ print(json.dumps({{"modules": names, "bad": bad}}))
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert len(out["modules"]) > 30, out["modules"]
     assert out["bad"] == [], f"the core pulled in UI/app modules: {out['bad']}"
+
+
+def test_import_contracts_hold() -> None:
+    """The contracts in pyproject.toml ([tool.importlinter]), checked by import-linter on
+    the whole static import graph (lazy imports inside functions included): the core is
+    headless, and widgets never import the app layer (they receive keys and post their
+    own nested messages)."""
+    import shutil
+
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert exe, "import-linter is a test dependency: pip install -e '.[test]'"
+    r = subprocess.run([exe, "--no-cache"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    assert "0 broken" in r.stdout and "2 kept" in r.stdout, r.stdout[-2000:]

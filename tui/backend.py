@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any, AsyncIterator, Callable, Iterable, Protocol, TypedDict, runtime_checkable
 
 from .core.actions.events import ActionEvent
 from .core.alerts import Alert
+from .core.parsers.ansi import clean_line  # noqa: F401 - re-exported for the app layer
 from .core.profile import Node, Profile, SshEndpoint
 from .core.state import (
     ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, NodeState,
@@ -478,15 +478,3 @@ def demo_backend(nodes: int = 4, gpus: int = 8, step: int = 812, **kw: Any) -> S
                          summary=summary, series=series, warmup=warm, **kw)
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-
-
-def clean_line(line: str) -> str:
-    """Strip ANSI colour and keep what a terminal would show after carriage returns
-    (tqdm redraws): the Log widget would otherwise print escape codes as garbage."""
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
-    if "\r" in line:
-        line = line.rstrip("\r")
-        line = line.rsplit("\r", 1)[-1]
-    return line

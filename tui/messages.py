@@ -15,6 +15,7 @@ from textual.message import Message
 from .core.actions.events import ActionEvent
 from .core.alerts import Alert
 from .core.state import ClusterState
+from widgets.alerts_bar import AlertsBar
 
 
 class StateUpdated(Message):
@@ -68,5 +69,4 @@ class ActionFinished(Message):
         self.message = message
 
 
-class AlertsBarClicked(Message):
-    """The alerts bar was clicked: open the alert list."""
+AlertsBarClicked = AlertsBar.Clicked  # the widget owns its message; the name stays for handlers

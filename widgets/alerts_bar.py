@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.events import Click
+from textual.message import Message
 from textual.widgets import Static
 
 from tui.core.alerts import Alert, OpenAlerts
-from tui.messages import AlertsBarClicked
 
 ICON = {"info": "ℹ", "warning": "▲", "error": "✖"}
 
 
 class AlertsBar(Static):
     """Shows the most severe open alert and how many are open."""
+
+    class Clicked(Message):
+        """The bar was clicked: the screen opens the alert list (the widget only says so)."""
 
     DEFAULT_CSS = """
     AlertsBar { height: 1; width: 1fr; padding: 0 1; background: $panel; color: $text-muted; }
@@ -65,4 +68,4 @@ class AlertsBar(Static):
         self.update(t)
 
     def on_click(self, event: Click) -> None:
-        self.post_message(AlertsBarClicked())
+        self.post_message(self.Clicked())

@@ -10,10 +10,22 @@ always on screen, even at 80.
 
 from __future__ import annotations
 
+from typing import Protocol, Sequence
+
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.commands import KEYS, KeyAction
+
+class KeyLike(Protocol):
+    """What the bar needs of a key (the app's `KeyAction` is one); the screen passes
+    its keys in, so this widget knows nothing of the app's key table."""
+
+    key: str
+    label: str
+    footer: bool
+
+    @property
+    def shown_key(self) -> str: ...
 
 ALWAYS_LABELLED = ("question_mark", "q")
 """Keys that keep their label at every width: the way to learn the rest, and the way out."""
@@ -25,7 +37,7 @@ def _cost(key: str, label: str | None) -> int:
     return len(key) + 2 + (len(label) + 1 if label else 0)
 
 
-def fit_keys(keys: tuple[KeyAction, ...], width: int) -> list[tuple[str, str | None]]:
+def fit_keys(keys: Sequence[KeyLike], width: int) -> list[tuple[str, str | None]]:
     """The (key, label-or-None) entries to show in `width` columns.
 
     Full labels when everything fits. Otherwise labels go, view keys (the end of the
@@ -61,7 +73,7 @@ class KeyBar(Static):
     KeyBar { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground; }
     """
 
-    def __init__(self, keys: tuple[KeyAction, ...] = KEYS, **kw: object) -> None:
+    def __init__(self, keys: Sequence[KeyLike], **kw: object) -> None:
         super().__init__(**kw)  # type: ignore[arg-type]
         self.can_focus = False
         self.keys = keys

@@ -27,7 +27,7 @@ from textual.containers import Vertical
 from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
-from tui.backend import clean_line
+from tui.core.parsers.ansi import clean_line
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 """Colour/attribute sequences: the only escapes a line keeps (drawn, never executed)."""

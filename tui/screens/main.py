@@ -84,7 +84,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="bottom"):
             yield LogPane(id="log")
             yield ActionPanel(id="action")
-        yield KeyBar()
+        yield KeyBar(KEYS)
 
     def on_mount(self) -> None:
         self.query_one(LogPane).spool_search = self.backend.log_search

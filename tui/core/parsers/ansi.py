@@ -19,6 +19,7 @@ import re
 
 __all__ = [
     "strip_ansi",
+    "clean_line",
     "parse_number",
     "parse_mib",
     "is_placeholder",
@@ -60,6 +61,18 @@ def strip_ansi(text: str | bytes | None) -> str:
     text = _ESCAPES.sub("", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return _CONTROLS.sub("", text)
+
+
+
+def clean_line(line: str) -> str:
+    """One log line as a terminal would leave it: escapes and controls removed, and of a
+    line redrawn with carriage returns (tqdm) only its last state. `strip_ansi` keeps
+    every redrawn state as its own line (parsers want them all); a log view wants one."""
+    if _NEEDS_WORK.search(line) is None:
+        return line
+    if "\r" in line:
+        line = line.rstrip("\r").rsplit("\r", 1)[-1]
+    return _CONTROLS.sub("", _ESCAPES.sub("", line))
 
 
 _PLACEHOLDERS = {
