@@ -144,12 +144,20 @@ class SearchLog(Log):
         """A line with the log's own colour: its SGR sequences become Rich styles
         (`Text.from_ansi` never reads markup), then levels are highlighted on top.
         Plain lines take Textual's own path."""
-        raw = self._lines[y]
-        if "\x1b" not in raw or self.text_selection is not None:
+        if self.text_selection is not None:
             return super()._render_line_strip(y, rich_style)
+        # Cached here for every line: Textual's Log (5.x-8.x) stores a plain line in its
+        # cache only while a selection exists, so without this every repaint (a flush
+        # scrolls the view) re-rendered and re-highlighted every visible line (profiled:
+        # the largest part of the console's CPU while a job logs).
         cached = self._render_line_cache.get(y)
         if cached is not None:
             return cached
+        raw = self._lines[y]
+        if "\x1b" not in raw:
+            strip = super()._render_line_strip(y, rich_style)
+            self._render_line_cache[y] = strip
+            return strip
         text = Text.from_ansi(raw.expandtabs(), no_wrap=True, end="")
         text.stylize_before(rich_style)
         if self.highlight:
