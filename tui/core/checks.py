@@ -489,7 +489,7 @@ async def check_paths(r: _Run, n: Node) -> list[CheckResult]:
             return [CheckResult("storage.paths", "fail", "missing: " + ", ".join(f"{m} (paths.{key_of.get(m)})" for m in mine),
                                 "create them, or fix these paths in the profile", n.name)]
         return [CheckResult("storage.paths", "pass", f"{len(paths) - len(missing)} profile paths exist"
-                            + (f" (the model's are {' and '.join(owned)}'s to check)" if owned else ""), node=n.name)]
+                            + (f" (the model's paths are for {' and '.join(owned)})" if owned else ""), node=n.name)]
     on_head = None
     if r.unmet(Need.CONTAINER, r.head) is None and r.unmet(Need.NODE, r.head) is None:
         on_head = await r.paths_missing(r.head)
@@ -714,7 +714,7 @@ async def check_ray(r: _Run, n: Node) -> list[CheckResult]:
 
     st = await ray_state(r.p, r.remote)
     if not st.available:
-        r.ray_down = "is not running" + (f" ({st.error})" if st.error else "")
+        r.ray_down = "is not running"
     if not cluster_is_right(r.p, st):
         return [CheckResult("ray.cluster", "fail" if r.before_submit else "warn",
                             f"Ray reports {st.nodes_alive}/{len(r.p.nodes)} nodes, {st.gpus_total:g}/{expected_gpus(r.p)} GPUs"
