@@ -233,3 +233,28 @@ def test_colour_on_a_terminal_unless_no_color(monkeypatch: pytest.MonkeyPatch) -
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_unreachable_node_skips_its_checks(fresh_sim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A node whose SSH server is down: one failure (ssh.reachable) on it, its other
+    checks skipped naming that, the rest of the cluster checked as usual."""
+    from tui.core.sim.cluster import sim_node
+
+    run(["containers", "--profile", str(fresh_sim), "--yes"], capsys)
+    sim_node("stop", "node2", state_dir=fresh_sim.parent)
+    try:
+        rc, doc = check_json(fresh_sim, capsys)
+    finally:
+        sim_node("start", "node2", state_dir=fresh_sim.parent)
+    assert rc == 1
+    node2 = [r for r in doc["results"] if r["node"] == "node2"]
+    assert [(r["id"], r["status"]) for r in node2 if r["status"] != "skip"] == [("ssh.reachable", "fail")], node2
+    skipped = [r for r in node2 if r["status"] == "skip"]
+    assert {"container.running", "cards.count", "storage.paths"} <= {r["id"] for r in skipped}
+    assert all(r["cause"] == "ssh.reachable" and "unreachable" in r["message"] for r in skipped)
+    assert [(r["id"], r["status"]) for r in doc["results"] if r["node"] == "node1" and r["id"] == "container.running"] \
+        == [("container.running", "pass")]
+    shared = [r for r in doc["results"] if r["id"] == "storage.shared"]
+    assert shared and shared[0]["status"] == "pass" and "not checked on node2" in shared[0]["message"]
+    assert {r["id"] for r in fails(doc)} == {"ssh.reachable", "model.hf"}  # the model is still missing here
+    assert_grouped(doc, fresh_sim)

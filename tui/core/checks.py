@@ -353,6 +353,18 @@ class _Run:
             return None if self.deps_missing is None else f"needs the job's Python, which {self.deps_missing}"
         raise ValueError(need)
 
+    def broken(self, need: Need, node: str, why: str) -> None:
+        """Record that the check providing `need` could not tell (it raised): the checks
+        that need it are skipped rather than run on an assumption."""
+        if need is Need.NODE:
+            self.unreachable.setdefault(node, why)
+        elif need is Need.CONTAINER:
+            self.container_down.setdefault(node, f"unknown ({why})")
+        elif need is Need.RAY:
+            self.ray_down = self.ray_down or f"is unknown ({why})"
+        else:
+            self.python_broken = self.python_broken or f"is unknown ({why})"
+
     def paths_missing(self, node: str) -> "Awaitable[list[str] | None]":
         """The profile's paths that do not exist on `node` (in the container), asked once
         per node and shared by the checks that want it; None when the probe failed."""
@@ -792,6 +804,8 @@ async def _run_one(run: _Run, check: LiveCheck, node: Node) -> list[CheckResult]
         return await check.fn(run, node)
     except Exception as e:  # noqa: BLE001 - one broken probe must not hide the others' results
         log.exception("check %s on %s", check.fn.__name__, node.name)
+        for need in check.provides:  # what it should have found out is not known: not met
+            run.broken(need, node.name, f"{type(e).__name__} in {check.ids[0]}")
         return [CheckResult(check.ids[0], "fail", f"the check itself failed: {type(e).__name__}: {e}",
                             "see `rlconsole logs --debug`", node.name)]
 
