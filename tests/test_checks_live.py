@@ -235,6 +235,30 @@ def test_colour_on_a_terminal_unless_no_color(monkeypatch: pytest.MonkeyPatch) -
         os.close(slave)
 
 
+def test_console_gets_the_same_results_as_the_cli(fresh_sim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The console's `p` (LiveBackend.run_action("check")) and `rlconsole check --json`
+    go through one path: the same results, in the same order, read back from the events."""
+    import asyncio
+
+    from tui.live import LiveBackend
+
+    prof = load_profile(fresh_sim)
+
+    async def console() -> list:
+        b = LiveBackend(prof)
+        try:
+            await asyncio.wait_for(b.pool.open(), 60)
+            return [ev async for ev in b.run_action("check")]
+        finally:
+            await asyncio.wait_for(b.pool.close(), 60)
+
+    events = asyncio.run(asyncio.wait_for(console(), 300))
+    got = [r for r in (result_of(e) for e in events) if r is not None]
+    assert events[0].kind == "start" and events[-1].kind == "fail" and events[-1].message.startswith("1 failed")
+    _, doc = check_json(fresh_sim, capsys)
+    assert [(r.id, r.status.value, r.node) for r in got] == [(r["id"], r["status"], r["node"]) for r in doc["results"]]
+
+
 def test_unreachable_node_skips_its_checks(fresh_sim: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A node whose SSH server is down: one failure (ssh.reachable) on it, its other
     checks skipped naming that, the rest of the cluster checked as usual."""

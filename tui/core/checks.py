@@ -874,8 +874,8 @@ def check_event(r: CheckResult, action: str = "check") -> ActionEvent:
     """A result as the actions' event: kind "output" (a failure is the action's verdict,
     not this line's), `status` the result's, `data["check"]` its id and `data["result"]`
     the whole result, which `result_of` reads back."""
-    where = f"[{r.node}] " if r.node else ""
-    return ActionEvent(action, "output", f"{r.status.value.upper()} {r.id} {where}{r.message}",
+    where = f" [{r.node}]" if r.node else ""
+    return ActionEvent(action, "output", f"{r.status.value.upper()} {r.id}{where}: {r.message}",
                        status=r.status.value, data={"check": r.id, "result": r.to_json()})
 
 
