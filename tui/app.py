@@ -42,8 +42,12 @@ class RlconsoleApp(App[int]):
         self.backend = backend
         # the terminal bell on error alerts: the profile's `console.bell` unless told
         self.bell_on = backend.profile.console.bell if bell is None else bell
+        # watch only: the keys, help and palette offer no action that changes the cluster,
+        # and the backend refuses them (profile `console.read_only`, `--read-only`)
+        self.read_only = backend.profile.console.read_only
         self.main_screen = MainScreen(backend)
-        self.sub_title = backend.profile.name + (" · SIMULATED" if backend.simulated else "")
+        self.sub_title = backend.profile.name + (" · SIMULATED" if backend.simulated else "") + \
+            (" · READ-ONLY" if self.read_only else "")
 
     def get_default_screen(self) -> MainScreen:
         return self.main_screen

@@ -401,9 +401,17 @@ class StaticBackend:
         await asyncio.sleep(self.action_delay)
 
     async def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
-        """Fake actions: the same event shapes the real ones produce, in a few steps."""
-        self.calls.append((name, dict(opts)))
+        """Fake actions: the same event shapes the real ones produce, in a few steps.
+        Read-only mode refuses here as the live registry does (same message), before
+        the call is recorded: a refused action never ran."""
+        from .core.actions.registry import read_only_refusal
+
         at = T0
+        refused = read_only_refusal(name, self.profile)
+        if refused is not None:
+            yield ActionEvent(action=name, kind="fail", message=refused, data={"refused": "read-only"}, at=at)
+            return
+        self.calls.append((name, dict(opts)))
 
         def ev(kind: str, message: str = "", node: str | None = None, status: str | None = None,
                **data: Any) -> ActionEvent:

@@ -43,7 +43,11 @@ def _load(args: argparse.Namespace):  # -> Profile
 
     path = resolve_profile(getattr(args, "profile", None), _sim_profile_fallback)
     prof = load_profile(path)
-    log.info("profile %s (%s)", prof.name, prof.path)
+    if getattr(args, "read_only", False):
+        from dataclasses import replace
+
+        prof = replace(prof, console=replace(prof.console, read_only=True))
+    log.info("profile %s (%s)%s", prof.name, prof.path, " read-only" if prof.console.read_only else "")
     return prof
 
 
@@ -205,6 +209,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 EPILOG = """\
 examples:
   rlconsole demo                                  the console on a simulated 4 x 8 cluster
+  rlconsole --read-only -P my-run                 the console for a colleague: watch only
   rlconsole render -P qwen3-8b-grpo-32gpu         what submit would run; changes nothing
   rlconsole check --static -P my-run              preflight without opening a connection
   rlconsole status --json | jq .job               one snapshot for scripts
@@ -236,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="mirror the debug log on stderr")
     common.add_argument("--no-bell", action="store_true", default=argparse.SUPPRESS,
                         help="the console: no terminal bell on error alerts (profile: console.bell)")
+    common.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
+                        help="watch only: keys and actions that change the cluster are refused "
+                             "(profile: console.read_only)")
 
     p = _Parser(prog="rlconsole", parents=[common],
                 description="Bring up and watch a multi-node VeRL run on a Ray cluster.",

@@ -24,6 +24,7 @@ class KeyAction:
     help: str  # one line for help and palette
     display: str | None = None  # how the key is shown when its name is not the key itself
     footer: bool = True
+    changes: bool = False  # changes the cluster: not offered in read-only mode
 
     @property
     def shown_key(self) -> str:
@@ -31,13 +32,13 @@ class KeyAction:
 
 
 KEYS: tuple[KeyAction, ...] = (
-    KeyAction("u", "containers", "Containers", "Containers up: create and start the container on every node"),
-    KeyAction("m", "model", "Model", "Model download: fetch the HF model on the head node when absent"),
-    KeyAction("c", "convert", "Convert", "Convert HF -> Megatron MCore (asks before --force when a checkpoint exists)"),
-    KeyAction("r", "setup_ray", "Setup Ray", "Setup Ray: ray stop, then start the head and join the workers"),
-    KeyAction("s", "submit", "Submit", "Submit the training job (ray job submit)"),
-    KeyAction("x", "stop_job", "Stop job", "Stop the running job (asks first; names the job, step and checkpoint)"),
-    KeyAction("X", "stop_cluster", "Stop Ray", "Stop the job, then `ray stop --force` on every node (asks first)"),
+    KeyAction("u", "containers", "Containers", "Containers up: create and start the container on every node", changes=True),
+    KeyAction("m", "model", "Model", "Model download: fetch the HF model on the head node when absent", changes=True),
+    KeyAction("c", "convert", "Convert", "Convert HF -> Megatron MCore (asks before --force when a checkpoint exists)", changes=True),
+    KeyAction("r", "setup_ray", "Setup Ray", "Setup Ray: ray stop, then start the head and join the workers", changes=True),
+    KeyAction("s", "submit", "Submit", "Submit the training job (ray job submit)", changes=True),
+    KeyAction("x", "stop_job", "Stop job", "Stop the running job (asks first; names the job, step and checkpoint)", changes=True),
+    KeyAction("X", "stop_cluster", "Stop Ray", "Stop the job, then `ray stop --force` on every node (asks first)", changes=True),
     KeyAction("p", "preflight", "Preflight", "Preflight: run the checks and list their results"),
     KeyAction("l", "focus_logs", "Logs", "Focus the job log (arrows/PgUp/PgDn scroll)"),
     KeyAction("f", "toggle_follow", "Follow", "Follow the log on/off"),
@@ -53,6 +54,16 @@ KEYS: tuple[KeyAction, ...] = (
     KeyAction("q", "quit", "Quit", "Quit (asks while an action runs; never stops the training job)"),
 )
 
+CHANGING_KEY_ACTIONS = frozenset(k.action for k in KEYS if k.changes)
+"""Main-screen actions that change the cluster (refused and hidden in read-only mode)."""
+
+
+def offered_keys(read_only: bool) -> tuple[KeyAction, ...]:
+    """The keys the key bar, help and palette offer: all, or in read-only mode only those
+    that watch (the backend refuses the others anyway; hiding them is the courtesy)."""
+    return tuple(k for k in KEYS if not (read_only and k.changes))
+
+
 EXTRA_KEYS: tuple[tuple[str, str], ...] = (
     ("n / N", "next newer / older search match (log focused)"),
     ("Esc", "close the search box or a dialog"),
@@ -66,7 +77,8 @@ class RlconsoleCommands(Provider):
     """Command palette entries: one per key, running the same main-screen action."""
 
     def _entries(self) -> list[tuple[str, str, KeyAction]]:
-        return [(f"{k.label} ({k.shown_key})", k.help, k) for k in KEYS]
+        read_only = bool(getattr(self.app, "read_only", False))
+        return [(f"{k.label} ({k.shown_key})", k.help, k) for k in offered_keys(read_only)]
 
     def _run(self, k: KeyAction) -> None:
         app: RlconsoleApp = self.app  # type: ignore[assignment]

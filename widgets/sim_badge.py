@@ -15,3 +15,17 @@ class SimBadge(Static):
     def __init__(self, simulated: bool, **kw) -> None:
         super().__init__("SIMULATED", **kw)
         self.set_class(not simulated, "-hidden")
+
+
+class ReadOnlyBadge(Static):
+    """READ-ONLY in the header row: whoever was handed the console sees at once that its
+    keys cannot change the cluster (and why the action keys are missing)."""
+
+    DEFAULT_CSS = """
+    ReadOnlyBadge { width: auto; height: 1; padding: 0 1; background: $primary; color: $text; text-style: bold; }
+    ReadOnlyBadge.-hidden { display: none; }
+    """
+
+    def __init__(self, read_only: bool, **kw) -> None:
+        super().__init__("READ-ONLY", **kw)
+        self.set_class(not read_only, "-hidden")

@@ -167,6 +167,7 @@ class Monitoring:
 @dataclass
 class ConsoleSettings:
     bell: bool = True  # ring the terminal bell on error alerts
+    read_only: bool = False  # watch only: actions that change the cluster are refused
 
 
 @dataclass
@@ -677,7 +678,7 @@ def _parse_profile(data: Any, file: str) -> Profile:
         raise mo.error("stall_factor", f"expected a factor >= 1, got {monitoring.stall_factor:g}")
     mo.done()
     co = root.section("console")
-    console = ConsoleSettings(bell=co.bool("bell", True))
+    console = ConsoleSettings(bell=co.bool("bell", True), read_only=co.bool("read_only", False))
     co.done()
     root.done()
 

@@ -10,14 +10,17 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ..commands import EXTRA_KEYS, KEYS
+from ..commands import EXTRA_KEYS, offered_keys
 
 
-def help_markup() -> str:
-    rows = [f"[b $text-accent]{escape(k.shown_key):>7}[/]  {escape(k.help)}" for k in KEYS]
+def help_markup(read_only: bool = False) -> str:
+    rows = [f"[b $text-accent]{escape(k.shown_key):>7}[/]  {escape(k.help)}" for k in offered_keys(read_only)]
     rows.append("")
     rows += [f"[b $text-accent]{escape(key):>7}[/]  {escape(text)}" for key, text in EXTRA_KEYS]
     rows += ["", "[dim]Quitting leaves the training job and Ray running; `rlconsole` re-attaches.[/]"]
+    if read_only:
+        rows += ["[b $warning]READ-ONLY[/]: the keys that change the cluster are off "
+                 "(--read-only / console.read_only)."]
     return "\n".join(rows)
 
 
@@ -31,11 +34,15 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close")]
 
+    def __init__(self, read_only: bool = False) -> None:
+        super().__init__()
+        self.read_only = read_only
+
     def compose(self) -> ComposeResult:
         with VerticalScroll() as vs:
             vs.border_title = "rlconsole keys"
             vs.border_subtitle = "Esc closes"
-            yield Static(help_markup(), id="help-text")
+            yield Static(help_markup(self.read_only), id="help-text")
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

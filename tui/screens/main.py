@@ -30,9 +30,9 @@ from widgets.log_pane import LogPane
 from widgets.metrics_pane import MetricsPane
 from widgets.node_grid import NodeGrid
 from widgets.ray_pane import RayPane
-from widgets.sim_badge import SimBadge
+from widgets.sim_badge import ReadOnlyBadge, SimBadge
 
-from ..commands import KEYS
+from ..commands import CHANGING_KEY_ACTIONS, KEYS, offered_keys
 from ..core.actions.events import ActionEvent
 from ..core.alerts import Alert
 from ..core.state import ClusterState
@@ -62,6 +62,7 @@ class MainScreen(Screen[None]):
     def __init__(self, backend: "Backend") -> None:
         super().__init__()
         self.backend = backend
+        self.read_only = backend.profile.console.read_only
         self.state: ClusterState | None = None
         self.alerts: list[Alert] = []
         self.bells = 0
@@ -76,6 +77,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="topbar"):
             yield AlertsBar(id="alerts")
             yield SimBadge(self.backend.simulated, id="sim")
+            yield ReadOnlyBadge(self.read_only, id="read-only")
         with Horizontal(id="top"):
             yield NodeGrid(id="nodes")
             with Horizontal(id="side"):
@@ -84,11 +86,18 @@ class MainScreen(Screen[None]):
         with Horizontal(id="bottom"):
             yield LogPane(id="log")
             yield ActionPanel(id="action")
-        yield KeyBar(KEYS)
+        yield KeyBar(offered_keys(self.read_only))
 
     def on_mount(self) -> None:
         self.query_one(LogPane).spool_search = self.backend.log_search
         self.query_one(LogPane).log_widget.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Read-only mode: the keys that change the cluster are not bound (Textual then
+        neither runs them nor shows them; the palette goes through here too)."""
+        if self.read_only and action in CHANGING_KEY_ACTIONS:
+            return False
+        return True
 
     def on_resize(self, event: Resize) -> None:
         w = event.size.width
@@ -121,6 +130,12 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ actions
     def start_action(self, name: str, **opts: Any) -> bool:
         """Run `name` in a worker unless something else runs (stop is always allowed)."""
+        from ..core.actions.registry import read_only_refusal
+
+        refused = read_only_refusal(name, self.backend.profile)
+        if refused is not None:  # the backend would refuse it too; say so without a panel
+            self.notify(refused, title="read-only", severity="error")
+            return False
         busy = [n for n in self.running if n not in STOP_ACTIONS]
         if name in self.running or (busy and name not in STOP_ACTIONS):
             self.notify(f"{', '.join(busy) or name} is still running; wait for it, or stop with x/X",
@@ -254,7 +269,7 @@ class MainScreen(Screen[None]):
         self.query_one(LogPane).open_search()
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen())
+        self.app.push_screen(HelpScreen(self.read_only))
 
     def action_alerts(self) -> None:
         def jump(line: int | None) -> None:

@@ -16,7 +16,8 @@ from typing import AsyncIterator
 from ..errors import UsageError
 from ..profile import Profile
 from .events import ActionEvent
-from .registry import describe, run_action
+from ..errors import RlconsoleError
+from .registry import describe, read_only_refusal, run_action
 
 
 def _confirm(question: str, yes: bool) -> bool:
@@ -65,6 +66,9 @@ async def _drive(profile: Profile, name: str, opts: dict, as_json: bool) -> int:
 
 def run_action_cli(profile: Profile, args: argparse.Namespace) -> int:
     name = args.cmd
+    refused = read_only_refusal(name, profile)
+    if refused is not None:  # before asking: the answer could not change it
+        raise RlconsoleError(refused)
     opts: dict = {}
     if name == "convert":
         opts["force"] = bool(args.force)

@@ -10,6 +10,21 @@ from .events import ActionEvent
 
 ACTIONS = ("containers", "model", "convert", "setup-ray", "submit", "stop", "check")
 
+CHANGING_ACTIONS = ("containers", "model", "convert", "setup-ray", "submit", "stop")
+"""The actions that change the cluster: refused in read-only mode. "check" (the
+preflight) only reads, so a read-only console still offers it."""
+
+
+def read_only_refusal(name: str, profile: Profile) -> str | None:
+    """Why `name` is refused (None: it may run). Checked where every action starts (this
+    registry, the static backend, the CLI), so read-only mode holds even for a caller that
+    never looked at the key bar: a hidden key is a courtesy, this is the rule."""
+    if profile.console.read_only and name in CHANGING_ACTIONS:
+        return (f"{name}: refused, the console is read-only (--read-only or console.read_only "
+                f"in profile {profile.name}); it changes the cluster, so run it from a console "
+                f"without --read-only")
+    return None
+
 
 def describe(name: str, profile: Profile, **opts: Any) -> str:
     """What the action will do, as the confirmation question names it."""
@@ -37,6 +52,10 @@ def describe(name: str, profile: Profile, **opts: Any) -> str:
 
 
 async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -> AsyncIterator[ActionEvent]:
+    refused = read_only_refusal(name, profile)
+    if refused is not None:
+        yield ActionEvent(name, "fail", refused, data={"refused": "read-only"})
+        return
     if name == "containers":
         from .containers import containers
 
