@@ -58,8 +58,21 @@ class RlconsoleApp(App[int]):
         self.backend.subscribe_log(lambda lines: post(LogLinesReceived(lines)))
         self.backend.subscribe_metrics(lambda summary, series: post(MetricsUpdated(summary, series)))
         self.backend.subscribe_alerts(lambda a: post(AlertRaised(a)))
+        self.notifier = None
+        if self.backend.profile.notify.to:
+            # `notify:` in the profile: the console sends what `rlconsole watch` would
+            from .core.notify import Notifier
+
+            self.notifier = Notifier(self.backend.profile.notify.to, self.backend.profile.notify.level)
+            self.notifier.start()
+            self.backend.subscribe_alerts(self._notify)
         # In a worker: a slow connect must not delay the first frame.
         self.run_worker(self._start_backend(), name="backend-start", group="backend")
+
+    def _notify(self, a: Any) -> None:
+        st = self.main_screen.state
+        job = st.job if st is not None else None
+        self.notifier.offer(a, self.backend.profile.name, job.id if job else None, job.step if job else None)
 
     async def _start_backend(self) -> None:
         try:
@@ -69,6 +82,9 @@ class RlconsoleApp(App[int]):
             self.notify(f"could not start monitoring: {e}", severity="error", timeout=30)
 
     async def on_unmount(self) -> None:
+        if self.notifier is not None:
+            await self.notifier.drain(2.0)
+            await self.notifier.close()
         try:
             await asyncio.wait_for(self.backend.stop(), STOP_TIMEOUT_S)
         except Exception:  # quitting must always work

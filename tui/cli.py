@@ -164,6 +164,12 @@ def cmd_tui(args: argparse.Namespace) -> int:
     return run_app(_load(args), bell=False if getattr(args, "no_bell", False) else None)
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    from .watch_cli import run_watch
+
+    return run_watch(_load(args), args.notify, args.level)
+
+
 def cmd_profiles(args: argparse.Namespace) -> int:
     """Every profile `--profile NAME` can find, and where; the first of a name wins."""
     from .core.profile import available_profiles, profile_search_dirs
@@ -320,6 +326,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gpus", type=int, default=8, help="cards per node (default 8)")
     sp.add_argument("--replay-gpu", metavar="FILE", help="every node's card tool prints FILE")
     sp.add_argument("--json", action="store_true", help="`sim status` as JSON")
+
+    sp = add("watch", cmd_watch, "follow the job headless: one line per alert and job state change, "
+                                 "notifications for alerts")
+    sp.epilog = ("example: rlconsole watch -P my-run --notify https://hooks.example.org/rl "
+                 "--notify 'mail -s rlconsole me@example.org' --level error")
+    sp.add_argument("--notify", action="append", metavar="URL|CMD",
+                    help="webhook URL (JSON POST) or command (JSON on stdin); repeatable; "
+                         "default: the profile's notify.to")
+    sp.add_argument("--level", choices=["info", "warning", "error"],
+                    help="least severe alert to send (default: notify.level, else warning)")
 
     sp = add("profiles", cmd_profiles, "list the profiles --profile NAME can find, and where")
     sp.add_argument("--names", action="store_true", help="names only, one a line (for shell completion)")

@@ -171,6 +171,14 @@ class ConsoleSettings:
 
 
 @dataclass
+class NotifySettings:
+    """`notify:`: where alerts go when nobody watches (tui/core/notify.py)."""
+
+    to: list[str] = field(default_factory=list)  # webhook URLs or local commands
+    level: str = "warning"  # the least severe alert sent: info, warning or error
+
+
+@dataclass
 class Profile:
     name: str
     path: str
@@ -185,6 +193,7 @@ class Profile:
     ray: RaySettings = field(default_factory=RaySettings)
     monitoring: Monitoring = field(default_factory=Monitoring)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)
     gpu_tool: str = "auto"
     simulated: bool = False
     description: str = ""
@@ -680,12 +689,16 @@ def _parse_profile(data: Any, file: str) -> Profile:
     co = root.section("console")
     console = ConsoleSettings(bell=co.bool("bell", True), read_only=co.bool("read_only", False))
     co.done()
+    no = root.section("notify")
+    notify = NotifySettings(to=no.str_list("to", [], allow_scalar=True),
+                            level=no.str("level", "warning", choices=("info", "warning", "error")))
+    no.done()
     root.done()
 
     return Profile(
         name=name, path=file, nodes=nodes, container=container, paths=paths,
         training=training, ssh=ssh, model=model, convert=convert, env=env, ray=ray,
-        monitoring=monitoring, console=console, gpu_tool=gpu_tool, simulated=simulated,
+        monitoring=monitoring, console=console, notify=notify, gpu_tool=gpu_tool, simulated=simulated,
         description=description,
     )
 
