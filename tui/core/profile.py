@@ -32,7 +32,13 @@ class SshEndpoint:
     port: int = 22
     user: str | None = None
     identity: list[str] = field(default_factory=list)
-    jump_host: str | None = None
+    jump_host: str | None = None  # the older one-hop spelling of `jump`
+    jump: list[str] = field(default_factory=list)  # [user@]host[:port] hops, first to last
+
+    @property
+    def hops(self) -> list[str]:
+        """The jump chain, first hop first (`jump`, else `jump_host`, else none)."""
+        return list(self.jump) if self.jump else ([self.jump_host] if self.jump_host else [])
 
 
 @dataclass
@@ -501,6 +507,7 @@ def _parse_profile(data: Any, file: str) -> Profile:
     default_port = s.port("port", 22)
     default_identity = s.str_list("identity", [], allow_scalar=True)
     default_jump = s.str("jump_host", None)
+    default_hops = s.str_list("jump", [], allow_scalar=True)
     strict = s.raw("strict_host_key_checking", True)
     if strict is not True:
         raise s.error("strict_host_key_checking",
@@ -539,6 +546,7 @@ def _parse_profile(data: Any, file: str) -> Profile:
             user=e.str("user", default_user),
             identity=[expand_local(p) for p in e.str_list("identity", default_identity, allow_scalar=True)],
             jump_host=e.str("jump_host", default_jump),
+            jump=e.str_list("jump", default_hops, allow_scalar=True),
         )
         e.done()
         n.done()

@@ -212,6 +212,11 @@ def _describe_connect_error(exc: BaseException, node: Node, settings: SshSetting
     where = f"{ep.host}:{ep.port}"
     if isinstance(exc, _Refused):
         return str(exc)
+    if isinstance(exc, _HopFailed):
+        from dataclasses import replace
+
+        hop_node = replace(node, ssh=replace(ep, host=exc.host, port=exc.port, jump=[], jump_host=None))
+        return f"jump host {exc.hop}: " + _describe_connect_error(exc.exc, hop_node, settings)
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         files = [settings.known_hosts] if settings.known_hosts else default_known_hosts()
         return host_key_message(ep.host, ep.port, files)
@@ -231,6 +236,14 @@ def _describe_connect_error(exc: BaseException, node: Node, settings: SshSetting
 
 class _Refused(Exception):
     """A connection we refuse to try; the message is the whole reason."""
+
+
+class _HopFailed(Exception):
+    """A jump host of the chain failed: the "down" reason names that hop, not the node."""
+
+    def __init__(self, hop: str, host: str, port: int, exc: BaseException) -> None:
+        self.hop, self.host, self.port, self.exc = hop, host, port, exc
+        super().__init__(hop)
 
 
 class _Client(asyncssh.SSHClient):
@@ -279,7 +292,7 @@ class NodeSession:
         self.changed_at = time.time()
         self.connects = 0  # successful connections so far (a reconnect bumps it)
         self._conn: asyncssh.SSHClientConnection | None = None
-        self._tunnel: asyncssh.SSHClientConnection | None = None
+        self._tunnels: list[asyncssh.SSHClientConnection] = []  # the jump chain, first hop first
         self._task: asyncio.Task[None] | None = None
         self._kick = asyncio.Event()
         self._first_attempt = asyncio.Event()
@@ -321,8 +334,8 @@ class NodeSession:
         self.start()
         if timeout is None:
             timeout = self.settings.connect_timeout_s + 1
-        if self.node.ssh.jump_host:  # two connections in a row
-            timeout *= 2
+        if self.node.ssh.hops:  # one connection per hop, in a row
+            timeout *= 1 + len(self.node.ssh.hops)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._first_attempt.wait(), timeout)
         return self.connected
@@ -350,9 +363,9 @@ class NodeSession:
 
     async def _close_conn(self) -> None:
         conn, self._conn = self._conn, None
-        tunnel, self._tunnel = self._tunnel, None
+        tunnels, self._tunnels = self._tunnels, []
         self._forwards.clear()
-        for c in (conn, tunnel):
+        for c in (conn, *reversed(tunnels)):
             if c is not None:
                 c.close()
                 with contextlib.suppress(Exception):
@@ -406,20 +419,28 @@ class NodeSession:
         for ident in ep.identity:
             if not os.path.isfile(ident):
                 raise _Refused(f"identity file {ident} not found (nodes[].ssh.identity / ssh.identity)")
-        tunnel = None
-        if ep.jump_host:
-            juser, jhost, jport = _parse_jump(ep.jump_host)
-            tunnel = await asyncssh.connect(**self._options(jhost, jport, juser or ep.user))
+        # The jump chain (profile `ssh.jump`: one host or a list): each hop is reached
+        # through the one before, the node through the last; a failure names its hop.
+        tunnels: list[asyncssh.SSHClientConnection] = []
         try:
+            for hop in ep.hops:
+                juser, jhost, jport = _parse_jump(hop)
+                opts = self._options(jhost, jport, juser or ep.user)
+                if tunnels:
+                    opts["tunnel"] = tunnels[-1]
+                try:
+                    tunnels.append(await asyncssh.connect(**opts))
+                except Exception as exc:  # noqa: BLE001 - re-raised with the hop named
+                    raise _HopFailed(hop, jhost, jport, exc) from exc
             opts = self._options(ep.host, ep.port, ep.user)
-            if tunnel is not None:
-                opts["tunnel"] = tunnel
+            if tunnels:
+                opts["tunnel"] = tunnels[-1]
             conn = await asyncssh.connect(client_factory=lambda: _Client(self), **opts)
         except BaseException:
-            if tunnel is not None:
-                tunnel.close()
+            for t in reversed(tunnels):
+                t.close()
             raise
-        self._tunnel = tunnel
+        self._tunnels = tunnels
         return conn
 
     async def _maintain(self) -> None:
@@ -441,9 +462,9 @@ class NodeSession:
                 await conn.wait_closed()
                 self._conn = None
                 self._forwards.clear()
-                if self._tunnel is not None:
-                    self._tunnel.close()
-                    self._tunnel = None
+                for t in reversed(self._tunnels):
+                    t.close()
+                self._tunnels = []
                 if self.state == "closed":
                     return
                 self._set_state("down", self._lost_reason or "connection closed")

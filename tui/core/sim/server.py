@@ -54,6 +54,16 @@ class _Server(asyncssh.SSHServer):
             self._owner._conns.discard(self._conn)
 
     def begin_auth(self, username: str) -> bool:
+        # After the key exchange, so the client gets the reason (a disconnect before
+        # it reads as a bare "connection reset").
+        allowed = self._owner.allowed_peers
+        peer = (self._conn.get_extra_info("peername") or ("?",))[0] if self._conn is not None else "?"
+        if allowed is not None and peer not in allowed and self._conn is not None:
+            # behind a bastion: like a firewall that only lets the jump host in
+            log.info("%s: refused a connection from %s (only %s)", self._owner.name, peer, ", ".join(sorted(allowed)))
+            self._conn.disconnect(asyncssh.DISC_HOST_NOT_ALLOWED_TO_CONNECT,
+                            f"{self._owner.name} accepts SSH only from the bastion ({', '.join(sorted(allowed))}), "
+                            f"not from {peer}: connect through the jump host (ssh.jump / ProxyJump)")
         return True
 
     def password_auth_supported(self) -> bool:
@@ -66,11 +76,46 @@ class _Server(asyncssh.SSHServer):
         return username == self._owner.user and key.public_data in self._owner._authorized
 
     def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
-        # Local port forwarding (the Ray dashboard): loopback destinations only.
-        return dest_host in ("localhost",) or dest_host.startswith("127.")
+        # Local port forwarding (the Ray dashboard, a jump): loopback destinations only.
+        if not (dest_host in ("localhost",) or dest_host.startswith("127.")):
+            return False
+        src = self._owner.forward_from
+        if src is None:
+            return True
+        return _forward_from(src, dest_host, dest_port)
 
     def server_requested(self, listen_host: str, listen_port: int) -> bool:
         return False
+
+
+def _forward_from(src: str, dest_host: str, dest_port: int) -> Any:
+    """A direct-tcpip handler that connects out from `src` (the bastion's own loopback
+    address, so the nodes see the bastion as the peer) and pumps both ways."""
+
+    async def handler(reader: asyncssh.SSHReader, writer: asyncssh.SSHWriter) -> None:
+        try:
+            r2, w2 = await asyncio.wait_for(asyncio.open_connection(dest_host, dest_port, local_addr=(src, 0)), 10)
+        except (OSError, asyncio.TimeoutError):
+            writer.close()
+            return
+
+        async def pump(a: Any, b: Any) -> None:
+            with contextlib.suppress(Exception):
+                while True:
+                    data = await a.read(65536)
+                    if not data:
+                        break
+                    b.write(data)
+                    await b.drain()
+            with contextlib.suppress(Exception):
+                b.write_eof()
+
+        await asyncio.gather(pump(reader, w2), pump(r2, writer))
+        with contextlib.suppress(Exception):
+            w2.close()
+        writer.close()
+
+    return handler
 
 
 class SimNodeServer:
@@ -92,8 +137,12 @@ class SimNodeServer:
         user: str | None = None,
         cwd: str | None = None,
         ns_pid: int | None = None,
+        allowed_peers: set[str] | None = None,
+        forward_from: str | None = None,
     ) -> None:
         self.name = name
+        self.allowed_peers = allowed_peers  # None: anyone; else only these peer addresses (behind a bastion)
+        self.forward_from = forward_from  # a bastion: forwarded connections leave from this address
         self.address = address
         self.port = port
         self.user = user or getpass.getuser()

@@ -1,0 +1,112 @@
+"""Jump chains against real in-process SSH servers: nodes that accept SSH only from the
+bastion's address (a firewall, checked on the peer address), a bastion that connects out
+from its own loopback address, one hop and two hops, and the clear error when a hop
+refuses or its host key is unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import socket
+
+from tests.conftest import make_node
+from tui.core.profile import SshSettings
+from tui.core.ssh import NodeSession
+
+WAIT_S = 60.0
+
+
+def settings(kit) -> SshSettings:
+    return SshSettings(known_hosts=str(kit.known_hosts), connect_timeout_s=10)
+
+
+def hop(srv) -> str:
+    return f"{getpass.getuser()}@{srv.address}:{srv.port}"
+
+
+async def connect(node, kit) -> NodeSession:
+    s = NodeSession(node, settings(kit), backoff_initial_s=30, backoff_max_s=30)
+    await asyncio.wait_for(s.wait_first_attempt(), WAIT_S)
+    return s
+
+
+async def test_node_behind_a_bastion_only_through_the_jump(node_server, ssh_kit) -> None:
+    bastion = await node_server(address="127.0.0.10", forward_from="127.0.0.10")
+    node_srv = await node_server(address="127.0.0.11", allowed_peers={"127.0.0.10"})
+
+    direct = make_node("node1", node_srv.address, node_srv.port, ssh_kit.client_key)
+    s = await connect(direct, ssh_kit)
+    try:
+        assert not s.connected
+        assert "accepts SSH only from the bastion (127.0.0.10), not from 127.0.0.1" in (s.reason or ""), s.reason
+    finally:
+        await asyncio.wait_for(s.close(), WAIT_S)
+
+    via = make_node("node1", node_srv.address, node_srv.port, ssh_kit.client_key)
+    via.ssh.jump = [hop(bastion)]
+    s = await connect(via, ssh_kit)
+    try:
+        assert s.connected, s.reason
+        r = await asyncio.wait_for(s.run("echo through"), WAIT_S)
+        assert r.stdout.strip() == "through"
+        # the dashboard forward goes through the same chain
+        lsock = socket.socket()
+        lsock.bind(("127.0.0.11", 0))
+        lsock.listen(1)
+        port = await asyncio.wait_for(s.forward_local_port("127.0.0.11", lsock.getsockname()[1]), WAIT_S)
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), WAIT_S)
+        conn, _ = await asyncio.wait_for(asyncio.to_thread(lsock.accept), WAIT_S)
+        writer.write(b"ping")
+        await asyncio.wait_for(writer.drain(), WAIT_S)
+        assert await asyncio.wait_for(asyncio.to_thread(conn.recv, 4), WAIT_S) == b"ping"
+        conn.close()
+        writer.close()
+        lsock.close()
+    finally:
+        await asyncio.wait_for(s.close(), WAIT_S)
+
+
+async def test_two_hops(node_server, ssh_kit) -> None:
+    outer = await node_server(address="127.0.0.20", forward_from="127.0.0.20")
+    inner = await node_server(address="127.0.0.21", forward_from="127.0.0.21", allowed_peers={"127.0.0.20"})
+    node_srv = await node_server(address="127.0.0.22", allowed_peers={"127.0.0.21"})
+    node = make_node("node1", node_srv.address, node_srv.port, ssh_kit.client_key)
+    node.ssh.jump = [hop(outer), hop(inner)]
+    s = await connect(node, ssh_kit)
+    try:
+        assert s.connected, s.reason
+        assert (await asyncio.wait_for(s.run("echo two"), WAIT_S)).stdout.strip() == "two"
+    finally:
+        await asyncio.wait_for(s.close(), WAIT_S)
+    # one hop short: the inner bastion refuses the direct peer, and says so
+    node.ssh.jump = [hop(inner)]
+    s = await connect(node, ssh_kit)
+    try:
+        assert not s.connected
+        assert (s.reason or "").startswith(f"jump host {hop(inner)}: "), s.reason
+        assert "accepts SSH only from the bastion (127.0.0.20)" in s.reason
+    finally:
+        await asyncio.wait_for(s.close(), WAIT_S)
+
+
+async def test_bastion_refusing_or_unknown_is_named(node_server, ssh_kit) -> None:
+    bastion = await node_server(address="127.0.0.30", forward_from="127.0.0.30", trusted=False)
+    node_srv = await node_server(address="127.0.0.31", allowed_peers={"127.0.0.30"})
+    node = make_node("node1", node_srv.address, node_srv.port, ssh_kit.client_key)
+    node.ssh.jump = [hop(bastion)]
+    s = await connect(node, ssh_kit)
+    try:
+        assert not s.connected
+        assert s.reason.startswith(f"jump host {hop(bastion)}: host key for 127.0.0.30:{bastion.port} not in known_hosts"), s.reason
+    finally:
+        await asyncio.wait_for(s.close(), WAIT_S)
+
+    ssh_kit.trust(bastion.address, bastion.port)
+    await bastion.stop()
+    s = await connect(node, ssh_kit)
+    try:
+        assert not s.connected
+        assert s.reason == f"jump host {hop(bastion)}: connection refused by 127.0.0.30:{bastion.port} (no SSH server listening?)"
+    finally:
+        await asyncio.wait_for(s.close(), WAIT_S)
