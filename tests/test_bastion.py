@@ -110,3 +110,25 @@ async def test_bastion_refusing_or_unknown_is_named(node_server, ssh_kit) -> Non
         assert s.reason == f"jump host {hop(bastion)}: connection refused by 127.0.0.30:{bastion.port} (no SSH server listening?)"
     finally:
         await asyncio.wait_for(s.close(), WAIT_S)
+
+
+async def test_proxyjump_hostname_user_port_identity_from_ssh_config(node_server, ssh_kit, tmp_path) -> None:
+    """No jump in the profile: ~/.ssh/config-style settings (the profile's `ssh.config`
+    here) give the node's ProxyJump, and the bastion's HostName/Port/User/IdentityFile."""
+    bastion = await node_server(address="127.0.0.40", forward_from="127.0.0.40")
+    node_srv = await node_server(address="127.0.0.41", allowed_peers={"127.0.0.40"})
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        f"Host gate\n  HostName 127.0.0.40\n  Port {bastion.port}\n  User {getpass.getuser()}\n"
+        f"  IdentityFile {ssh_kit.client_key}\n  UserKnownHostsFile {ssh_kit.known_hosts}\n"
+        f"Host 127.0.0.41\n  ProxyJump gate\n")
+    node = make_node("node1", node_srv.address, node_srv.port, ssh_kit.client_key)
+    st = settings(ssh_kit)
+    st.config = str(cfg)
+    s = NodeSession(node, st, backoff_initial_s=30, backoff_max_s=30)
+    try:
+        await asyncio.wait_for(s.wait_first_attempt(), WAIT_S)
+        assert s.connected, s.reason
+        assert (await asyncio.wait_for(s.run("echo cfg"), WAIT_S)).stdout.strip() == "cfg"
+    finally:
+        await asyncio.wait_for(s.close(), WAIT_S)

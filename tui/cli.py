@@ -116,7 +116,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     from .core.sim import cluster
 
     if args.sim_cmd == "up":
-        path = cluster.sim_up(args.nodes, args.gpus, replay_gpu=args.replay_gpu)
+        path = cluster.sim_up(args.nodes, args.gpus, replay_gpu=args.replay_gpu, bastion=args.bastion)
         print(path)
         return 0
     if args.sim_cmd in ("stop-node", "start-node"):
@@ -326,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gpus", type=int, default=8, help="cards per node (default 8)")
     sp.add_argument("--replay-gpu", metavar="FILE", help="every node's card tool prints FILE")
     sp.add_argument("--json", action="store_true", help="`sim status` as JSON")
+    sp.add_argument("--bastion", action="store_true",
+                    help="`sim up`: add a jump host; nodes accept SSH only from it (profile ssh.jump)")
 
     sp = add("watch", cmd_watch, "follow the job headless: one line per alert and job state change, "
                                  "notifications for alerts")

@@ -99,6 +99,11 @@ def node_address(i: int) -> str:
     return f"127.0.0.{i + 2}"
 
 
+BASTION_ADDRESS = "127.0.0.254"
+"""`sim up --bastion`: the jump host's own loopback address (nodes use 127.0.0.2..201);
+behind it the nodes' SSH servers accept only peers from this address."""
+
+
 def node_name(i: int) -> str:
     return f"node{i + 1}"
 
@@ -266,13 +271,15 @@ def sim_up(
     docker: bool | None = None,
     namespaces: bool | None = None,
     timeout: float = 90.0,
+    bastion: bool = False,
 ) -> Path:
     """Start the simulated cluster in the background and return its profile's path.
 
     `docker=None`: use a private dockerd when one is installed; False: nodes report
     Docker unavailable. `namespaces=None`: one PID namespace per node when root and
     `unshare` allow. Idempotent: an already running sim with the same shape returns
-    its profile; a different shape is an error (run sim_down first)."""
+    its profile; a different shape is an error (run sim_down first). `bastion`: add a
+    jump host; the nodes then accept SSH only from it and the profile says `ssh.jump`."""
     if not 1 <= nodes <= MAX_NODES:
         raise SimError(f"--nodes must be 1..{MAX_NODES} (loopback addresses 127.0.0.2..), got {nodes}")
     if not 1 <= gpus <= 64:
@@ -286,7 +293,9 @@ def sim_up(
         replay = str(rp.resolve())
     current = sim_status(d)
     if current.running:
-        if len(current.nodes) == nodes and current.gpus == gpus and current.replay_gpu == replay and current.profile:
+        same_bastion = bool((_read_json(d / "config.json") or {}).get("bastion")) == bastion
+        if len(current.nodes) == nodes and current.gpus == gpus and current.replay_gpu == replay and current.profile \
+                and same_bastion:
             return Path(current.profile)
         raise SimError(f"a simulated cluster is already running in {d} ({len(current.nodes)} x {current.gpus}"
                        f"{', replaying ' + str(current.replay_gpu) if current.replay_gpu else ''}): "
@@ -304,7 +313,7 @@ def sim_up(
     config = {
         "marker": MARKER, "nodes": nodes, "gpus": gpus, "replay_gpu": replay,
         "docker": docker, "namespaces": namespaces, "python": sys.executable,
-        "created": time.time(),
+        "created": time.time(), "bastion": bool(bastion),
     }
     _write_json(d / "config.json", config)
     logf = (d / "daemon.log").open("ab")
@@ -551,7 +560,7 @@ def _set(d: dict[str, Any], dotted: list[str], value: Any) -> None:
 
 def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known_hosts: Path, key: Path,
                   user: str, image: str, ray_ports: dict[str, Any], ray_tmp: Path, refresh_s: float = 1.0,
-                  name: str | None = None) -> dict[str, Any]:
+                  name: str | None = None, jump: str | None = None) -> dict[str, Any]:
     """The sim's profile: the seed's run with sim paths, loopback nodes and small sizes."""
     p = _seed_profile()
     p = _deep_replace(p, "/data/datapool", str(shared))
@@ -569,6 +578,8 @@ def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known
         "command_timeout_s": 60,
         "max_channels": 4,
     }
+    if jump:
+        p["ssh"]["jump"] = jump
     p["nodes"] = []
     for i, n in enumerate(nodes):
         rp = ray_ports["nodes"][n["name"]]
@@ -667,6 +678,7 @@ class _Daemon:
             "control": str(self.sd / "ctl.sock"),
         }
         self.servers: dict[str, Any] = {}
+        self.bastion: Any = None  # `sim up --bastion`: the jump host's SimNodeServer
         self.node_dirs: dict[str, Path] = {}
         self.ns_procs: dict[str, tuple[int, int]] = {}
         self.dockerd: subprocess.Popen | None = None
@@ -800,6 +812,19 @@ class _Daemon:
             env = self._node_env(name, nd)
             self.servers[name] = SimNodeServer(name, node_address(i), self.d / "keys" / f"host_{name}", [pub],
                                                env=env, cwd=env["HOME"], ns_pid=ns_pid)
+        self.bastion = None
+        if self.cfg.get("bastion"):
+            # the jump host: its own address, forwards leave from it; the nodes admit only it
+            self._keys(["bastion"])
+            bhome = self.d / "bastion"
+            bhome.mkdir(exist_ok=True)
+            self.bastion = SimNodeServer("bastion", BASTION_ADDRESS, self.d / "keys" / "host_bastion", [pub],
+                                         env={"PATH": "/usr/bin:/bin", "HOME": str(bhome), "LANG": "C.UTF-8"},
+                                         cwd=str(bhome), forward_from=BASTION_ADDRESS)
+            for srv in self.servers.values():
+                srv.allowed_peers = {BASTION_ADDRESS}
+            await self.bastion.start()
+            self.state["bastion"] = {"address": BASTION_ADDRESS, "port": self.bastion.port}
         self.node_dirs = {nm: self.d / "nodes" / nm for nm in names}
         self._render_all()
         self.save()
@@ -813,6 +838,11 @@ class _Daemon:
 
             key = asyncssh.read_private_key(str(self.d / "keys" / f"host_{nm}"))
             kh_lines.append(f"[{node_address(i)}]:{ports[i]} {key.export_public_key().decode().strip()}")
+        if self.bastion is not None:
+            import asyncssh
+
+            key = asyncssh.read_private_key(str(self.d / "keys" / "host_bastion"))
+            kh_lines.append(f"[{BASTION_ADDRESS}]:{self.bastion.port} {key.export_public_key().decode().strip()}")
         (self.d / "known_hosts").write_text("\n".join(kh_lines) + "\n")
         # Ray ports: 6 per node + 3 for the head, all distinct.
         free = _free_ports(6 * n + 3)
@@ -829,7 +859,8 @@ class _Daemon:
 
         prof = build_profile(nodes=self.state["nodes"], gpus=gpus, shared=shared, known_hosts=self.d / "known_hosts",
                              key=self.d / "keys" / "id_ed25519", user=getpass.getuser(), image=IMAGE,
-                             ray_ports=ray_ports, ray_tmp=ray_tmp)
+                             ray_ports=ray_ports, ray_tmp=ray_tmp,
+                             jump=f"{getpass.getuser()}@{BASTION_ADDRESS}:{self.bastion.port}" if self.bastion else None)
         ppath = self.d / "profile.yaml"
         ppath.write_text(_profile_text(prof, self.d))
         from ..profile import load_profile
@@ -911,7 +942,8 @@ class _Daemon:
             await self.cleanup()
 
     async def cleanup(self) -> None:
-        await asyncio.gather(*(s.stop() for s in self.servers.values()), return_exceptions=True)
+        extra = [self.bastion] if getattr(self, "bastion", None) is not None else []
+        await asyncio.gather(*(s.stop() for s in [*self.servers.values(), *extra]), return_exceptions=True)
         for u, c in self.ns_procs.values():
             _kill(c)
             _kill(u)
