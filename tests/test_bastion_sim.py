@@ -63,3 +63,24 @@ def test_direct_is_refused_and_an_unknown_bastion_is_named(bastion_sim, tmp_path
     for n in st["nodes"]:
         assert not n["reachable"]
         assert f"jump host {jump}: host key for 127.0.0.254:{port} not in known_hosts" in json.dumps(n), n
+
+
+async def test_the_console_through_the_bastion(bastion_sim) -> None:
+    import asyncio
+
+    from tui.app import RlconsoleApp
+    from tui.core.profile import load_profile
+    from tui.live import LiveBackend
+
+    _, path = bastion_sim
+    app = RlconsoleApp(LiveBackend(load_profile(path)), bell=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 120
+        while True:
+            st = app.main_screen.state
+            if st is not None and all(n.reachable and n.gpu is not None for n in st.nodes):
+                break
+            assert loop.time() < end, f"nodes not reachable through the bastion: {st and [(n.name, n.error) for n in st.nodes]}"
+            await pilot.pause(0.1)
+        assert len(st.nodes[0].gpu.cards) == 2
