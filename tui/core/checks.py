@@ -34,9 +34,12 @@ def _ov(p: Profile, key: str, default: Any = None) -> Any:
 
 
 def _int(v: Any, default: int) -> int:
+    """An override as an integer for arithmetic; anything that is not one (a string,
+    `.nan`, `.inf`: OverflowError) is the default. The profile loader has already
+    refused 0, `.inf` and `.nan` for the sizes this module divides by."""
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
 
 
