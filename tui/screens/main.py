@@ -124,7 +124,7 @@ class MainScreen(Screen[None]):
         busy = [n for n in self.running if n not in STOP_ACTIONS]
         if name in self.running or (busy and name not in STOP_ACTIONS):
             self.notify(f"{', '.join(busy) or name} is still running; wait for it, or stop with x/X",
-                        severity="warning")
+                        severity="warning", markup=False)
             return False
         self.query_one(ActionPanel).begin(name)
         self.running[name] = self.run_worker(self._action(name, opts), name=name, group="actions",
@@ -159,7 +159,9 @@ class MainScreen(Screen[None]):
         if msg.name == "check":
             self.app.push_screen(PreflightScreen(self.check_events, msg.message))
         elif msg.ok is False:
-            self.notify(msg.message or f"{msg.name} failed", title=msg.name, severity="error")
+            # markup=False: the message carries what a node printed (`[/tmp/x]` once
+            # ended the console with a MarkupError)
+            self.notify(msg.message or f"{msg.name} failed", title=msg.name, severity="error", markup=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         w = event.worker
@@ -264,7 +266,7 @@ class MainScreen(Screen[None]):
                 if 0 <= rel < pane.log_widget.line_count:
                     pane._jump(line)
                 else:
-                    self.notify(f"log line {line + 1} is no longer on screen; see `rlconsole logs`")
+                    self.notify(f"log line {line + 1} is no longer on screen; see `rlconsole logs`", markup=False)
 
         self.query_one(AlertsBar).seen()
         self.app.push_screen(AlertsScreen(self.alerts), jump)

@@ -7,10 +7,11 @@ screen only lists the results the "check" action streamed: events carrying
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.markup import escape
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
@@ -48,15 +49,18 @@ class PreflightScreen(ModalScreen[None]):
             v.border_title = "Preflight"
             v.border_subtitle = "Esc closes"
             style = "$text-error" if fails else "$text-success"
-            yield Static(f"[{style}]{len(self.rows)} checks: {fails} failed, {warns} warnings[/]"
-                         + (f"  [dim]{escape(self.summary)}[/]" if self.summary else ""), id="preflight-summary")
+            yield Static(Content.assemble((f"{len(self.rows)} checks: {fails} failed, {warns} warnings", style),
+                                          ("  " + self.summary if self.summary else "", "dim")),
+                         id="preflight-summary")
             yield DataTable(cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("status", "check", "node", "message")
         for e in self.rows:
-            table.add_row((e.status or "").upper(), str(e.data.get("check", "")), e.node or "", e.message)
+            # Text cells: a str cell is parsed as markup, and messages quote node output
+            table.add_row(Text((e.status or "").upper()), Text(str(e.data.get("check", ""))),
+                          Text(e.node or ""), Text(e.message))
         table.focus()
 
     def action_close(self) -> None:
