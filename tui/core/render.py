@@ -103,6 +103,15 @@ class RenderedJob:
     def entrypoint_str(self) -> str:
         return shlex.join(self.entrypoint)
 
+    def masked(self) -> "RenderedJob":
+        """The same job with credentials masked (secrets.py's rule): what `render`
+        prints unless --show-secrets, and what the run history stores."""
+        from .secrets import mask_argv, mask_data, mask_secrets
+
+        return RenderedJob(runtime_env=mask_data(self.runtime_env),
+                           entrypoint=mask_argv(self.entrypoint),
+                           submission_id=self.submission_id, address=mask_secrets(self.address))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "submission_id": self.submission_id,

@@ -35,6 +35,7 @@ from widgets.sim_badge import SimBadge
 from ..commands import KEYS
 from ..core.actions.events import ActionEvent
 from ..core.alerts import Alert
+from ..core.secrets import mask_secrets
 from ..core.state import ClusterState
 from ..messages import (
     ActionEventReceived, ActionFinished, AlertRaised, AlertsBarClicked, LogLinesReceived,
@@ -102,7 +103,7 @@ class MainScreen(Screen[None]):
         self.query_one(RayPane).update_state(msg.state)
 
     def on_log_lines_received(self, msg: LogLinesReceived) -> None:
-        self.query_one(LogPane).add_lines(msg.lines)
+        self.query_one(LogPane).add_lines([mask_secrets(line) for line in msg.lines])
 
     def on_metrics_updated(self, msg: MetricsUpdated) -> None:
         self.series = msg.series  # the graph screen reads the latest
@@ -144,7 +145,7 @@ class MainScreen(Screen[None]):
                 elif ev.kind in ("done", "skip"):
                     message = ev.message
         except Exception as e:  # shown, not raised: a failed action must not kill the console
-            ok, message = False, f"{name}: {type(e).__name__}: {e}"
+            ok, message = False, mask_secrets(f"{name}: {type(e).__name__}: {e}")
         finally:
             if name == "check":
                 self.check_events = events

@@ -71,19 +71,23 @@ async def submit(profile: Profile, remote: Remote, force: bool = False) -> Async
         ids = ", ".join(j["id"] for j in running)
         yield ActionEvent("submit", "fail", f"a job is already running on this cluster ({ids}); stop it first or use --force")
         return
-    yield ActionEvent("submit", "step", "$ " + job.entrypoint_str[:300] + ("..." if len(job.entrypoint_str) > 300 else ""))
+    shown = job.masked().entrypoint_str
+    yield ActionEvent("submit", "step", "$ " + shown[:300] + ("..." if len(shown) > 300 else ""))
     try:
         job_id = await asyncio.to_thread(client.submit_job, entrypoint=job.entrypoint_str,
                                          submission_id=job.submission_id, runtime_env=job.runtime_env)
     except Exception as e:  # noqa: BLE001
         yield ActionEvent("submit", "fail", f"Ray refused the job: {str(e).splitlines()[0] if str(e) else e!r}")
         return
-    record_run(RunRecord(
-        profile=profile.name, profile_path=profile.path, job_id=job_id, submitted_at=time.time(),
-        entrypoint=job.entrypoint, runtime_env=job.runtime_env,
-        tensorboard_dir=job.runtime_env["env_vars"].get("TENSORBOARD_DIR"),
-        checkpoint_dir=profile.paths.checkpoint_dir,
-    ))
+    try:
+        record_run(RunRecord(
+            profile=profile.name, profile_path=profile.path, job_id=job_id, submitted_at=time.time(),
+            entrypoint=job.entrypoint, runtime_env=job.runtime_env,
+            tensorboard_dir=job.runtime_env["env_vars"].get("TENSORBOARD_DIR"),
+            checkpoint_dir=profile.paths.checkpoint_dir,
+        ))
+    except OSError as e:  # the job runs; only a later console's re-attach is lost
+        yield ActionEvent("submit", "warn", f"{job_id} is running but not in the run history: {e}")
     yield ActionEvent("submit", "done", f"submitted {job_id}", data={"job_id": job_id})
 
 
