@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from typing import Callable, NoReturn
 
@@ -332,6 +333,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Files this process creates are private from creation (0700 dirs, 0600 files): the
+    # state dir holds logs of what ran where, spools of job logs, the run history. A
+    # chmod after creation would leave a window, and miss files made by libraries.
+    os.umask(0o077)
     parser = build_parser()
     args = parser.parse_args(argv)
     from .core.debuglog import mask_secrets, setup_logging

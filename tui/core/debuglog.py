@@ -35,7 +35,8 @@ def state_dir() -> Path:
     from platformdirs import user_state_dir
 
     d = Path(os.environ.get("RLCONSOLE_STATE_DIR") or user_state_dir("rlconsole"))
-    d.mkdir(parents=True, exist_ok=True)
+    # 0700: the log, the run history and the log spools say what ran where, with what
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
     return d
 
 
@@ -57,6 +58,7 @@ def setup_logging(verbose: bool = False) -> Path | None:
     if not _configured:
         try:
             path = log_path()
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))  # born private
             fh = RotatingFileHandler(path, maxBytes=10_000_000, backupCount=3, encoding="utf-8")
             fh.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
             fh.addFilter(mask)
