@@ -8,6 +8,7 @@ connection); live checks ask the nodes, all concurrently.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 from dataclasses import asdict, dataclass
 from typing import Any, Awaitable
@@ -161,12 +162,29 @@ def static_checks(p: Profile) -> list[CheckResult]:
     logger = _ov(p, "trainer.logger") or []
     if "tensorboard" not in (logger if isinstance(logger, list) else [logger]):
         add("monitor.tensorboard", "warn", "trainer.logger lacks tensorboard: the console gets no scalars, only the log")
-    if p.ray.dashboard_host in ("0.0.0.0", "::"):
-        add("ray.dashboard", "warn", f"dashboard bound to {p.ray.dashboard_host}: an unauthenticated job API on the network",
+    if not _loopback(p.ray.dashboard_host):
+        add("ray.dashboard", "warn", f"dashboard bound to {p.ray.dashboard_host}: an unauthenticated job API "
+            "(run any command on the cluster) reachable from the network",
             "bind it to 127.0.0.1; rlconsole reaches it through SSH")
     else:
         add("ray.dashboard", "pass", f"dashboard on {p.ray.dashboard_host}")
+    from .actions.model import deletion_problem
+
+    unsafe = deletion_problem(p)
+    if unsafe:
+        add("paths.mcore_checkpoint", "fail", f"`convert --force` deletes this directory, and would refuse: {unsafe}",
+            "give paths.mcore_checkpoint its own directory, e.g. next to the model as <model>-mcore")
     return out
+
+
+def _loopback(host: str) -> bool:
+    """Whether a bind address is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to, probably not loopback
 
 
 # --------------------------------------------------------------------------- live
