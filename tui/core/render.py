@@ -42,8 +42,10 @@ def hydra_quote(s: str) -> str:
             while j < len(s) and s[j] == "\\":
                 j += 1
             run = j - i
-            # A run of backslashes before a quote or at the end must be doubled.
-            if j == len(s) or s[j] == q:
+            # A run of backslashes before a quote, at the end, or before a `${` (which is
+            # escaped next) must be doubled: OmegaConf reads `\\${` as a backslash and
+            # then an interpolation, so `\${x}` needs `\\\${x}` to stay literal.
+            if j == len(s) or s[j] == q or s.startswith("${", j):
                 out.append("\\" * (2 * run))
             else:
                 out.append("\\" * run)
