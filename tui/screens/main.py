@@ -69,6 +69,9 @@ class MainScreen(Screen[None]):
         self.running: dict[str, Worker[Any]] = {}
         self.check_events: list[ActionEvent] = []
         self.series: dict[str, list[tuple[int, float]]] = {}
+        self.to_confirm: dict[str, tuple[str, dict[str, Any]]] = {}
+        """Actions that stopped to ask (a setup-ray that would stop a running Ray): the
+        question and the options to run them again with once the user says yes."""
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -142,6 +145,8 @@ class MainScreen(Screen[None]):
                 self.post_message(ActionEventReceived(ev))
                 if ev.kind == "fail":
                     ok, message = False, ev.message
+                    if ev.data.get("confirm") and name == "setup-ray":
+                        self.to_confirm[name] = (str(ev.data["confirm"]), {**opts, "stop_confirmed": True})
                 elif ev.kind in ("done", "skip"):
                     message = ev.message
         except Exception as e:  # shown, not raised: a failed action must not kill the console
@@ -159,6 +164,9 @@ class MainScreen(Screen[None]):
         self.query_one(ActionPanel).finish(msg.ok, msg.message)
         if msg.name == "check":
             self.app.push_screen(PreflightScreen(self.check_events, msg.message))
+        elif msg.name in self.to_confirm:
+            question, opts = self.to_confirm.pop(msg.name)
+            self.ask_then_run(msg.name, question, opts)
         elif msg.ok is False:
             # markup=False: the message carries what a node printed (`[/tmp/x]` once
             # ended the console with a MarkupError)
@@ -199,6 +207,17 @@ class MainScreen(Screen[None]):
             confirm_label="Delete and convert"))
         if yes:
             self.start_action("convert", force=True)
+
+    @work(group="dialogs", exclusive=True)
+    async def ask_then_run(self, name: str, question: str, opts: dict[str, Any]) -> None:
+        """An action stopped short of something destructive: ask, and on yes run it
+        again with the confirmation in its options."""
+        yes = await self.app.push_screen_wait(ConfirmationModal(
+            "Stop Ray on every node?", question, confirm_label="Stop Ray and set up"))
+        if yes:
+            self.start_action(name, **opts)
+        else:
+            self.notify(f"{name} cancelled: Ray left as it is", timeout=4, markup=False)
 
     @work(group="dialogs", exclusive=True)
     async def action_stop_job(self) -> None:
