@@ -24,6 +24,7 @@ from tui.screens.graph import GraphScreen
 from tui.screens.main import MainScreen
 from tui.screens.preflight import PreflightScreen
 from widgets.action_panel import ActionPanel
+from widgets.log_pane import LogPane
 from widgets.metrics_pane import MetricsPane
 from widgets.ray_pane import RayPane
 
@@ -136,3 +137,17 @@ async def test_graph_lists_scalar_names_as_text() -> None:
         prompts = [str(sl.get_option_at_index(i).prompt) for i in range(sl.option_count)]
         assert HOSTILE in prompts and TRAILING in prompts
         assert app.is_running
+
+
+async def test_log_lines_on_screen_are_masked_and_literal() -> None:
+    """The job log reaches the screen through the one masking rule, and as text."""
+    b = demo_backend()
+    app = RlconsoleApp(b)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        b.push_log([f"WANDB_KEY='Q12 34' {HOSTILE}", f"curl -H 'Authorization: token Q5678' {TRAILING}"])
+        await settle(pilot)
+        pane = app.screen.query_one(LogPane)
+        shown = "\n".join(pane.log_widget.lines[-2:])
+        assert "Q12" not in shown and "Q5678" not in shown
+        assert "WANDB_KEY=***" in shown and HOSTILE in shown and TRAILING in shown
