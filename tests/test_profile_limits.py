@@ -81,6 +81,14 @@ def test_limit_one_line_exit_2(name: str, command: list[str], tmp_path: Path,
     assert len(lines[0]) < 400
 
 
+def test_a_huge_file_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "huge.yaml"
+    f.write_text(GOOD + "# " + "x" * (5 << 20) + "\n")
+    assert main(["render", "--profile", str(f)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "larger than a profile can be" in err[0]
+
+
 def test_a_shared_anchor_that_does_not_multiply_still_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The alias limit counts expanded values: ordinary anchor reuse stays legal."""
     text = _sub("  overrides:\n", "  overrides:\n    +a: &base [1, 2, 3]\n    +b: *base\n")

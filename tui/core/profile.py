@@ -476,6 +476,8 @@ def _flatten_overrides(data: Any, file: str, base: str, prefix: str, parent_line
 # `.inf` or `.nan` there is a profile error, not a ZeroDivisionError in `check`.
 _COUNT_KEYS = re.compile(r"(^|\.)([a-z_]*_parallel_size|nnodes|n_gpus_per_node)$")
 
+MAX_PROFILE_BYTES = 4 << 20
+
 # The console refreshes this often at most; below it the loop only burns a core.
 MIN_REFRESH_S = 0.1
 
@@ -749,6 +751,10 @@ def load_profile(path: str | Path) -> Profile:
     path = Path(path)
     shown = display_path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_PROFILE_BYTES:  # a profile is a few KB; never read a runaway file whole
+            raise ProfileError(shown, None, None, f"{size:,} bytes: larger than a profile can be "
+                                                  f"({MAX_PROFILE_BYTES:,} at most)")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ProfileError(shown, None, None, "no such profile file") from None
