@@ -440,8 +440,6 @@ class NodeSession:
                 files = [kh] if kh else default_known_hosts()
                 raise _Refused(f"jump host {jhost}:{jport} (for {self.name}): "
                                + host_key_message(jhost, jport, files)) from None
-            except _Refused:
-                raise
             except Exception as exc:  # noqa: BLE001 - any failure here is the jump host's
                 raise _Refused(f"jump host {jhost}:{jport} (for {self.name}): "
                                + _describe_connect_error(exc, Node(jhost, jhost, 1, "worker",
