@@ -486,9 +486,15 @@ def _check_count_override(o: Override, file: str) -> None:
     if not _COUNT_KEYS.search(o.key) or o.value is None:
         return
     v = o.value
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str):
+        # an interpolation (`${...}`) or an importer's placeholder is not ours to judge;
+        # a number written as a string is
+        if not v.strip().lstrip("+-").isdigit():
+            return
         v = int(v.strip())
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return
+    if (isinstance(v, float) and (not math.isfinite(v) or not v.is_integer())) or v <= 0:
         raise ProfileError(file, o.line, f"training.overrides.{o.key}",
                            f"expected a positive integer, got {_show(v)}")
 
