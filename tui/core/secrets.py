@@ -45,25 +45,36 @@ _SHELL_WORD = r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|'[^\n]*|"[^\n]*|\\.|[^\s'"\\,;}])
 _JSON_STR = r'"(?:[^"\\]|\\.)*"'
 
 _PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)
-_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    # "NAME": "value" (JSON)
-    (re.compile(rf'("{SECRET_NAME}"\s*:\s*){_JSON_STR}'), rf'\1"{MASK}"'),
-    # NAME=value: one shell word, however many quoted pieces it is made of
-    (re.compile(rf"(?<![A-Za-z0-9_])({SECRET_NAME})=(?:{_SHELL_WORD})"), rf"\1={MASK}"),
-    # NAME: value (YAML, log lines): a quoted value, or the rest of the line
-    (re.compile(rf"(?<![A-Za-z0-9_\"])({SECRET_NAME}):[ \t]*(?:{_JSON_STR}|'[^'\n]*'|[^\s,;}}][^\n,;}}]*)"),
-     rf"\1: {MASK}"),
-    # --hf-token X, --api-key=X, --password X
-    (re.compile(r"(?i)(--(?:[a-z0-9]+[-_])*(?:token|password|passwd|secret|key|pat)(?:=|\s+))"
-                rf"(?!-)(?:{_SHELL_WORD})"), rf"\1{MASK}"),
-    # Authorization: <scheme> <credential>, or Authorization: <credential>
-    (re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:(?:token|bearer|basic|digest|negotiate)\s+)?)"
-                r"[^\s'\",;}]+"), rf"\1{MASK}"),
-    # scheme://user:password@host and scheme://token@host
-    (re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://)([^/\s:@'\"]+):([^/\s@'\"]*)@"), rf"\1\2:{MASK}@"),
-    (re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://)([^/\s:@'\"]+)@"), rf"\1{MASK}@"),
-]
-_QUICK = re.compile(r"(?i)token|key|secret|passw|credential|authorization|://[^\s/]*@|PAT")
+
+# Names are found as whole words (`[A-Z0-9_]+` after a non-word character: linear time)
+# and judged by is_secret_name in the replacement, never by a regex that retries the
+# keyword at every offset of a long upper-case run.
+_NAME = r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]*)"
+_JSON_PAIR = re.compile(rf'(?<!\\)"([A-Za-z][A-Za-z0-9_]*)"(\s*:\s*){_JSON_STR}')
+_ASSIGN = re.compile(rf"{_NAME}=({_SHELL_WORD})")
+_COLON = re.compile(rf"(?<![\"']){_NAME}:[ \t]*({_JSON_STR}|'[^'\n]*'|[^\s,;}}][^\n,;}}]*)")
+_FLAG = re.compile(r"(?i)(--[a-z0-9_-]{0,60}?(?:token|password|passwd|secret|key|pat)(?:=|[ \t]+))"
+                   rf"(?!-)(?:{_SHELL_WORD})")
+_AUTH = re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:(?:token|bearer|basic|digest|negotiate)\s+)?)"
+                   r"[^\s'\",;}]+")
+_URL_PW = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+):([^/\s@'\"]*)@")
+_URL_USER = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+)@")
+
+# cheap pre-checks: most log lines hold none of these, and skip every pattern
+_UPPER_WORD = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|PAT")
+_LOWER_WORD = re.compile(r"(?i)token|key|secret|passw|credential|pat")
+
+
+def _named(m: re.Match[str], keep: str) -> str:
+    return keep if is_secret_name(m.group(1)) else m.group(0)
+
+
+def _assign(m: re.Match[str]) -> str:
+    if is_secret_name(m.group(1)):
+        return f"{m.group(1)}={MASK}"
+    # not a secret, but its value (an unbalanced quote takes the rest of the line) may
+    # hold one: look inside it too
+    return f"{m.group(1)}=" + _ASSIGN.sub(_assign, m.group(2))
 
 
 def is_secret_name(name: str) -> bool:
@@ -74,11 +85,23 @@ def is_secret_name(name: str) -> bool:
 def mask_secrets(text: str) -> str:
     """`text` with every credential value replaced by `***`; the names stay, so a log
     still says which variable was set."""
-    if not text or not _QUICK.search(text):
+    if not text:
         return text
-    text = _PEM.sub("-----PRIVATE KEY (masked)-----", text)
-    for pat, repl in _PATTERNS:
-        text = pat.sub(repl, text)
+    if "PRIVATE KEY-----" in text:
+        text = _PEM.sub("-----PRIVATE KEY (masked)-----", text)
+    if _UPPER_WORD.search(text):
+        text = _JSON_PAIR.sub(lambda m: _named(m, f'"{m.group(1)}"{m.group(2)}"{MASK}"'), text)
+        text = _ASSIGN.sub(_assign, text)
+        text = _COLON.sub(lambda m: _named(m, f"{m.group(1)}: {MASK}"), text)
+    elif '"' in text and _LOWER_WORD.search(text):  # {"wandb_key": "..."}: JSON keys in any case
+        text = _JSON_PAIR.sub(lambda m: _named(m, f'"{m.group(1)}"{m.group(2)}"{MASK}"'), text)
+    if "--" in text and _LOWER_WORD.search(text):
+        text = _FLAG.sub(rf"\1{MASK}", text)
+    if "uthorization" in text or "UTHORIZATION" in text:
+        text = _AUTH.sub(rf"\1{MASK}", text)
+    if "://" in text and "@" in text:
+        text = _URL_PW.sub(rf"\1\2:{MASK}@", text)
+        text = _URL_USER.sub(rf"\1{MASK}@", text)
     return text
 
 
