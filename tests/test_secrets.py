@@ -95,6 +95,18 @@ def test_names_by_pattern() -> None:
     assert mask_secrets("TOKENIZERS_PARALLELISM=false PATH=/bin") == "TOKENIZERS_PARALLELISM=false PATH=/bin"
 
 
+def test_secrets_inside_other_values_and_lowercase_json_keys() -> None:
+    assert "Q42AB" not in mask_secrets('FOO="unterminated WANDB_KEY=Q42AB')
+    assert mask_secrets('{"wandb_key": "a Q42AB"}') == '{"wandb_key": "***"}'
+    assert mask_secrets("X: 1, OPENAI_KEY: sk Q42AB more") == "X: 1, OPENAI_KEY: ***"
+
+
+def test_pathological_input_still_masks() -> None:
+    """Long runs that a backtracking pattern would chew on for seconds."""
+    for text in ("--" + "a-" * 3000 + "token Q42AB", "A" * 5000 + " GITHUB_PAT=Q42AB", "x --" * 2000 + "--key Q42AB"):
+        assert "Q42AB" not in mask_secrets(text)
+
+
 def test_mask_env_and_data_whole_values() -> None:
     env = {"WANDB_KEY": "a b'c", "PATH": "/bin", "GIT_URL": "https://u:Q9ABCDEF@h/x", "n": 3}
     assert mask_env(env) == {"WANDB_KEY": "***", "PATH": "/bin", "GIT_URL": "https://u:***@h/x", "n": 3}
