@@ -103,7 +103,7 @@ def test_secrets_inside_other_values_and_lowercase_json_keys() -> None:
 
 def test_pathological_input_still_masks() -> None:
     """Long runs that a backtracking pattern would chew on for seconds."""
-    for text in ("--" + "a-" * 3000 + " --hf-token Q42AB", "-" * 6000 + " --token Q42AB", "A" * 5000 + " GITHUB_PAT=Q42AB", "x --" * 2000 + "--key Q42AB"):
+    for text in ("--" + "a-" * 3000 + " --hf-token Q42AB", "-" * 6000 + " --token Q42AB", "A" * 5000 + " GITHUB_PAT=Q42AB", "x --" * 2000 + " --key Q42AB"):
         assert "Q42AB" not in mask_secrets(text)
 
 

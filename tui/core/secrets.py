@@ -53,7 +53,7 @@ _NAME = r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]*)"
 _JSON_PAIR = re.compile(rf'(?<!\\)"([A-Za-z][A-Za-z0-9_]*)"(\s*:\s*){_JSON_STR}')
 _ASSIGN = re.compile(rf"{_NAME}=({_SHELL_WORD})")
 _COLON = re.compile(rf"(?<![\"']){_NAME}:[ \t]*({_JSON_STR}|'[^'\n]*'|[^\s,;}}][^\n,;}}]*)")
-_FLAG = re.compile(r"(?i)(--[a-z0-9_-]{0,200}?(?:token|password|passwd|secret|key|pat)(?:=|[ \t]+))"
+_FLAG = re.compile(r"(?i)((?<!-)--(?:[a-z0-9][a-z0-9_-]{0,200}?)?(?:token|password|passwd|secret|key|pat)(?:=|[ \t]+))"
                    rf"(?!-)(?:{_SHELL_WORD})")
 _AUTH = re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:(?:token|bearer|basic|digest|negotiate)\s+)?)"
                    r"[^\s'\",;}]+")
