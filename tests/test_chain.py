@@ -211,6 +211,27 @@ def test_preflight_planted_faults(chain_sim: Path, tmp_path: Path, capsys: pytes
     base = check(chain_sim)
     assert failing(base) == set(), {k: v for k, v in base.items() if k in failing(base)}
 
+    # the job's Python lacks Hydra (a bare venv as training.python): one failure, code.python,
+    # with the fix to install it where the job runs; the compose probe is skipped because of
+    # it (it used to be only "WARN hydra is not importable"); submit refuses, submits nothing
+    import subprocess
+    import sys
+
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    nohydra = variant(chain_sim, tmp_path / "nohydra.yaml",
+                      lambda d: d["training"].update(python=str(bare / "bin" / "python3")))
+    by = check(nohydra)
+    assert failing(by) == {"code.python"}, {k: v for k, v in by.items() if k in failing(by)}
+    assert "import hydra" in by["code.python"][0]["message"] and "hydra-core" in by["code.python"][0]["fix"]
+    assert [r["status"] for r in by["code.overrides"]] == ["skip"] and by["code.overrides"][0]["cause"] == "code.python"
+    runs = Path(__import__("os").environ["RLCONSOLE_STATE_DIR"]) / "runs.jsonl"
+    before = runs.read_text() if runs.exists() else ""
+    rc, out, _ = run(["submit", "--profile", str(nohydra), "--yes"], capsys)
+    last = out.splitlines()[-1]
+    assert rc == 1 and "1 preflight check(s) failed (code.python)" in last, out[-2000:]
+    assert (runs.read_text() if runs.exists() else "") == before
+
     # the seed's debug torch.save, planted in the VeRL tree
     verl = Path(prof.paths.verl)
     set_debug_save(verl, planted=True)

@@ -14,7 +14,7 @@ import asyncio
 import pytest
 
 from textual.command import CommandList
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
 from tui.app import RlconsoleApp
 from tui.backend import Backend, StaticBackend, demo_backend, demo_state
@@ -367,6 +367,11 @@ async def test_preflight_shows_results() -> None:
         assert isinstance(app.screen, PreflightScreen)
         assert app.screen.rows[0].status == "fail"  # failures first
         assert len(app.screen.rows) == 5
+        # the core's CheckResult, read back from the action's events: worst first, the fix shown
+        assert [r.status.value for r in app.screen.rows] == ["fail", "warn", "pass", "pass", "pass"]
+        table = app.screen.query_one(DataTable)
+        first = [str(c) for c in table.get_row_at(0)]
+        assert first[:2] == ["FAIL", "actor.pipeline_layers"] and "use a PP that divides 36" in first[4]
 
 
 async def test_alerts_bar_and_list() -> None:

@@ -98,8 +98,9 @@ class Backend(Protocol):
     def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
         """Run one of `ACTION_NAMES` and stream its progress. It ends with a `done`,
         `fail` or `skip` event; an exception is shown as a failure. For "check" each
-        result is one event with `data["check"]` (the check's name) and `status` in
-        pass/fail/warn/skip."""
+        result is one event made by `core.checks.check_event` (`data["check"]` the
+        check's id, `status` pass/fail/warn/skip, `data["result"]` the whole
+        `CheckResult`, read back by `core.checks.result_of`)."""
 
     def describe_stop(self, cluster: bool = False) -> str:
         """What `x` (or `X` with cluster=True) would do, named exactly, e.g.
@@ -425,16 +426,22 @@ class StaticBackend:
         elif name == "convert" and not opts.get("force") and self.convert_exists:
             yield ev("skip", f"output not empty: {self.convert_exists}")
         elif name == "check":
-            for check, status, msg in [
-                ("profile", "pass", "profile valid"),
-                ("ssh", "pass", f"{len(self.profile.nodes)}/{len(self.profile.nodes)} nodes reachable"),
-                ("pipeline-layers", "fail", "PP=8 does not divide 36 layers"),
-                ("dashboard-bind", "pass", "dashboard on 127.0.0.1"),
-                ("expert-parallel", "warn", "expert_model_parallel_size=8 on a dense model"),
-            ]:
+            from .core.checks import CheckResult, check_event, summary
+
+            results = [
+                CheckResult("profile", "pass", "profile valid"),
+                CheckResult("ssh.reachable", "pass", f"{len(self.profile.nodes)}/{len(self.profile.nodes)} nodes reachable"),
+                CheckResult("actor.pipeline_layers", "fail", "PP=8 does not divide 36 layers",
+                            "use a PP that divides 36 (e.g. 2, 4)"),
+                CheckResult("ray.dashboard", "pass", "dashboard on 127.0.0.1"),
+                CheckResult("model.expert_parallel", "warn", "expert_model_parallel_size=8 on a dense model"),
+            ]
+            for r in results:
                 await self._pause()
-                yield ev("step", msg, status=status, check=check)
-            yield ev("fail", "1 check failed")
+                e = check_event(r)
+                e.at = at
+                yield e
+            yield ev("fail", summary(results))
         elif name == "stop":
             job = self.state.job
             await self._pause()

@@ -71,7 +71,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .core.checks import run_check_cli
+    from .check_cli import run_check_cli
 
     return run_check_cli(_load(args), as_json=args.json, static=args.static)
 

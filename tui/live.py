@@ -295,26 +295,13 @@ class LiveBackend:
     # -- actions ----------------------------------------------------------------------
 
     async def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
-        if name == "check":
-            from .core.checks import run_checks
-
-            yield ActionEvent("check", "start", "preflight checks")
-            results = await run_checks(self.profile, remote=self.remote)
-            for r in results:
-                yield ActionEvent("check", "output", f"{r.id}: {r.message}" + (f" (fix: {r.fix})" if r.fix and r.status != "pass" else ""),
-                                  node=r.node, status=r.status, data={"check": r.id, "fix": r.fix})
-            nfail = sum(r.status == "fail" for r in results)
-            yield ActionEvent("check", "fail" if nfail else "done",
-                              f"{nfail} failed, {sum(r.status == 'warn' for r in results)} warnings, "
-                              f"{sum(r.status == 'pass' for r in results)} passed")
-            return
         from .core.actions.registry import run_action
 
         submitted: str | None = None
         async for ev in run_action(name, self.profile, self.remote, **opts):
             if name == "submit" and ev.kind == "done":
                 submitted = ev.data.get("job_id")
-            if ev.node is None and ev.kind == "fail":
+            if ev.node is None and ev.kind == "fail" and name != "check":  # the preflight screen shows it
                 self._alert(Alert("error", f"action:{name}", ev.message))
             if name == "stop" and ev.kind == "warn" and ev.node:
                 self._alert(Alert("warning", "action:stop", f"{ev.node}: {ev.message}"))

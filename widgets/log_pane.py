@@ -25,6 +25,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
@@ -115,6 +117,21 @@ class SearchLog(Log):
     match_index: int | None = None
     """Index into `lines` of the highlighted match (kept in sync when lines are pruned)."""
 
+    virtual_size = Reactive(Size(0, 0), layout=False)
+    """New lines grow the log's scrollable size, never its size on screen; Widget's
+    `virtual_size` asks for a layout pass of the whole screen on every change, which
+    was most of the console's CPU while a job logs (profiled: two passes a second, tens
+    of ms each). Here the scrollbars are updated in place, and a layout is asked for
+    only when one appears or disappears."""
+
+    def watch_virtual_size(self, new: Size) -> None:
+        shown = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+        self._refresh_scrollbars()
+        if (self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != shown:
+            self.refresh(layout=True)
+        else:
+            self._scroll_update(new)
+
     def __init__(self, **kw) -> None:
         super().__init__(highlight=True, **kw)
         self.highlighter = LevelHighlighter()
@@ -128,12 +145,20 @@ class SearchLog(Log):
         """A line with the log's own colour: its SGR sequences become Rich styles
         (`Text.from_ansi` never reads markup), then levels are highlighted on top.
         Plain lines take Textual's own path."""
-        raw = self._lines[y]
-        if "\x1b" not in raw or self.text_selection is not None:
+        if self.text_selection is not None:
             return super()._render_line_strip(y, rich_style)
+        # Cached here for every line: Textual's Log (5.x-8.x) stores a plain line in its
+        # cache only while a selection exists, so without this every repaint (a flush
+        # scrolls the view) re-rendered and re-highlighted every visible line (profiled:
+        # the largest part of the console's CPU while a job logs).
         cached = self._render_line_cache.get(y)
         if cached is not None:
             return cached
+        raw = self._lines[y]
+        if "\x1b" not in raw:
+            strip = super()._render_line_strip(y, rich_style)
+            self._render_line_cache[y] = strip
+            return strip
         text = Text.from_ansi(raw.expandtabs(), no_wrap=True, end="")
         text.stylize_before(rich_style)
         if self.highlight:

@@ -162,6 +162,7 @@ class MetricsPane(Vertical):
         self.monitoring = monitoring
         self.border_title = "Training"
         self._last_text: dict[str, str] = {}
+        self._last_summary: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("[dim]no metrics yet[/]", id="metrics-summary")
@@ -179,11 +180,19 @@ class MetricsPane(Vertical):
 
     def on_resize(self) -> None:
         if self.summary is not None:
+            self._last_summary = None  # a new width may wrap the same text differently
             self._show_summary()
 
     def _show_summary(self) -> None:
+        """Redraw the summary only when its text changed: the pane is refreshed every
+        couple of seconds for a 20-hour run whose step changes every few minutes, and
+        each update costs a layout pass of the whole screen (its height follows its text)."""
         fn = compact_markup if self.app.size.width < self.COMPACT_BELOW else summary_markup
-        self.query_one("#metrics-summary", Static).update(fn(self.summary or {}, self.monitoring))
+        markup = fn(self.summary or {}, self.monitoring)
+        if markup == self._last_summary:
+            return
+        self._last_summary = markup
+        self.query_one("#metrics-summary", Static).update(markup)
 
     def update_metrics(self, summary: dict[str, Any], series: dict[str, list[tuple[int, float]]]) -> None:
         self.summary = summary
@@ -195,4 +204,5 @@ class MetricsPane(Vertical):
             txt = "" if last is None else (f"{last:.3f}" if abs(last) < 10 else f"{last:,.0f}")
             if self._last_text.get(key) != txt:  # an unchanged value costs no layout pass
                 self._last_text[key] = txt
-                self.query_one(f"#last-{key}", Label).update(txt)
+                # fixed 8 x 1 cell (CSS): a new value never changes the layout
+                self.query_one(f"#last-{key}", Label).update(txt, layout=False)

@@ -1,8 +1,16 @@
 """Preflight: catch a broken run in seconds instead of 15 minutes into the first step.
 
-Each check returns pass / warn / fail with one line of what and where, and how to fix it.
+One implementation, one result shape: every check is a small named function that gives
+`CheckResult`s (pass / warn / fail / skip, one line of what and where, and how to fix it).
+`rlconsole check` prints them, `submit` refuses on a failure, and the console's preflight
+screen lists them; all three read the same results, in the same order (by check, then by
+node in the profile's order), never in the order the probes happened to finish.
+
 Static checks read only the profile (for use away from the cluster: they open no
-connection); live checks ask the nodes, all concurrently.
+connection). Live checks ask the nodes, concurrently, and each declares what it needs (the
+node reachable, the container running, Ray up, the job's Python able to run): when that is
+missing the check is *skipped* with the reason and the check that reported the cause, so one
+cause gives one failure with its own fix instead of a cascade of misleading ones.
 """
 
 from __future__ import annotations
@@ -10,24 +18,58 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
-from dataclasses import asdict, dataclass
-from typing import Any, Awaitable
+import logging
+import secrets
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Literal
 
-from .profile import Profile
+from .actions.events import ActionEvent
+from .profile import Node, Profile
 
-Status = str  # "pass" | "warn" | "fail"
+log = logging.getLogger("rlconsole.checks")
+
+
+class CheckStatus(str, Enum):
+    """A check's verdict. A `str` enum (Python 3.10 has no StrEnum) so that it compares
+    equal to, and serialises as, the plain strings of the JSON contract."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass
 class CheckResult:
+    """One verdict of one check, on one node (or cluster-wide when `node` is None).
+
+    `cause` is set on a skip: the id of the check whose failure this one needed to pass
+    (e.g. "container.running"), so that the fix is read there, once."""
+
     id: str
-    status: Status
+    status: CheckStatus
     message: str
     fix: str | None = None
     node: str | None = None
+    cause: str | None = None
+
+    def __post_init__(self) -> None:
+        # accept the plain strings too (static checks, JSON read back): one type after this
+        self.status = CheckStatus(self.status)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["status"] = self.status.value
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "CheckResult":
+        return cls(id=str(d["id"]), status=CheckStatus(d["status"]), message=str(d.get("message", "")),
+                   fix=d.get("fix"), node=d.get("node"), cause=d.get("cause"))
 
 
 def _ov(p: Profile, key: str, default: Any = None) -> Any:
@@ -213,6 +255,7 @@ for d, _, files in os.walk(os.path.join(root, "verl")):
                         parent = os.path.dirname(m.group(1))
                         if parent and not os.path.isdir(parent):
                             print(f"{path}:{i + 1}: torch.save to {m.group(1)} (parent {parent} does not exist)")
+print("@@rlconsole-done")
 """
 
 COMPOSE_SCRIPT = r"""
@@ -250,244 +293,659 @@ for f in sys.argv[1:]:
 """
 
 
-async def live_checks(p: Profile, remote: Any, before_submit: bool = False) -> list[CheckResult]:
-    from .actions.model import hf_missing, list_dir, mcore_missing
-    from .actions.ray_setup import cluster_is_right, expected_gpus, ray_state
-    from .parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
+
+DEPS_SCRIPT = r"""
+import importlib.util, sys
+print("MISSING:" + ",".join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))
+"""
+
+JOB_DEPS: tuple[tuple[str, str], ...] = (("hydra", "hydra-core"), ("omegaconf", "omegaconf"), ("ray", "ray"))
+"""What the job's entry point (`python -m verl.trainer.main_ppo`, a `@hydra.main` app that
+starts Ray actors) imports before anything else, with the package that provides each. A
+Python lacking one of these fails the job at its first line, so the preflight fails too."""
+
+DONE = "@@rlconsole-done"
+"""Printed by a probe's last line: output without it means the probe did not run to the end
+(not "found nothing")."""
+
+
+class Need(str, Enum):
+    """What a live check needs before it can say anything true. Each is provided by one
+    check (`PROVIDERS`); when it is missing, the dependent check is skipped, naming it."""
+
+    NODE = "node"              # the node answers over SSH
+    CONTAINER = "container"    # the container runs there (docker-exec access)
+    RAY = "ray"                # the head's Ray answers
+    PYTHON = "python"          # the job's Python runs on the head
+    JOB_DEPS = "job-deps"      # ... and has the job's own dependencies (JOB_DEPS)
+
+
+PROVIDERS: dict[Need, str] = {
+    Need.NODE: "ssh.reachable", Need.CONTAINER: "container.running", Need.RAY: "ray.cluster",
+    Need.PYTHON: "code.python", Need.JOB_DEPS: "code.python",
+}
+
+Scope = Literal["node", "head"]
+
+
+@dataclass
+class _Run:
+    """One preflight run: the profile, the remote, and the facts the providing checks
+    found (None = fine, else why not), which the dependent checks read."""
+
+    p: Profile
+    remote: Any
+    before_submit: bool
+    unreachable: dict[str, str] = field(default_factory=dict)
+    container_down: dict[str, str] = field(default_factory=dict)
+    ray_down: str | None = None
+    python_broken: str | None = None
+    deps_missing: str | None = None
+    ready: dict[str, asyncio.Event] = field(default_factory=dict)
+    _missing: dict[str, "asyncio.Task[list[str] | None]"] = field(default_factory=dict)
+
+    @property
+    def head(self) -> str:
+        return self.p.head.name
+
+    @property
+    def py(self) -> str:
+        return self.p.training.python
+
+    def job_env(self) -> list[str]:
+        """`env PYTHONPATH=...` as the job has it (Megatron and VeRL from the shared tree)."""
+        return ["env", f"PYTHONPATH={':'.join(x for x in (self.p.paths.megatron, self.p.paths.verl) if x)}"]
+
+    def unmet(self, need: Need, node: str) -> str | None:
+        """Why `need` is not met on `node` (a phrase for "needs X, which ..."), or None."""
+        if need is Need.NODE:
+            why = self.unreachable.get(node)
+            return None if node not in self.unreachable else f"needs the node, which is unreachable ({why})"
+        if need is Need.CONTAINER:
+            st = self.container_down.get(node)
+            return None if st is None else f"needs container {self.p.container.name}, which is {st}"
+        if need is Need.RAY:
+            return None if self.ray_down is None else f"needs Ray on the head, which {self.ray_down}"
+        if need is Need.PYTHON:
+            return None if self.python_broken is None else f"needs the job's Python, which {self.python_broken}"
+        if need is Need.JOB_DEPS:
+            if self.python_broken is not None:
+                return f"needs the job's Python, which {self.python_broken}"
+            return None if self.deps_missing is None else f"needs the job's Python, which {self.deps_missing}"
+        raise ValueError(need)
+
+    def broken(self, need: Need, node: str, why: str) -> None:
+        """Record that the check providing `need` could not tell (it raised): the checks
+        that need it are skipped rather than run on an assumption."""
+        if need is Need.NODE:
+            self.unreachable.setdefault(node, why)
+        elif need is Need.CONTAINER:
+            self.container_down.setdefault(node, f"unknown ({why})")
+        elif need is Need.RAY:
+            self.ray_down = self.ray_down or f"is unknown ({why})"
+        else:
+            self.python_broken = self.python_broken or f"is unknown ({why})"
+
+    def paths_missing(self, node: str) -> "Awaitable[list[str] | None]":
+        """The profile's paths that do not exist on `node` (in the container), asked once
+        per node and shared by the checks that want it; None when the probe failed."""
+        if node not in self._missing:
+            self._missing[node] = asyncio.ensure_future(self._probe_paths(node))
+        return self._missing[node]
+
+    async def _probe_paths(self, node: str) -> list[str] | None:
+        paths = profile_paths(self.p)
+        r = await self.remote.run(node, ["sh", "-c", f'for d; do [ -e "$d" ] || echo "$d"; done; echo {DONE}',
+                                         "sh", *paths.values()], container=True)
+        if DONE not in r.stdout:
+            return None
+        return [ln for ln in r.stdout.splitlines() if ln.strip() and ln != DONE]
+
+
+LiveFn = Callable[[_Run, Node], Awaitable[list[CheckResult]]]
+
+
+@dataclass(frozen=True)
+class LiveCheck:
+    """A live check: its function, the result ids it always gives (a skip gives one of
+    each; `also` are ids it gives only sometimes, listed for the order), what it needs,
+    and where it runs (every node, or once on the head)."""
+
+    fn: LiveFn
+    ids: tuple[str, ...]
+    needs: tuple[Need, ...]
+    scope: Scope
+    also: tuple[str, ...] = ()
+    provides: tuple[Need, ...] = ()
+    applies: Callable[[Profile], bool] | None = None  # None: always; else whether there is anything to check
+
+
+def profile_paths(p: Profile) -> dict[str, str]:
+    """The profile's paths that must exist on every node, by their key under `paths`."""
+    keys = ("verl", "megatron", "hf_model", "mcore_checkpoint", "workdir", "data_dir")
+    return {k: getattr(p.paths, k) for k in keys if getattr(p.paths, k, None)}
+
+
+PATH_OWNERS = {"hf_model": "model.hf", "mcore_checkpoint": "model.mcore"}
+"""Paths another check reports with the right fix (`rlconsole model` / `convert`), so that
+`storage.paths` does not report them a second time with a wrong one."""
+
+
+# -- the checks -------------------------------------------------------------------
+
+
+async def check_ssh(r: _Run, n: Node) -> list[CheckResult]:
+    """The node answers over SSH with a host key we know (the pool connected already)."""
+    ok, why = r.remote.reachable(n.name)
+    if ok:
+        return [CheckResult("ssh.reachable", "pass", "reachable, host key verified", node=n.name)]
+    r.unreachable[n.name] = why or "no connection"
+    return [CheckResult("ssh.reachable", "fail", f"unreachable: {why}",
+                        "check the address/port, and that its host key is in known_hosts", n.name)]
+
+
+async def check_container(r: _Run, n: Node) -> list[CheckResult]:
+    """The profile's container runs on the node, from the profile's image."""
     from .parsers.docker import parse_docker_inspect
+
+    p = r.p
+    res = await r.remote.run(n.name, [*p.container.docker, "inspect", "--type", "container", p.container.name])
+    st = parse_docker_inspect(res.output, p.container.name, res.rc)
+    if st.status != "running":
+        r.container_down[n.name] = str(st.status) if st.status != "unknown" or not st.error else f"unknown ({st.error})"
+        return [CheckResult("container.running", "fail", f"container {p.container.name} is {r.container_down[n.name]}",
+                            "run `rlconsole containers`", n.name)]
+    out = [CheckResult("container.running", "pass", f"{p.container.name} running", node=n.name)]
+    if st.image and st.image != p.container.image:
+        out.append(CheckResult("container.image", "fail", f"runs image {st.image}, the profile says {p.container.image}",
+                               "recreate the container from the profile's image (or fix container.image)", n.name))
+    return out
+
+
+async def check_cards(r: _Run, n: Node) -> list[CheckResult]:
+    """The node's card tool sees the profile's cards, and none is busy."""
+    from .parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
+
+    res = await r.remote.run(n.name, ["sh", "-c", GPU_PROBE_SCRIPT], container=True, timeout=60)
+    rep = parse_probe_output(res.stdout)
+    if not rep.parsed:
+        return [CheckResult("cards.count", "fail", f"card tool output not understood: {rep.error}", node=n.name)]
+    if len(rep.cards) != n.gpus:
+        out = [CheckResult("cards.count", "fail", f"sees {len(rep.cards)} cards, the profile says {n.gpus}", node=n.name)]
+    else:
+        out = [CheckResult("cards.count", "pass", f"{n.gpus} cards ({rep.tool})", node=n.name)]
+    busy = [f"card {c.index}: pid {', '.join(str(x.pid) for x in c.processes)}" for c in rep.cards if c.processes]
+    if busy:
+        out.append(CheckResult("cards.free", "fail" if r.before_submit else "warn",
+                               "busy with processes: " + "; ".join(busy), "stop what runs there", n.name))
+    return out
+
+
+def _ifnames(p: Profile) -> list[str]:
+    return sorted({v for k, v in p.env.items() if k in ("MCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")})
+
+
+def _tc_keys(p: Profile) -> list[str]:
+    return [o.key.rsplit(".", 1)[-1] for o in p.training.overrides if ".override_transformer_config." in o.key]
+
+
+async def check_interface(r: _Run, n: Node) -> list[CheckResult]:
+    """The socket interface the collectives are told to use exists on the node."""
+    out = []
+    for name in _ifnames(r.p):
+        res = await r.remote.run(n.name, ["sh", "-c", f'test -e "/sys/class/net/$1" && echo yes; echo {DONE}',
+                                          "sh", name.lstrip("=^")], container=True)
+        if DONE not in res.stdout:
+            out.append(CheckResult("net.interface", "fail", f"cannot look for interface {name}: {res.tail(1)}", node=n.name))
+            continue
+        ok = "yes" in res.stdout.split()
+        out.append(CheckResult("net.interface", "pass" if ok else "fail",
+                               f"interface {name} {'exists' if ok else 'does not exist'}",
+                               None if ok else "set MCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME to an interface of this node",
+                               n.name))
+    return out
+
+
+async def check_paths(r: _Run, n: Node) -> list[CheckResult]:
+    """Every profile path exists on the node. A path the head lacks too is not a mount
+    problem: it is reported once, on the head (the model's by model.hf / model.mcore)."""
+    paths = profile_paths(r.p)
+    key_of = {v: k for k, v in paths.items()}
+    missing = await r.paths_missing(n.name)
+    if missing is None:
+        return [CheckResult("storage.paths", "fail", "the path probe did not run to its end",
+                            "see `rlconsole logs --debug`", n.name)]
+    if n.name == r.head:
+        mine = [m for m in missing if key_of.get(m) not in PATH_OWNERS]
+        owned = sorted({PATH_OWNERS[key_of[m]] for m in missing if key_of.get(m) in PATH_OWNERS})
+        if mine:
+            return [CheckResult("storage.paths", "fail", "missing: " + ", ".join(f"{m} (paths.{key_of.get(m)})" for m in mine),
+                                "create them, or fix these paths in the profile", n.name)]
+        return [CheckResult("storage.paths", "pass", f"{len(paths) - len(missing)} profile paths exist"
+                            + (f" (the model's paths are for {' and '.join(owned)})" if owned else ""), node=n.name)]
+    on_head = None
+    if r.unmet(Need.CONTAINER, r.head) is None and r.unmet(Need.NODE, r.head) is None:
+        on_head = await r.paths_missing(r.head)
+    if on_head is not None:
+        missing = [m for m in missing if m not in on_head]
+    if missing:
+        return [CheckResult("storage.paths", "fail",
+                            f"missing here: {', '.join(missing)}" + (" (the head has them)" if on_head is not None else ""),
+                            "mount the shared storage on this node as on the head" if on_head is not None
+                            else "mount the shared storage / fix paths", n.name)]
+    return [CheckResult("storage.paths", "pass", f"{len(paths)} profile paths exist"
+                        if on_head is None or not on_head else "the profile paths the head has exist here too", node=n.name)]
+
+
+async def check_shared(r: _Run, n: Node) -> list[CheckResult]:
+    """A marker written on the head is read back on every worker: really shared storage."""
+    head, out = r.head, []
+    others = [m for m in r.p.nodes if m.name != head]
+    readers = [m for m in others if r.unmet(Need.CONTAINER, m.name) is None and r.unmet(Need.NODE, m.name) is None]
+    unchecked = [m.name for m in others if m not in readers]
+    for root in r.p.paths.shared:
+        token = secrets.token_hex(8)
+        marker = f"{root.rstrip('/')}/.rlconsole-shared-check-{token}"
+        w = await r.remote.run(head, ["sh", "-c", 'printf %s "$2" > "$1"', "sh", marker, token], container=True)
+        if not w.ok:
+            out.append(CheckResult("storage.shared", "fail", f"cannot write {marker} on {head}: {w.tail(1)}",
+                                   f"make {root} exist and be writable on the head", head))
+            continue
+        try:
+            bad = []
+            for m in readers:
+                res = await r.remote.run(m.name, ["cat", marker], container=True)
+                if res.stdout != token:
+                    bad.append(m.name)
+            note = f" (not checked on {', '.join(unchecked)}: see ssh.reachable / container.running)" if unchecked else ""
+            out.append(CheckResult("storage.shared", "fail" if bad else "pass",
+                                   (f"{root} is not shared with {', '.join(bad)} (a marker written on {head} is not seen there)"
+                                    if bad else f"{root} is shared by every node") + note,
+                                   "mount the same NFS share on every node" if bad else None))
+        finally:
+            await r.remote.run(head, ["rm", "-f", marker], container=True)
+    return out
+
+
+async def check_data(r: _Run, n: Node) -> list[CheckResult]:
+    """The train and validation files are readable parquet (row counts when pyarrow is there)."""
+    files = [*r.p.paths.train_files, *r.p.paths.val_files]
+    res = await r.remote.run(r.head, [r.py, "-c", PARQUET_SCRIPT, *files], container=True, timeout=120)
+    if "NOPYARROW" in res.stdout or not res.ok:
+        rr = await r.remote.run(r.head, ["sh", "-c", f'for f; do [ -r "$f" ] || echo "$f"; done; echo {DONE}', "sh", *files],
+                                container=True)
+        if DONE not in rr.stdout:
+            return [CheckResult("data.files", "fail", f"cannot look for the data files: {rr.tail(1)}")]
+        missing = [x for x in rr.stdout.splitlines() if x and x != DONE]
+        return [CheckResult("data.files", "fail" if missing else "pass",
+                            f"missing: {', '.join(missing)}" if missing else f"{len(files)} data files present",
+                            "fix paths.train_files / val_files, or put the files there" if missing else None)]
+    bad, rows = [], []
+    for line in res.stdout.splitlines():
+        f, _, v = line.partition("\t")
+        (bad if v.startswith("ERROR") else rows).append(f"{f.rsplit('/', 1)[-1]} ({v})")
+    return [CheckResult("data.files", "fail" if bad else "pass",
+                        ("unreadable: " + ", ".join(bad)) if bad else "parquet rows: " + ", ".join(rows))]
+
+
+async def check_model(r: _Run, n: Node) -> list[CheckResult]:
+    """The HF model is complete and matches the profile's model facts; the MCore
+    checkpoint is complete. A missing HF model is one failure: the checkpoint made from it
+    and the facts read from it are skipped, naming it."""
+    from .actions.model import hf_missing, list_dir, mcore_missing
+
+    p, head = r.p, r.head
+    m = hf_missing(await list_dir(r.remote, head, p.paths.hf_model))
+    c = mcore_missing(await list_dir(r.remote, head, p.paths.mcore_checkpoint))
+    out = []
+    if m:
+        fix = "run `rlconsole model`" + (", then `rlconsole convert`" if c else "")
+        out.append(CheckResult("model.hf", "fail", f"{p.paths.hf_model} lacks {', '.join(m)}", fix, head))
+        if c:
+            out.append(CheckResult("model.mcore", "skip", f"needs the HF model it is converted from, which lacks {', '.join(m)}",
+                                   node=head, cause="model.hf"))
+    else:
+        out.append(CheckResult("model.hf", "pass", "HF model has config and weights", node=head))
+    if c and not m:
+        out.append(CheckResult("model.mcore", "fail", f"{p.paths.mcore_checkpoint} lacks {', '.join(c)}",
+                               "run `rlconsole convert`", head))
+    elif not c:
+        out.append(CheckResult("model.mcore", "pass", "MCore checkpoint complete", node=head))
+    res = await r.remote.run(head, ["cat", f"{p.paths.hf_model}/config.json"], container=True)
+    try:
+        cfg = json.loads(res.stdout)
+        if not isinstance(cfg, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        if m:
+            out.append(CheckResult("model.facts", "skip", "needs the HF model's config.json", node=head, cause="model.hf"))
+        else:
+            out.append(CheckResult("model.facts", "fail", f"{p.paths.hf_model}/config.json is not a JSON object",
+                                   "download the model again (`rlconsole model`)", head))
+        return out
+    diffs = []
+    if p.model.num_layers and cfg.get("num_hidden_layers") not in (None, p.model.num_layers):
+        diffs.append(f"num_layers {p.model.num_layers} vs config.json {cfg.get('num_hidden_layers')}")
+    if p.model.max_position_embeddings and cfg.get("max_position_embeddings") not in (None, p.model.max_position_embeddings):
+        diffs.append(f"max_position_embeddings {p.model.max_position_embeddings} vs {cfg.get('max_position_embeddings')}")
+    moe = any(k in cfg for k in ("num_experts", "num_local_experts", "n_routed_experts"))
+    if moe != p.model.moe:
+        diffs.append(f"moe {p.model.moe} vs config.json {'has' if moe else 'has no'} experts")
+    out.append(CheckResult("model.facts", "fail" if diffs else "pass",
+                           "profile model facts differ from config.json: " + "; ".join(diffs) if diffs
+                           else "profile model facts match config.json",
+                           "make the profile's model section match config.json" if diffs else None, head))
+    return out
+
+
+async def check_job_python(r: _Run, n: Node) -> list[CheckResult]:
+    """The job's Python runs where the job runs and imports what the job imports first.
+    Without this, a missing Hydra would only be a probe that "cannot run", and the job
+    would die at `import hydra` a minute after submit."""
+    where = f"{r.py} on {r.head}" + (f" in {r.p.container.name}" if r.p.container.access == "docker-exec" else "")
+    res = await r.remote.run(r.head, [*r.job_env(), r.py, "-c", DEPS_SCRIPT, *(m for m, _ in JOB_DEPS)],
+                             container=True, timeout=120)
+    line = next((x for x in res.stdout.splitlines() if x.startswith("MISSING:")), None)
+    if line is None:
+        r.python_broken = f"does not run ({res.tail(1) or f'exit {res.rc}'})"
+        return [CheckResult("code.python", "fail", f"the job's Python {where} does not run: {res.tail(1) or f'exit {res.rc}'}",
+                            "set training.python to the container's Python (the one with VeRL's dependencies)", r.head)]
+    missing = [x for x in line[8:].split(",") if x]
+    if missing:
+        pkgs = " ".join(pip for m, pip in JOB_DEPS if m in missing)
+        r.deps_missing = f"lacks {', '.join(missing)}"
+        return [CheckResult("code.python", "fail",
+                            f"the job's Python ({where}) cannot import {', '.join(missing)}: the job would die at "
+                            f"`import {missing[0]}`",
+                            f"install them where the job runs (`{r.py} -m pip install {pkgs}` in the container), "
+                            "or set training.python to the Python that has VeRL's dependencies", r.head)]
+    return [CheckResult("code.python", "pass", f"the job's Python ({where}) imports {', '.join(m for m, _ in JOB_DEPS)}",
+                        node=r.head)]
+
+
+def missing_module(output: str) -> str | None:
+    """The module a Python traceback says is not installed ("No module named 'x'"), or None."""
+    import re
+
+    m = re.search(r"No module named '([^']+)'", output)
+    return m.group(1) if m else None
+
+
+def _dependency_failure(check_id: str, r: _Run, module: str) -> CheckResult:
+    """A probe that cannot run because the job's own dependency is missing where the job
+    runs: the job would fail the same way, so this is a failure with that as its fix."""
+    return CheckResult(check_id, "fail", f"the job's Python ({r.py} on {r.head}) cannot import {module}: "
+                       "the job would fail the same way",
+                       f"install {module.split('.')[0]} where the job runs, or fix paths.megatron / paths.verl "
+                       "(the job's PYTHONPATH)", r.head)
+
+
+async def check_debug_save(r: _Run, n: Node) -> list[CheckResult]:
+    """The VeRL tree has no debug `torch.save` to a missing absolute path (the seed's appendix)."""
+    res = await r.remote.run(r.head, [r.py, "-c", DEBUG_SAVE_SCRIPT, r.p.paths.verl], container=True, timeout=120)
+    if DONE not in res.stdout:
+        return [CheckResult("code.debug_save", "fail", f"the scan of the VeRL tree did not finish: {res.tail(1)}", node=r.head)]
+    hits = [x for x in res.stdout.splitlines() if x.strip() and x != DONE]
+    return [CheckResult("code.debug_save", "fail" if hits else "pass",
+                        "; ".join(hits[:3]) + (f" (+{len(hits) - 3} more)" if len(hits) > 3 else "") if hits
+                        else "no torch.save to missing absolute paths in the VeRL tree",
+                        "comment out these debug saves (seed appendix)" if hits else None, r.head)]
+
+
+async def check_overrides(r: _Run, n: Node) -> list[CheckResult]:
+    """The overrides compose against the cluster's own Hydra config (the `+` rules)."""
     from .render import entrypoint
 
-    out: list[CheckResult] = []
-    head = p.head.name
-    py = p.training.python
-    up = [n for n in p.nodes if remote.reachable(n.name)[0]]
-    for n in p.nodes:
-        ok, why = remote.reachable(n.name)
-        out.append(CheckResult("ssh.reachable", "pass" if ok else "fail",
-                               "reachable, host key verified" if ok else f"unreachable: {why}", node=n.name,
-                               fix=None if ok else "check the address/port, and that its host key is in known_hosts"))
+    p = r.p
+    ov = [a for a in entrypoint(p) if "=" in a and not a.startswith("--")]
+    res = await r.remote.run(r.head, [*r.job_env(), r.py, "-c", COMPOSE_SCRIPT, p.training.config_path,
+                                      p.training.config_name, *ov], container=True, timeout=120)
+    if res.ok and "OK" in res.stdout.split():
+        return [CheckResult("code.overrides", "pass", f"{len(ov)} overrides compose against {p.training.config_name}",
+                            node=r.head)]
+    mod = missing_module(res.output)
+    if mod is not None and not any(x.startswith("ERROR:") for x in res.output.splitlines()):
+        return [_dependency_failure("code.overrides", r, mod)]
+    msg = next((x for x in res.output.splitlines() if x.startswith("ERROR:")), r"ERROR: " + res.tail(1))[6:].strip() \
+        or res.tail(1)
+    fix = None
+    if "Could not override" in msg:
+        fix = ("the key is not in the config: if it is meant to be new, prefix it with + in the "
+               "profile (write it +key under its section); otherwise check its spelling")
+    elif "Could not append to config. An item is already at" in msg:
+        fix = "remove the + prefix: the key exists in the config"
+    return [CheckResult("code.overrides", "fail", msg, fix, r.head)]
 
-    async def container(n: Any) -> None:
-        r = await remote.run(n.name, [*p.container.docker, "inspect", "--type", "container", p.container.name])
-        st = parse_docker_inspect(r.output, p.container.name, r.rc)
-        if st.status != "running":
-            out.append(CheckResult("container.running", "fail", f"container {p.container.name} is {st.status}",
-                                   "run `rlconsole containers`", n.name))
-        elif st.image and st.image != p.container.image:
-            out.append(CheckResult("container.image", "fail", f"runs image {st.image}, the profile says {p.container.image}",
-                                   node=n.name))
-        else:
-            out.append(CheckResult("container.running", "pass", f"{p.container.name} running", node=n.name))
 
-    async def cards(n: Any) -> None:
-        r = await remote.run(n.name, ["sh", "-c", GPU_PROBE_SCRIPT], container=True, timeout=60)
-        rep = parse_probe_output(r.stdout)
-        if not rep.parsed:
-            out.append(CheckResult("cards.count", "fail", f"card tool output not understood: {rep.error}", node=n.name))
-            return
-        if len(rep.cards) != n.gpus:
-            out.append(CheckResult("cards.count", "fail", f"sees {len(rep.cards)} cards, the profile says {n.gpus}", node=n.name))
-        else:
-            out.append(CheckResult("cards.count", "pass", f"{n.gpus} cards ({rep.tool})", node=n.name))
-        busy = [f"card {c.index}: pid {', '.join(str(x.pid) for x in c.processes)}" for c in rep.cards if c.processes]
-        if busy:
-            out.append(CheckResult("cards.free", "warn" if not before_submit else "fail",
-                                   "busy with processes: " + "; ".join(busy), "stop what runs there", n.name))
+async def check_transformer_config(r: _Run, n: Node) -> list[CheckResult]:
+    """Every `override_transformer_config` key is a field of Megatron's TransformerConfig."""
+    keys = _tc_keys(r.p)
+    res = await r.remote.run(r.head, [*r.job_env(), r.py, "-c", TC_SCRIPT, *keys], container=True, timeout=120)
+    line = next((x for x in res.stdout.splitlines() if x.startswith("MISSING:")), None)
+    if line is None:
+        mod = missing_module(res.output)
+        if mod is not None and mod.split(".")[0] == "megatron":
+            gone = await r.paths_missing(r.head)
+            if gone and r.p.paths.megatron in gone:
+                return [CheckResult("code.transformer_config", "skip", "needs the Megatron tree (paths.megatron), "
+                                    "which is missing", node=r.head, cause="storage.paths")]
+        if mod is not None:
+            return [_dependency_failure("code.transformer_config", r, mod)]
+        return [CheckResult("code.transformer_config", "warn",
+                            f"cannot import Megatron's TransformerConfig on the head: {res.tail(1)}", node=r.head)]
+    missing = [k for k in line[8:].split(",") if k]
+    return [CheckResult("code.transformer_config", "fail" if missing else "pass",
+                        f"override_transformer_config keys TransformerConfig lacks: {', '.join(missing)}"
+                        if missing else f"{len(keys)} override_transformer_config keys exist",
+                        "remove them: they are Megatron command-line flags, not TransformerConfig fields"
+                        if missing else None, r.head)]
 
-    async def iface(n: Any) -> None:
-        names = sorted({v for k, v in p.env.items() if k in ("MCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")})
-        for name in names:
-            r = await remote.run(n.name, ["sh", "-c", 'test -e "/sys/class/net/$1"', "sh", name.lstrip("=^")], container=True)
-            out.append(CheckResult("net.interface", "pass" if r.ok else "fail",
-                                   f"interface {name} {'exists' if r.ok else 'does not exist'}",
-                                   None if r.ok else "set MCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME to an interface of this node",
-                                   n.name))
 
-    paths = [x for x in [p.paths.verl, p.paths.megatron, p.paths.hf_model, p.paths.mcore_checkpoint,
-                         p.paths.workdir, p.paths.data_dir] if x]
+async def check_ray(r: _Run, n: Node) -> list[CheckResult]:
+    """Ray runs with every node and GPU of the profile."""
+    from .actions.ray_setup import cluster_is_right, expected_gpus, ray_state
 
-    async def storage(n: Any) -> None:
-        r = await remote.run(n.name, ["sh", "-c", 'for d; do [ -e "$d" ] || echo "$d"; done', "sh", *paths], container=True)
-        missing = [ln for ln in r.stdout.splitlines() if ln.strip()]
-        out.append(CheckResult("storage.paths", "fail" if missing else "pass",
-                               f"missing: {', '.join(missing)}" if missing else f"{len(paths)} profile paths exist",
-                               "mount the shared storage / fix paths" if missing else None, n.name))
+    st = await ray_state(r.p, r.remote)
+    if not st.available:
+        r.ray_down = "is not running"
+    if not cluster_is_right(r.p, st):
+        return [CheckResult("ray.cluster", "fail" if r.before_submit else "warn",
+                            f"Ray reports {st.nodes_alive}/{len(r.p.nodes)} nodes, {st.gpus_total:g}/{expected_gpus(r.p)} GPUs"
+                            + (f" ({st.error})" if st.error else ""), "run `rlconsole setup-ray`")]
+    return [CheckResult("ray.cluster", "pass", f"{st.nodes_alive} nodes, {st.gpus_total:g} GPUs")]
 
-    async def shared() -> None:
-        import secrets
 
-        for root in p.paths.shared:
-            token = secrets.token_hex(8)
-            marker = f"{root.rstrip('/')}/.rlconsole-shared-check-{token}"
-            w = await remote.run(head, ["sh", "-c", 'printf %s "$2" > "$1"', "sh", marker, token], container=True)
-            if not w.ok:
-                out.append(CheckResult("storage.shared", "fail", f"cannot write {marker} on {head}: {w.tail(1)}", node=head))
-                continue
-            try:
-                bad = []
-                for n in up:
-                    if n.name == head:
-                        continue
-                    r = await remote.run(n.name, ["cat", marker], container=True)
-                    if r.stdout != token:
-                        bad.append(n.name)
-                out.append(CheckResult("storage.shared", "fail" if bad else "pass",
-                                       f"{root} is not shared with {', '.join(bad)} (a marker written on {head} is not seen there)"
-                                       if bad else f"{root} is shared by every node",
-                                       "mount the same NFS share on every node" if bad else None))
-            finally:
-                await remote.run(head, ["rm", "-f", marker], container=True)
+async def check_ray_jobs(r: _Run, n: Node) -> list[CheckResult]:
+    """No job runs already (a second one would fight it for the cards)."""
+    try:
+        from .actions.jobs import job_client, list_jobs
 
-    async def data() -> None:
-        files = [*p.paths.train_files, *p.paths.val_files]
-        r = await remote.run(head, [py, "-c", PARQUET_SCRIPT, *files], container=True, timeout=120)
-        if "NOPYARROW" in r.stdout or not r.ok:
-            rr = await remote.run(head, ["sh", "-c", 'for f; do [ -r "$f" ] || echo "$f"; done', "sh", *files], container=True)
-            missing = [x for x in rr.stdout.splitlines() if x]
-            out.append(CheckResult("data.files", "fail" if missing else "pass",
-                                   f"missing: {', '.join(missing)}" if missing else f"{len(files)} data files present"))
-            return
-        bad, rows = [], []
-        for line in r.stdout.splitlines():
-            f, _, v = line.partition("\t")
-            (bad if v.startswith("ERROR") else rows).append(f"{f.rsplit('/', 1)[-1]} ({v})")
-        out.append(CheckResult("data.files", "fail" if bad else "pass",
-                               ("unreadable: " + ", ".join(bad)) if bad else "parquet rows: " + ", ".join(rows)))
+        jobs = await list_jobs(await job_client(r.remote))
+    except Exception as e:  # noqa: BLE001 - the job API's errors are many; all mean "cannot say"
+        return [CheckResult("ray.jobs", "warn", f"cannot list jobs: {e}")]
+    running = [j["id"] for j in jobs if j["status"] in ("PENDING", "RUNNING")]
+    return [CheckResult("ray.jobs", ("fail" if r.before_submit else "warn") if running else "pass",
+                        f"a job is running: {', '.join(running)}" if running else "no job running",
+                        "stop it first (x)" if running else None)]
 
-    async def model() -> None:
-        m = hf_missing(await list_dir(remote, head, p.paths.hf_model))
-        out.append(CheckResult("model.hf", "fail" if m else "pass",
-                               f"{p.paths.hf_model} lacks {', '.join(m)}" if m else "HF model has config and weights",
-                               "run `rlconsole model`" if m else None, head))
-        c = mcore_missing(await list_dir(remote, head, p.paths.mcore_checkpoint))
-        out.append(CheckResult("model.mcore", "fail" if c else "pass",
-                               f"{p.paths.mcore_checkpoint} lacks {', '.join(c)}" if c else "MCore checkpoint complete",
-                               "run `rlconsole convert`" if c else None, head))
-        r = await remote.run(head, ["cat", f"{p.paths.hf_model}/config.json"], container=True)
+
+_IN = (Need.NODE, Need.CONTAINER)
+
+LIVE_CHECKS: tuple[LiveCheck, ...] = (
+    LiveCheck(check_ssh, ("ssh.reachable",), (), "node", provides=(Need.NODE,)),
+    LiveCheck(check_container, ("container.running",), (Need.NODE,), "node", also=("container.image",),
+              provides=(Need.CONTAINER,)),
+    LiveCheck(check_cards, ("cards.count",), _IN, "node", also=("cards.free",)),
+    LiveCheck(check_interface, ("net.interface",), _IN, "node", applies=lambda p: bool(_ifnames(p))),
+    LiveCheck(check_paths, ("storage.paths",), _IN, "node"),
+    LiveCheck(check_shared, ("storage.shared",), _IN, "head", applies=lambda p: bool(p.paths.shared)),
+    LiveCheck(check_data, ("data.files",), _IN, "head"),
+    LiveCheck(check_model, ("model.hf", "model.mcore", "model.facts"), _IN, "head"),
+    LiveCheck(check_job_python, ("code.python",), _IN, "head", provides=(Need.PYTHON, Need.JOB_DEPS)),
+    LiveCheck(check_debug_save, ("code.debug_save",), (*_IN, Need.PYTHON), "head"),
+    LiveCheck(check_overrides, ("code.overrides",), (*_IN, Need.JOB_DEPS), "head"),
+    LiveCheck(check_transformer_config, ("code.transformer_config",), (*_IN, Need.PYTHON), "head",
+              applies=lambda p: bool(_tc_keys(p))),
+    LiveCheck(check_ray, ("ray.cluster",), _IN, "head", provides=(Need.RAY,)),
+    LiveCheck(check_ray_jobs, ("ray.jobs",), (*_IN, Need.RAY), "head"),
+)
+"""Every live check, in the order results are shown (a check that does not apply to the
+profile, e.g. no socket interface named, is left out)."""
+
+
+def check_order(static: Iterable[str] = ()) -> dict[str, int]:
+    """Result id -> its rank: the static checks in the order given, then the live ones."""
+    order: dict[str, int] = {}
+    for i in [*static, *(i for c in LIVE_CHECKS for i in (*c.ids, *c.also))]:
+        order.setdefault(i, len(order))
+    return order
+
+
+def sort_results(p: Profile, results: list[CheckResult]) -> list[CheckResult]:
+    """By check (declaration order; ids not declared in the order first seen), then by
+    node in the profile's order (cluster-wide results first). Stable, so a check's own
+    order within one node is kept."""
+    order = check_order(r.id for r in results if r.id not in {i for c in LIVE_CHECKS for i in (*c.ids, *c.also)})
+    nodes = {n.name: i for i, n in enumerate(p.nodes)}
+    return sorted(results, key=lambda r: (order.get(r.id, len(order)), -1 if r.node is None else nodes.get(r.node, len(nodes))))
+
+
+async def _run_one(run: _Run, check: LiveCheck, node: Node) -> list[CheckResult]:
+    """One check on one node: wait for the checks that provide what it needs, skip with
+    their reason when it is missing, else run it (an exception is its failure)."""
+    for need in check.needs:
+        ev = run.ready.get(PROVIDERS[need])
+        if ev is not None:
+            await ev.wait()
+    for need in check.needs:
+        why = run.unmet(need, node.name)
+        if why is not None:
+            return [CheckResult(i, "skip", why, node=node.name, cause=PROVIDERS[need]) for i in check.ids]
+    try:
+        return await check.fn(run, node)
+    except Exception as e:  # noqa: BLE001 - one broken probe must not hide the others' results
+        log.exception("check %s on %s", check.fn.__name__, node.name)
+        for need in check.provides:  # what it should have found out is not known: not met
+            run.broken(need, node.name, f"{type(e).__name__} in {check.ids[0]}")
+        return [CheckResult(check.ids[0], "fail", f"the check itself failed: {type(e).__name__}: {e}",
+                            "see `rlconsole logs --debug`", node.name)]
+
+
+async def live_checks(p: Profile, remote: Any, before_submit: bool = False) -> list[CheckResult]:
+    """Every live check, concurrently as far as their needs allow; results sorted."""
+    run = _Run(p, remote, before_submit)
+    checks = [c for c in LIVE_CHECKS if c.fn is not check_container or p.container.access == "docker-exec"]
+    checks = [c for c in checks if c.applies is None or c.applies(p)]
+    # the providers' events are keyed by the id of the check that provides them
+    run.ready = {PROVIDERS[n]: asyncio.Event() for c in checks for n in c.provides}
+
+    async def all_of(c: LiveCheck) -> list[CheckResult]:
+        targets = p.nodes if c.scope == "node" else [p.head]
         try:
-            cfg = json.loads(r.stdout)
-        except ValueError:
-            return
-        diffs = []
-        if p.model.num_layers and cfg.get("num_hidden_layers") not in (None, p.model.num_layers):
-            diffs.append(f"num_layers {p.model.num_layers} vs config.json {cfg.get('num_hidden_layers')}")
-        if p.model.max_position_embeddings and cfg.get("max_position_embeddings") not in (None, p.model.max_position_embeddings):
-            diffs.append(f"max_position_embeddings {p.model.max_position_embeddings} vs {cfg.get('max_position_embeddings')}")
-        moe = any(k in cfg for k in ("num_experts", "num_local_experts", "n_routed_experts"))
-        if moe != p.model.moe:
-            diffs.append(f"moe {p.model.moe} vs config.json {'has' if moe else 'has no'} experts")
-        out.append(CheckResult("model.facts", "fail" if diffs else "pass",
-                               "profile model facts differ from config.json: " + "; ".join(diffs) if diffs
-                               else "profile model facts match config.json", node=head))
+            parts = await asyncio.gather(*(_run_one(run, c, n) for n in targets))
+        finally:
+            for need in c.provides:
+                run.ready[PROVIDERS[need]].set()
+        return [r for part in parts for r in part]
 
-    async def code() -> None:
-        r = await remote.run(head, [py, "-c", DEBUG_SAVE_SCRIPT, p.paths.verl], container=True, timeout=120)
-        hits = [x for x in r.stdout.splitlines() if x.strip()]
-        out.append(CheckResult("code.debug_save", "fail" if hits else "pass",
-                               "; ".join(hits[:3]) + (f" (+{len(hits) - 3} more)" if len(hits) > 3 else "") if hits
-                               else "no torch.save to missing absolute paths in the VeRL tree",
-                               "comment out these debug saves (seed appendix)" if hits else None, head))
-        ov = [a for a in entrypoint(p) if "=" in a and not a.startswith("--")]
-        env = ["env", f"PYTHONPATH={':'.join(x for x in (p.paths.megatron, p.paths.verl) if x)}"]
-        r = await remote.run(head, [*env, py, "-c", COMPOSE_SCRIPT, p.training.config_path, p.training.config_name, *ov],
-                             container=True, timeout=120)
-        if "No module named 'hydra'" in r.output:
-            out.append(CheckResult("code.overrides", "warn", "hydra is not importable on the head: overrides not composed", node=head))
-        elif r.ok and "OK" in r.stdout:
-            out.append(CheckResult("code.overrides", "pass", f"{len(ov)} overrides compose against {p.training.config_name}", node=head))
-        else:
-            msg = next((x for x in r.output.splitlines() if x.startswith("ERROR:")), r.tail(1))[6:].strip() or r.tail(1)
-            fix = None
-            if "Could not override" in msg:
-                fix = ("the key is not in the config: if it is meant to be new, prefix it with + in the "
-                       "profile (write it +key under its section); otherwise check its spelling")
-            elif "Could not append to config. An item is already at" in msg:
-                fix = "remove the + prefix: the key exists in the config"
-            out.append(CheckResult("code.overrides", "fail", msg, fix, head))
-        keys = [o.key.rsplit(".", 1)[-1] for o in p.training.overrides if ".override_transformer_config." in o.key]
-        if keys:
-            r = await remote.run(head, [*env, py, "-c", TC_SCRIPT, *keys], container=True, timeout=120)
-            line = next((x for x in r.stdout.splitlines() if x.startswith("MISSING:")), None)
-            if line is None:
-                out.append(CheckResult("code.transformer_config", "warn",
-                                       f"cannot import Megatron's TransformerConfig on the head: {r.tail(1)}", node=head))
-            else:
-                missing = [k for k in line[8:].split(",") if k]
-                out.append(CheckResult("code.transformer_config", "fail" if missing else "pass",
-                                       f"override_transformer_config keys TransformerConfig lacks: {', '.join(missing)}"
-                                       if missing else f"{len(keys)} override_transformer_config keys exist", node=head))
-
-    async def ray() -> None:
-        st = await ray_state(p, remote)
-        if not cluster_is_right(p, st):
-            out.append(CheckResult("ray.cluster", "fail" if before_submit else "warn",
-                                   f"Ray reports {st.nodes_alive}/{len(p.nodes)} nodes, {st.gpus_total:g}/{expected_gpus(p)} GPUs"
-                                   + (f" ({st.error})" if st.error else ""), "run `rlconsole setup-ray`"))
-            return
-        out.append(CheckResult("ray.cluster", "pass", f"{st.nodes_alive} nodes, {st.gpus_total:g} GPUs"))
-        try:
-            from .actions.jobs import job_client, list_jobs
-
-            jobs = await list_jobs(await job_client(remote))
-        except Exception as e:  # noqa: BLE001
-            out.append(CheckResult("ray.jobs", "warn", f"cannot list jobs: {e}"))
-            return
-        running = [j["id"] for j in jobs if j["status"] in ("PENDING", "RUNNING")]
-        out.append(CheckResult("ray.jobs", ("fail" if before_submit else "warn") if running else "pass",
-                               f"a job is running: {', '.join(running)}" if running else "no job running",
-                               "stop it first (x)" if running else None))
-
-    tasks: list[Awaitable[None]] = []
-    for n in up:
-        if p.container.access == "docker-exec":
-            tasks.append(container(n))
-        tasks += [cards(n), iface(n), storage(n)]
-    if remote.reachable(head)[0]:
-        tasks += [shared(), data(), model(), code(), ray()]
-    await asyncio.gather(*tasks)
-    return out
+    groups = await asyncio.gather(*(all_of(c) for c in checks))
+    for t in run._missing.values():
+        t.cancel()
+    return sort_results(p, [r for g in groups for r in g])
 
 
 async def run_checks(p: Profile, remote: Any = None, static: bool = False,
                      before_submit: bool = False) -> list[CheckResult]:
+    """The preflight: the static checks, then (unless `static` or without a remote) the
+    live ones; sorted by check, then node."""
     res = static_checks(p)
     if not static and remote is not None:
         res += await live_checks(p, remote, before_submit=before_submit)
-    return res
+    return sort_results(p, res)
 
 
-def _print_results(results: list[CheckResult]) -> None:
-    sym = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
+# --------------------------------------------------------------------------- faces
+# What the CLI, `submit` and the console's preflight screen share: counts, one event per
+# result, and the grouped text. No printing here: the faces print.
+
+
+def counts(results: Iterable[CheckResult]) -> dict[CheckStatus, int]:
+    c = {s: 0 for s in CheckStatus}
     for r in results:
-        where = f" [{r.node}]" if r.node else ""
-        print(f"{sym[r.status]} {r.id}{where}: {r.message}")
-        if r.fix and r.status != "pass":
-            print(f"     fix: {r.fix}")
-    nf = sum(r.status == "fail" for r in results)
-    nw = sum(r.status == "warn" for r in results)
-    print(f"{nf} failed, {nw} warnings, {len(results) - nf - nw} passed")
+        c[r.status] += 1
+    return c
 
 
-def run_check_cli(p: Profile, as_json: bool = False, static: bool = False) -> int:
-    if static:
-        results = static_checks(p)
-    else:
-        async def go() -> list[CheckResult]:
-            from .actions.remote import PoolRemote
-            from .ssh import SessionPool
+def summary(results: list[CheckResult]) -> str:
+    c = counts(results)
+    text = f"{c[CheckStatus.FAIL]} failed, {c[CheckStatus.WARN]} warnings, {c[CheckStatus.PASS]} passed"
+    return text + (f", {c[CheckStatus.SKIP]} skipped" if c[CheckStatus.SKIP] else "")
 
-            pool = SessionPool(p)
-            try:
-                await pool.open()
-                return await run_checks(p, PoolRemote(pool, p))
-            finally:
-                await pool.close()
 
-        results = asyncio.run(go())
-    if as_json:
-        print(json.dumps({"profile": p.name, "static": static,
-                          "results": [r.to_json() for r in results],
-                          "failed": sum(r.status == "fail" for r in results)}, indent=2))
-    else:
-        _print_results(results)
-    return 1 if any(r.status == "fail" for r in results) else 0
+def results_json(p: Profile, results: list[CheckResult], static: bool) -> dict[str, Any]:
+    """`check --json`: the contract's `profile`, `static`, `results` (id, status, message,
+    fix, node; plus `cause` on a skip) and `failed`; `warnings`, `passed`, `skipped` added."""
+    c = counts(results)
+    return {"profile": p.name, "static": static, "results": [r.to_json() for r in results],
+            "failed": c[CheckStatus.FAIL], "warnings": c[CheckStatus.WARN], "passed": c[CheckStatus.PASS],
+            "skipped": c[CheckStatus.SKIP]}
+
+
+def check_event(r: CheckResult, action: str = "check") -> ActionEvent:
+    """A result as the actions' event: kind "output" (a failure is the action's verdict,
+    not this line's), `status` the result's, `data["check"]` its id and `data["result"]`
+    the whole result, which `result_of` reads back."""
+    where = f" [{r.node}]" if r.node else ""
+    return ActionEvent(action, "output", f"{r.status.value.upper()} {r.id}{where}: {r.message}",
+                       status=r.status.value, data={"check": r.id, "result": r.to_json()})
+
+
+def result_of(ev: ActionEvent) -> CheckResult | None:
+    """The result an event carries (see `check_event`); None for any other event."""
+    d = ev.data.get("result") if isinstance(ev.data, dict) else None
+    if not isinstance(d, dict):
+        return None
+    try:
+        return CheckResult.from_json(d)
+    except (KeyError, ValueError):
+        return None
+
+
+async def check_action(p: Profile, remote: Any) -> AsyncIterator[ActionEvent]:
+    """The "check" action: start, one event per result in order, then the verdict."""
+    yield ActionEvent("check", "start", "preflight checks")
+    results = await run_checks(p, remote=remote)
+    for r in results:
+        yield check_event(r)
+    yield ActionEvent("check", "fail" if counts(results)[CheckStatus.FAIL] else "done", summary(results))
+
+
+SYMBOL = {CheckStatus.PASS: "ok  ", CheckStatus.WARN: "WARN", CheckStatus.FAIL: "FAIL", CheckStatus.SKIP: "skip"}
+_COLOUR = {CheckStatus.FAIL: "\x1b[1;31m", CheckStatus.WARN: "\x1b[33m", CheckStatus.SKIP: "\x1b[2m"}
+
+
+def format_results(results: list[CheckResult], colour: bool = False) -> list[str]:
+    """The CLI's lines: grouped as sorted, a run of same-check rows that say the same thing
+    on several nodes folded into one line naming the nodes; the fix under a non-pass row
+    (once per fold); a skip names the check whose failure it waits on; the summary last."""
+    lines: list[str] = []
+    i = 0
+    while i < len(results):
+        r = results[i]
+        j = i + 1
+        while (j < len(results) and results[j].node and r.node and
+               (results[j].id, results[j].status, results[j].message, results[j].fix, results[j].cause)
+               == (r.id, r.status, r.message, r.fix, r.cause)):
+            j += 1
+        nodes = [x.node for x in results[i:j] if x.node]
+        where = f" [{', '.join(nodes)}]" if nodes else ""
+        sym = SYMBOL[r.status]
+        if colour and r.status in _COLOUR:
+            sym = f"{_COLOUR[r.status]}{sym}\x1b[0m"
+        because = f" (see {r.cause})" if r.cause else ""
+        lines.append(f"{sym} {r.id}{where}: {r.message}{because}")
+        if r.fix and r.status in (CheckStatus.FAIL, CheckStatus.WARN):
+            lines.append(f"     fix: {r.fix}")
+        i = j
+    lines.append(summary(results))
+    return lines

@@ -1,8 +1,8 @@
-"""Preflight results: one row per check, failures first.
+"""Preflight results: one row per check and node, failures first.
 
-The checks themselves live in the core (`rlconsole check` runs the same ones); this
-screen only lists the results the "check" action streamed: events carrying
-`data["check"]` and a `status` of pass/fail/warn/skip.
+The checks live in the core (`rlconsole check` runs the same ones and prints the same
+results); this screen only lists the `CheckResult`s the "check" action streamed, read
+back from its events with `core.checks.result_of` (the one event shape there is).
 """
 
 from __future__ import annotations
@@ -16,14 +16,19 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from ..core.actions.events import ActionEvent
+from ..core.checks import CheckResult, CheckStatus, counts, result_of
 
-ORDER = {"fail": 0, "failed": 0, "warn": 1, "pass": 2, "ok": 2, "skip": 3, "skipped": 3}
+SEVERITY = {CheckStatus.FAIL: 0, CheckStatus.WARN: 1, CheckStatus.SKIP: 2, CheckStatus.PASS: 3}
+"""Failures first, then warnings, then what was skipped (each names the failure it waits
+on), then passes; within a status the core's order (by check, then node) is kept."""
+
+STYLE = {CheckStatus.FAIL: "bold red", CheckStatus.WARN: "yellow", CheckStatus.SKIP: "dim", CheckStatus.PASS: "green"}
 
 
-def results_of(events: list[ActionEvent]) -> list[ActionEvent]:
-    """The result events of a "check" run, worst first (stable within a status)."""
-    rows = [e for e in events if "check" in e.data or (e.status and e.kind not in ("node", "start"))]
-    return sorted(rows, key=lambda e: ORDER.get(e.status or "", 4))
+def results_of(events: list[ActionEvent]) -> list[CheckResult]:
+    """The results of a "check" run, worst first (stable within a status)."""
+    rows = [r for r in (result_of(e) for e in events) if r is not None]
+    return sorted(rows, key=lambda r: SEVERITY[r.status])
 
 
 class PreflightScreen(ModalScreen[None]):
@@ -43,12 +48,13 @@ class PreflightScreen(ModalScreen[None]):
         self.summary = summary
 
     def compose(self) -> ComposeResult:
-        fails = sum(1 for r in self.rows if r.status in ("fail", "failed"))
-        warns = sum(1 for r in self.rows if r.status == "warn")
+        c = counts(self.rows)
+        fails, warns = c[CheckStatus.FAIL], c[CheckStatus.WARN]
         with Vertical() as v:
             v.border_title = "Preflight"
             v.border_subtitle = "Esc closes"
             style = "$text-error" if fails else "$text-success"
+            # Content, not markup: the summary and the messages quote what nodes printed
             yield Static(Content.assemble((f"{len(self.rows)} checks: {fails} failed, {warns} warnings", style),
                                           ("  " + self.summary if self.summary else "", "dim")),
                          id="preflight-summary")
@@ -56,11 +62,12 @@ class PreflightScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("status", "check", "node", "message")
-        for e in self.rows:
+        table.add_columns("status", "check", "node", "message", "fix")
+        for r in self.rows:
+            why = f" (see {r.cause})" if r.cause else ""
             # Text cells: a str cell is parsed as markup, and messages quote node output
-            table.add_row(Text((e.status or "").upper()), Text(str(e.data.get("check", ""))),
-                          Text(e.node or ""), Text(e.message))
+            table.add_row(Text(r.status.value.upper(), style=STYLE[r.status]), Text(r.id), Text(r.node or ""),
+                          Text(r.message + why), Text((r.fix or "") if r.status is not CheckStatus.PASS else ""))
         table.focus()
 
     def action_close(self) -> None:

@@ -73,18 +73,22 @@ async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -
             yield ev
     elif name == "submit":
         if not opts.get("skip_checks"):
-            from ..checks import run_checks
+            from ..checks import CheckStatus, check_event, run_checks
 
             yield ActionEvent("submit", "step", "preflight checks")
             results = await run_checks(profile, remote=remote, before_submit=True)
-            failed = [r for r in results if r.status == "fail"]
             for r in results:
-                if r.status != "pass":
-                    yield ActionEvent("submit", "warn" if r.status == "warn" else "output",
-                                      f"check {r.id}: {r.status}: {r.message}")
+                if r.status is not CheckStatus.PASS:
+                    ev = check_event(r, action="submit")
+                    if r.status in (CheckStatus.FAIL, CheckStatus.WARN):
+                        ev.kind = "warn"
+                        ev.message += f" (fix: {r.fix})" if r.fix else ""
+                    yield ev
+            failed = [r for r in results if r.status is CheckStatus.FAIL]
             if failed:
+                ids = list(dict.fromkeys(r.id for r in failed))
                 yield ActionEvent("submit", "fail", f"{len(failed)} preflight check(s) failed "
-                                                    f"({', '.join(r.id for r in failed)}); fix them or use --skip-checks")
+                                                    f"({', '.join(ids)}); fix them or use --skip-checks")
                 return
         from .jobs import submit
 
@@ -106,16 +110,9 @@ async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -
             async for ev in stop_cluster(profile, remote):
                 yield ev
     elif name == "check":
-        from ..checks import run_checks
+        from ..checks import check_action
 
-        yield ActionEvent("check", "start", "preflight checks")
-        results = await run_checks(profile, remote=remote)
-        for r in results:
-            yield ActionEvent("check", "warn" if r.status != "pass" else "output",
-                              f"{r.status.upper()} {r.id}: {r.message}", node=r.node, data=r.to_json())
-        nfail = sum(r.status == "fail" for r in results)
-        yield ActionEvent("check", "fail" if nfail else "done",
-                          f"{nfail} failed, {sum(r.status == 'warn' for r in results)} warnings, "
-                          f"{sum(r.status == 'pass' for r in results)} passed")
+        async for ev in check_action(profile, remote):
+            yield ev
     else:
         raise ValueError(f"unknown action {name!r}")
