@@ -19,6 +19,7 @@ from textual.widgets._toast import Toast
 from tui.app import RlconsoleApp
 from tui.backend import StaticBackend, demo_backend, demo_state
 from tui.core.actions.events import ActionEvent
+from tui.core.checks import CheckResult, check_event
 from tui.core.state import RayJobState
 from tui.screens.graph import GraphScreen
 from tui.screens.main import MainScreen
@@ -52,8 +53,8 @@ class HostileBackend(StaticBackend):
         yield ev("output", f"{HOSTILE}\n{TRAILING}", node=node)
         yield ev("node", VANISH, node=node, status="failed")
         if name == "check":
-            yield ev("step", HOSTILE, status="fail", check=TRAILING)
-            yield ev("step", VANISH, status="warn", check="x")
+            yield check_event(CheckResult(TRAILING, "fail", HOSTILE, fix=VANISH, node=node))
+            yield check_event(CheckResult("x", "warn", VANISH + " GITHUB_PAT=Q1234AB"))
         yield ev("fail", f"{name} failed: {HOSTILE} {VANISH} {TRAILING}")
 
 
@@ -98,6 +99,7 @@ async def test_preflight_rows_and_summary_show_remote_text() -> None:
         table = app.screen.query_one(DataTable)
         cells = [str(c) for r in range(table.row_count) for c in table.get_row_at(r)]
         assert HOSTILE in cells and VANISH in cells and TRAILING in cells
+        assert f"{VANISH} GITHUB_PAT=***" in cells  # the one masking rule reaches the table too
         assert HOSTILE in _plain(app.screen.query_one("#preflight-summary", Static))
         assert app.is_running
 

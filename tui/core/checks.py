@@ -26,6 +26,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Literal
 
 from .actions.events import ActionEvent
 from .profile import Node, Profile
+from .secrets import mask_data
 
 log = logging.getLogger("rlconsole.checks")
 
@@ -897,7 +898,7 @@ def check_event(r: CheckResult, action: str = "check") -> ActionEvent:
     the whole result, which `result_of` reads back."""
     where = f" [{r.node}]" if r.node else ""
     return ActionEvent(action, "output", f"{r.status.value.upper()} {r.id}{where}: {r.message}",
-                       status=r.status.value, data={"check": r.id, "result": r.to_json()})
+                       status=r.status.value, data={"check": r.id, "result": mask_data(r.to_json())})
 
 
 def result_of(ev: ActionEvent) -> CheckResult | None:
