@@ -162,7 +162,7 @@ class MetricsPane(Vertical):
         self.monitoring = monitoring
         self.border_title = "Training"
         self._last_text: dict[str, str] = {}
-        self._last_summary: str | None = None
+        self._last_summary: tuple[str, tuple[Any, ...]] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("[dim]no metrics yet[/]", id="metrics-summary")
@@ -189,9 +189,10 @@ class MetricsPane(Vertical):
         each update costs a layout pass of the whole screen (its height follows its text)."""
         fn = compact_markup if self.app.size.width < self.COMPACT_BELOW else summary_markup
         markup = fn(self.summary or {}, self.monitoring)
-        if markup == self._last_summary:
+        key = (markup.plain, tuple(markup.spans))  # Content's == compares the text only
+        if key == self._last_summary:
             return
-        self._last_summary = markup
+        self._last_summary = key
         self.query_one("#metrics-summary", Static).update(markup)
 
     def update_metrics(self, summary: dict[str, Any], series: dict[str, list[tuple[int, float]]]) -> None:
