@@ -62,7 +62,8 @@ def test_direct_is_refused_and_an_unknown_bastion_is_named(bastion_sim, tmp_path
     port = jump.rsplit(":", 1)[1]
     for n in st["nodes"]:
         assert not n["reachable"]
-        assert f"jump host {jump}: host key for 127.0.0.254:{port} not in known_hosts" in json.dumps(n), n
+        assert (f"jump host 127.0.0.254:{port} (for {n['name']}): host key for 127.0.0.254:{port} "
+                "not in known_hosts") in json.dumps(n), n
 
 
 async def test_the_console_through_the_bastion(bastion_sim) -> None:

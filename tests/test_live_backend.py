@@ -56,7 +56,7 @@ def test_no_step_time_or_eta_unless_running() -> None:
         assert s["step"] == 20 and s["last_checkpoint"] == 10
         mon = demo_profile().monitoring
         for fn in (summary_markup, compact_markup):
-            text = fn(s, mon)
+            text = fn(s, mon).plain
             assert "ETA" not in text and "/step" not in text and status in text, text
 
 
@@ -67,7 +67,7 @@ def test_a_run_from_the_history_is_the_last_run_not_a_current_one() -> None:
     assert not {"eta_s", "step_time_s", "reward", "throughput_per_node"} & {k for k, v in s.items() if v is not None}
     mon = demo_profile().monitoring
     for fn in (summary_markup, compact_markup):
-        text = fn(s, mon)
+        text = fn(s, mon).plain
         assert "not on this cluster" in text and "raysubmit_old" in text and "checkpoint step 10" in text
         assert "ETA" not in text and "RUNNING" not in text and "reward" not in text
 
@@ -77,7 +77,7 @@ def test_step_times_under_a_minute_in_seconds() -> None:
     assert fmt_step_time(1.1) == "1.1 s/step"
     assert fmt_step_time(1032.0) == "17.2 min/step"
     s = to_pane_summary(_rm(wall_s=42.0), "RUNNING", True, "j")
-    text = summary_markup(s, demo_profile().monitoring)
+    text = summary_markup(s, demo_profile().monitoring).plain
     assert "42 s/step" in text and "0.0 min/step" not in text and "0.7 min/step" not in text
 
 
@@ -287,7 +287,7 @@ def test_live_backend_shows_a_history_job_ray_does_not_know_as_the_last_run(tmp_
     b.refresh_metrics(w)
     s = summaries[-1]
     assert s["on_cluster"] is False and s.get("eta_s") is None and s["step"] == 4
-    assert "not on this cluster" in summary_markup(s, prof.monitoring)
+    assert "not on this cluster" in summary_markup(s, prof.monitoring).plain
     assert "no job is running" in b.describe_stop()
 
 

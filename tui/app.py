@@ -79,7 +79,7 @@ class RlconsoleApp(App[int]):
             await self.backend.start()
         except Exception as e:  # the screen stays up and says why
             log.exception("backend start failed")
-            self.notify(f"could not start monitoring: {e}", severity="error", timeout=30)
+            self.notify(f"could not start monitoring: {e}", severity="error", timeout=30, markup=False)
 
     async def on_unmount(self) -> None:
         if self.notifier is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from typing import Callable, NoReturn
 
@@ -58,6 +59,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     from .core.render import render
 
     job = render(_load(args))
+    if not args.show_secrets:  # the job's env goes to a terminal, a paste, a ticket...
+        job = job.masked()
     if args.json:
         print(json.dumps(job.to_json(), indent=2))
     else:
@@ -264,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("render", cmd_render, "print exactly what submit would run; changes nothing")
     sp.add_argument("--json", action="store_true", help="entrypoint, overrides and runtime env as JSON")
+    sp.add_argument("--show-secrets", action="store_true",
+                    help="print credentials (*TOKEN*, *KEY*, *SECRET*, *PASSWORD*, URL passwords) in clear; "
+                         "masked as *** by default")
 
     sp = add("status", cmd_status, "one-shot snapshot of nodes, cards, containers, Ray, job")
     sp.add_argument("--json", action="store_true", help="the snapshot as JSON (the README documents its fields)")
@@ -353,9 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Files this process creates are private from creation (0700 dirs, 0600 files): the
+    # state dir holds logs of what ran where, spools of job logs, the run history. A
+    # chmod after creation would leave a window, and miss files made by libraries.
+    os.umask(0o077)
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .core.debuglog import setup_logging
+    from .core.debuglog import mask_secrets, setup_logging
 
     setup_logging(verbose=getattr(args, "verbose", False))
     fn = getattr(args, "fn", cmd_tui)
@@ -364,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         return fn(args)
     except RlconsoleError as e:
         log.error("%s", e)
-        print(f"rlconsole: {e}" if not hasattr(e, "file") else str(e), file=sys.stderr)
+        print(mask_secrets(f"rlconsole: {e}" if not hasattr(e, "file") else str(e)), file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("rlconsole: interrupted", file=sys.stderr)

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.markup import escape
+from textual.content import Content
 from textual.widgets import Log, Static
 
 from tui.core.actions.events import ActionEvent
 
 STATUS_MARK = {
-    "pending": "[$text-muted]○ pending[/]", "running": "[$text-primary]◐ running[/]",
-    "ok": "[$text-success]● ok[/]", "failed": "[$text-error]✖ failed[/]",
-    "skipped": "[$text-muted]– skipped[/]",
+    "pending": ("○ pending", "$text-muted"), "running": ("◐ running", "$text-primary"),
+    "ok": ("● ok", "$text-success"), "failed": ("✖ failed", "$text-error"),
+    "skipped": ("– skipped", "$text-muted"),
 }
 KIND_STYLE = {"done": "$text-success", "fail": "$text-error", "warn": "$text-warning", "skip": "$text-muted"}
 OUTPUT_KEEP = 2_000
@@ -89,11 +89,15 @@ class ActionPanel(Vertical):
     def _refresh_view(self) -> None:
         st_style = {"running": "$text-primary", "done": "$text-success", "failed": "$text-error",
                     "skipped": "$text-muted", "cancelled": "$text-warning"}.get(self.state, "$text-muted")
-        head = f"[b]{escape(self.action or '')}[/] [{st_style}]{self.state}[/]"
-        if self.last_message:
-            head += f"  {escape(self.last_message)}"
+        # Content pieces, not markup: messages carry what nodes printed, and escaping
+        # markup is not enough (a trailing backslash escapes the closing tag).
+        head = Content.assemble((self.action or "", "bold"), " ", (self.state, st_style),
+                                "  " + self.last_message if self.last_message else "")
         self.query_one("#action-head", Static).update(head)
-        rows = [f"{escape(n):<10} {STATUS_MARK.get(s, escape(s))} [dim]{escape(m)}[/]"
-                for n, (s, m) in self.nodes.items()]
-        self.query_one("#action-nodes", Static).update("\n".join(rows))
+        rows: list[Content | str] = []
+        for n, (s, m) in self.nodes.items():
+            if rows:
+                rows.append("\n")
+            rows += [f"{n:<10} ", STATUS_MARK.get(s, (s, "")), " ", (m, "dim")]
+        self.query_one("#action-nodes", Static).update(Content.assemble(*rows))
         self.border_title = f"Action · {self.action}" if self.action else "Action"

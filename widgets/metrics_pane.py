@@ -12,6 +12,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
 from tui.core.profile import Monitoring
@@ -47,14 +48,21 @@ def _job_head(summary: dict[str, Any], total: Any) -> str | None:
     step = summary.get("step")
     where = f"step [b]{step}[/]/{total or '?'}" if step is not None else "no steps"
     ck = summary.get("last_checkpoint")
-    ck_s = f"  checkpoint step {ck}" if ck is not None else ""
+    ck_s = "  checkpoint step $ck" if ck is not None else ""
     if summary.get("on_cluster") is False:
-        jid = summary.get("job_id") or ""
-        return f"[$text-warning]last run[/] {jid}: not on this cluster  {where}{ck_s}"
+        return f"[$text-warning]last run[/] $jid: not on this cluster  {where}{ck_s}"
     status = summary.get("status")
     if status and status != "RUNNING":
-        return f"{where}  [b]{status}[/]{ck_s}"
+        return f"{where}  [b]$status[/]{ck_s}"
     return None
+
+
+def _content(markup: str, summary: dict[str, Any]) -> Content:
+    """Markup of our own with the remote-derived values (job id, status, checkpoint)
+    as `$variables`: Textual inserts variables as plain text, never as markup."""
+    return Content.from_markup(markup, jid=str(summary.get("job_id") or ""),
+                               status=str(summary.get("status") or ""),
+                               ck=str(summary.get("last_checkpoint")))
 
 
 def judge(value: float | None, rng: tuple[float, float] | None) -> str:
@@ -72,8 +80,17 @@ def _num(d: dict[str, Any], key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def compact_markup(summary: dict[str, Any], mon: Monitoring) -> str:
+def compact_markup(summary: dict[str, Any], mon: Monitoring) -> Content:
     """Two lines for an 80-column screen: the numbers that answer "is it healthy?"."""
+    return _content(_compact(summary, mon), summary)
+
+
+def summary_markup(summary: dict[str, Any], mon: Monitoring) -> Content:
+    """Four lines: progress, throughput, reward and MFU, response length and checkpoint."""
+    return _content(_summary(summary, mon), summary)
+
+
+def _compact(summary: dict[str, Any], mon: Monitoring) -> str:
     step = summary.get("step")
     total = summary.get("total_steps") or mon.total_steps
     not_running = _job_head(summary, total)
@@ -90,11 +107,11 @@ def compact_markup(summary: dict[str, Any], mon: Monitoring) -> str:
     l2 = ("—" if tn is None else f"[b]{tn:,.0f}[/] tok/s/node{judge(tn, mon.throughput_tokens_per_s_per_node)}")
     l2 += "  reward " + ("—" if r is None else f"[b]{r:.3f}[/]")
     l2 += "  MFU " + ("—" if mfu is None else f"[b]{mfu:.1f}%[/]{judge(mfu, mon.mfu_pct)}")
-    l2 += "  ckpt " + ("none" if ck is None else str(ck))
+    l2 += "  ckpt " + ("none" if ck is None else "$ck")
     return l1 + "\n" + l2
 
 
-def summary_markup(summary: dict[str, Any], mon: Monitoring) -> str:
+def _summary(summary: dict[str, Any], mon: Monitoring) -> str:
     step = summary.get("step")
     total = summary.get("total_steps") or mon.total_steps
     not_running = _job_head(summary, total)
@@ -124,7 +141,7 @@ def summary_markup(summary: dict[str, Any], mon: Monitoring) -> str:
     rl = _num(summary, "response_length")
     ck = summary.get("last_checkpoint")
     fourth = ("resp len " + ("—" if rl is None else f"[b]{rl:,.0f}[/] tok") + "  checkpoint "
-              + ("[$text-warning]none yet[/]" if ck is None else f"step [b]{ck}[/]"))
+              + ("[$text-warning]none yet[/]" if ck is None else "step [b]$ck[/]"))
     return "\n".join([head, tput, third, fourth])
 
 
@@ -145,7 +162,7 @@ class MetricsPane(Vertical):
         self.monitoring = monitoring
         self.border_title = "Training"
         self._last_text: dict[str, str] = {}
-        self._last_summary: str | None = None
+        self._last_summary: tuple[str, tuple[Any, ...]] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("[dim]no metrics yet[/]", id="metrics-summary")
@@ -172,9 +189,10 @@ class MetricsPane(Vertical):
         each update costs a layout pass of the whole screen (its height follows its text)."""
         fn = compact_markup if self.app.size.width < self.COMPACT_BELOW else summary_markup
         markup = fn(self.summary or {}, self.monitoring)
-        if markup == self._last_summary:
+        key = (markup.plain, tuple(markup.spans))  # Content's == compares the text only
+        if key == self._last_summary:
             return
-        self._last_summary = markup
+        self._last_summary = key
         self.query_one("#metrics-summary", Static).update(markup)
 
     def update_metrics(self, summary: dict[str, Any], series: dict[str, list[tuple[int, float]]]) -> None:

@@ -7,7 +7,7 @@ first line; a shortfall is coloured, not merely printed.
 
 from __future__ import annotations
 
-from textual.markup import escape
+from textual.content import Content
 from textual.widgets import Static
 
 from tui.core.state import ClusterState
@@ -20,26 +20,29 @@ MAX_JOBS = 6
 """Jobs listed, newest first; older ones stay one `ray job list` away."""
 
 
-def ray_markup(state: ClusterState, expected_nodes: int, expected_gpus: int) -> str:
+def ray_markup(state: ClusterState, expected_nodes: int, expected_gpus: int) -> Content:
+    """The pane's text. The error and job ids come from the head, so they join as plain
+    Content pieces, never as markup."""
     r = state.ray
     if not r.available:
-        why = escape(r.error or "not started")
-        return f"[$text-muted]Ray not available[/] [dim]({why})[/]\nexpected {expected_nodes} nodes, {expected_gpus} GPUs"
+        why = r.error or "not started"
+        return Content.assemble(("Ray not available", "$text-muted"), " ", (f"({why})", "dim"),
+                                f"\nexpected {expected_nodes} nodes, {expected_gpus} GPUs")
     n_style = "$text-success" if r.nodes_alive >= expected_nodes else "$text-error"
     g_style = "$text-success" if r.gpus_total >= expected_gpus else "$text-error"
-    lines = [
+    lines: list[Content] = [Content.from_markup(line) for line in (
         f"nodes [{n_style}]{r.nodes_alive}/{expected_nodes}[/] alive"
         + (f"  [$text-error]{r.nodes_dead} dead[/]" if r.nodes_dead else ""),
         f"GPUs  {r.gpus_used:.0f}/[{g_style}]{r.gpus_total:.0f}[/] used"
         + (f" [dim](expected {expected_gpus})[/]" if r.gpus_total != expected_gpus else ""),
-    ]
+    )]
     jobs = sorted(r.jobs, key=lambda j: j.start_time or 0, reverse=True)[:MAX_JOBS]
     if not jobs:
-        lines.append("[dim]no jobs[/]")
+        lines.append(Content.assemble(("no jobs", "dim")))
     for j in jobs:
         st = STATUS_STYLE.get(j.status, "$text")
-        lines.append(f"[{st}]{j.status:<9}[/] {escape(j.id)}")
-    return "\n".join(lines)
+        lines.append(Content.assemble((f"{j.status:<9}", st), " ", j.id))
+    return Content("\n").join(lines)
 
 
 class RayPane(Static):
@@ -54,7 +57,7 @@ class RayPane(Static):
         self.expected_nodes = expected_nodes
         self.expected_gpus = expected_gpus
         self.border_title = "Ray"
-        self._last = ""
+        self._last: Content | str = ""
 
     def update_state(self, state: ClusterState) -> None:
         markup = ray_markup(state, self.expected_nodes, self.expected_gpus)

@@ -16,6 +16,7 @@ cause gives one failure with its own fix instead of a cascade of misleading ones
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import secrets
@@ -25,6 +26,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Literal
 
 from .actions.events import ActionEvent
 from .profile import Node, Profile
+from .secrets import mask_data
 
 log = logging.getLogger("rlconsole.checks")
 
@@ -76,136 +78,230 @@ def _ov(p: Profile, key: str, default: Any = None) -> Any:
 
 
 def _int(v: Any, default: int) -> int:
+    """An override as an integer for arithmetic; anything that is not one (a string,
+    `.nan`, `.inf`: OverflowError) is the default. The profile loader has already
+    refused 0, `.inf` and `.nan` for the sizes this module divides by."""
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
 
 
 # --------------------------------------------------------------------------- static
 
 
-def static_checks(p: Profile) -> list[CheckResult]:
-    out: list[CheckResult] = []
-    add = lambda *a, **k: out.append(CheckResult(*a, **k))  # noqa: E731
+_MEGATRON = "actor_rollout_ref.actor.megatron."
 
-    nnodes = _int(_ov(p, "trainer.nnodes"), len(p.nodes))
-    per_node = _int(_ov(p, "trainer.n_gpus_per_node"), p.nodes[0].gpus)
-    cards = nnodes * per_node
-    if cards != p.total_gpus or nnodes != len(p.nodes):
-        add("cards.total", "fail", f"trainer.nnodes x n_gpus_per_node = {nnodes} x {per_node} = {cards}, "
-            f"the profile has {len(p.nodes)} nodes with {p.total_gpus} cards",
-            "make trainer.nnodes and trainer.n_gpus_per_node match the nodes list")
+
+@dataclass(frozen=True)
+class _Layout:
+    """The parallel layout the overrides ask for, derived once for every static check."""
+
+    nnodes: int
+    per_node: int
+    tp: int
+    pp: int
+    cp: int
+
+    @property
+    def cards(self) -> int:
+        return self.nnodes * self.per_node
+
+    @property
+    def model_parallel(self) -> int:
+        return self.tp * self.pp * self.cp
+
+    @property
+    def dp(self) -> int:
+        """The actor's data-parallel size; 0 when TP x PP x CP does not divide the cards."""
+        return 0 if self.cards % self.model_parallel else self.cards // self.model_parallel
+
+
+def _layout(p: Profile) -> _Layout:
+    return _Layout(nnodes=_int(_ov(p, "trainer.nnodes"), len(p.nodes)),
+                   per_node=_int(_ov(p, "trainer.n_gpus_per_node"), p.nodes[0].gpus),
+                   tp=_int(_ov(p, _MEGATRON + "tensor_model_parallel_size"), 1),
+                   pp=_int(_ov(p, _MEGATRON + "pipeline_model_parallel_size"), 1),
+                   cp=_int(_ov(p, _MEGATRON + "context_parallel_size"), 1))
+
+
+StaticCheck = Callable[[Profile, _Layout], list[CheckResult]]
+
+
+def static_cards(p: Profile, L: _Layout) -> list[CheckResult]:
+    out = []
+    if L.cards != p.total_gpus or L.nnodes != len(p.nodes):
+        out.append(CheckResult("cards.total", "fail", f"trainer.nnodes x n_gpus_per_node = {L.nnodes} x {L.per_node} = "
+                               f"{L.cards}, the profile has {len(p.nodes)} nodes with {p.total_gpus} cards",
+                               "make trainer.nnodes and trainer.n_gpus_per_node match the nodes list"))
     else:
-        add("cards.total", "pass", f"{nnodes} nodes x {per_node} cards = {cards}")
-    odd = [n.name for n in p.nodes if n.gpus != per_node]
+        out.append(CheckResult("cards.total", "pass", f"{L.nnodes} nodes x {L.per_node} cards = {L.cards}"))
+    odd = [n.name for n in p.nodes if n.gpus != L.per_node]
     if odd:
-        add("cards.per_node", "warn", f"nodes {', '.join(odd)} have a card count other than n_gpus_per_node={per_node}")
+        out.append(CheckResult("cards.per_node", "warn",
+                               f"nodes {', '.join(odd)} have a card count other than n_gpus_per_node={L.per_node}"))
+    return out
 
+
+def static_rollout_parallel(p: Profile, L: _Layout) -> list[CheckResult]:
     r_tp = _int(_ov(p, "actor_rollout_ref.rollout.tensor_model_parallel_size"), 1)
     r_dp = _ov(p, "actor_rollout_ref.rollout.data_parallel_size")
     if r_dp is not None:
-        if r_tp * _int(r_dp, 1) != cards:
-            add("rollout.parallel", "fail", f"rollout TP x DP = {r_tp} x {r_dp} = {r_tp * _int(r_dp, 1)}, cards in use = {cards}",
-                "set actor_rollout_ref.rollout.data_parallel_size to cards / TP")
-        else:
-            add("rollout.parallel", "pass", f"rollout TP x DP = {r_tp} x {r_dp} = {cards}")
-    elif cards % r_tp:
-        add("rollout.parallel", "fail", f"rollout TP={r_tp} does not divide {cards} cards")
+        if r_tp * _int(r_dp, 1) != L.cards:
+            return [CheckResult("rollout.parallel", "fail",
+                                f"rollout TP x DP = {r_tp} x {r_dp} = {r_tp * _int(r_dp, 1)}, cards in use = {L.cards}",
+                                "set actor_rollout_ref.rollout.data_parallel_size to cards / TP")]
+        return [CheckResult("rollout.parallel", "pass", f"rollout TP x DP = {r_tp} x {r_dp} = {L.cards}")]
+    if L.cards % r_tp:
+        return [CheckResult("rollout.parallel", "fail", f"rollout TP={r_tp} does not divide {L.cards} cards")]
+    return []
 
-    pre = "actor_rollout_ref.actor.megatron."
-    tp = _int(_ov(p, pre + "tensor_model_parallel_size"), 1)
-    pp = _int(_ov(p, pre + "pipeline_model_parallel_size"), 1)
-    cp = _int(_ov(p, pre + "context_parallel_size"), 1)
-    mp = tp * pp * cp
-    if cards % mp:
-        add("actor.parallel", "fail", f"actor TP x PP x CP = {tp} x {pp} x {cp} = {mp} does not divide {cards} cards",
-            "choose TP, PP, CP whose product divides the card count")
-        dp = 0
-    else:
-        dp = cards // mp
-        add("actor.parallel", "pass", f"actor TP x PP x CP = {mp}, data parallel = {dp}")
 
+def static_actor_parallel(p: Profile, L: _Layout) -> list[CheckResult]:
+    if L.dp == 0:
+        return [CheckResult("actor.parallel", "fail", f"actor TP x PP x CP = {L.tp} x {L.pp} x {L.cp} = "
+                            f"{L.model_parallel} does not divide {L.cards} cards",
+                            "choose TP, PP, CP whose product divides the card count")]
+    return [CheckResult("actor.parallel", "pass", f"actor TP x PP x CP = {L.model_parallel}, data parallel = {L.dp}")]
+
+
+def static_pipeline_layers(p: Profile, L: _Layout) -> list[CheckResult]:
     layers = p.model.num_layers
-    tc = pre + "override_transformer_config."
+    tc = _MEGATRON + "override_transformer_config."
     uneven = any(_ov(p, tc + k) is not None for k in
                  ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage"))
     if layers is None:
-        add("actor.pipeline_layers", "warn", "model.num_layers is not in the profile: cannot check PP against it",
-            "add model.num_layers (num_hidden_layers in the HF config.json)")
-    elif layers % pp and not uneven:
-        add("actor.pipeline_layers", "fail", f"the model has {layers} layers, which PP={pp} does not divide "
-            f"(key {pre}pipeline_model_parallel_size)",
-            f"use a PP that divides {layers} (e.g. {', '.join(str(d) for d in range(2, 13) if layers % d == 0 and cards % (d * tp * cp) == 0)}) "
-            "or set num_layers_in_first/last_pipeline_stage")
-    else:
-        add("actor.pipeline_layers", "pass", f"{layers} layers over PP={pp}" + (" (uneven stages given)" if uneven else ""))
+        return [CheckResult("actor.pipeline_layers", "warn",
+                            "model.num_layers is not in the profile: cannot check PP against it",
+                            "add model.num_layers (num_hidden_layers in the HF config.json)")]
+    if layers % L.pp and not uneven:
+        fits = ", ".join(str(d) for d in range(2, 13) if layers % d == 0 and L.cards % (d * L.tp * L.cp) == 0)
+        return [CheckResult("actor.pipeline_layers", "fail", f"the model has {layers} layers, which PP={L.pp} does "
+                            f"not divide (key {_MEGATRON}pipeline_model_parallel_size)",
+                            f"use a PP that divides {layers} (e.g. {fits}) or set num_layers_in_first/last_pipeline_stage")]
+    return [CheckResult("actor.pipeline_layers", "pass",
+                        f"{layers} layers over PP={L.pp}" + (" (uneven stages given)" if uneven else ""))]
 
+
+def static_batch(p: Profile, L: _Layout) -> list[CheckResult]:
     bs = _int(_ov(p, "data.train_batch_size"), 0)
+    if not bs:
+        return []
     n = _int(_ov(p, "actor_rollout_ref.rollout.n"), 1)
     mini = _int(_ov(p, "actor_rollout_ref.actor.ppo_mini_batch_size"), bs)
-    if bs:
-        problems = []
-        if dp and (bs * n) % dp:
-            problems.append(f"train_batch_size x n = {bs * n} is not divisible by the actor's data parallel size {dp}")
-        if mini and bs % mini:
-            problems.append(f"train_batch_size {bs} is not divisible by ppo_mini_batch_size {mini}")
-        if problems:
-            add("batch.divisible", "fail", "; ".join(problems), "adjust data.train_batch_size or the mini-batch")
-        else:
-            add("batch.divisible", "pass", f"batch {bs} x n {n} = {bs * n} splits over DP {dp or '?'} and mini-batch {mini}")
+    problems = []
+    if L.dp and (bs * n) % L.dp:
+        problems.append(f"train_batch_size x n = {bs * n} is not divisible by the actor's data parallel size {L.dp}")
+    if mini and bs % mini:
+        problems.append(f"train_batch_size {bs} is not divisible by ppo_mini_batch_size {mini}")
+    if problems:
+        return [CheckResult("batch.divisible", "fail", "; ".join(problems), "adjust data.train_batch_size or the mini-batch")]
+    return [CheckResult("batch.divisible", "pass",
+                        f"batch {bs} x n {n} = {bs * n} splits over DP {L.dp or '?'} and mini-batch {mini}")]
 
+
+def static_lengths(p: Profile, L: _Layout) -> list[CheckResult]:
     pl = _int(_ov(p, "data.max_prompt_length"), 0)
     rl = _int(_ov(p, "data.max_response_length"), 0)
-    if pl and rl:
-        total = pl + rl
-        ctx = p.model.max_position_embeddings
-        if ctx and total > ctx:
-            add("length.context", "fail", f"prompt + response = {total} tokens exceeds the model's context {ctx}",
-                "lower data.max_response_length")
-        else:
-            add("length.context", "pass", f"prompt + response = {total} tokens" + (f" <= context {ctx}" if ctx else ""))
-        budgets = ["actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
-                   "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu",
-                   "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"]
-        low = [f"{k}={_ov(p, k)}" for k in budgets if _ov(p, k) is not None and _int(_ov(p, k), 0) < total]
-        if low:
-            add("length.token_budget", "fail", f"token budgets below prompt + response ({total}): {', '.join(low)}",
-                "raise them to at least max_prompt_length + max_response_length")
-        else:
-            add("length.token_budget", "pass", f"token budgets >= {total}")
+    if not (pl and rl):
+        return []
+    out = []
+    total = pl + rl
+    ctx = p.model.max_position_embeddings
+    if ctx and total > ctx:
+        out.append(CheckResult("length.context", "fail", f"prompt + response = {total} tokens exceeds the model's "
+                               f"context {ctx}", "lower data.max_response_length"))
+    else:
+        out.append(CheckResult("length.context", "pass",
+                               f"prompt + response = {total} tokens" + (f" <= context {ctx}" if ctx else "")))
+    budgets = ["actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+               "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu",
+               "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"]
+    low = [f"{k}={_ov(p, k)}" for k in budgets if _ov(p, k) is not None and _int(_ov(p, k), 0) < total]
+    if low:
+        out.append(CheckResult("length.token_budget", "fail", f"token budgets below prompt + response ({total}): "
+                               f"{', '.join(low)}", "raise them to at least max_prompt_length + max_response_length"))
+    else:
+        out.append(CheckResult("length.token_budget", "pass", f"token budgets >= {total}"))
+    return out
 
-    ep = {k: _int(_ov(p, k), 1) for k in (pre + "expert_model_parallel_size",
+
+def static_expert_parallel(p: Profile, L: _Layout) -> list[CheckResult]:
+    ep = {k: _int(_ov(p, k), 1) for k in (_MEGATRON + "expert_model_parallel_size",
                                           "actor_rollout_ref.ref.megatron.expert_model_parallel_size",
                                           "critic.megatron.expert_model_parallel_size")}
     ep_set = {k: v for k, v in ep.items() if v > 1}
     if ep_set and not p.model.moe:
-        add("model.expert_parallel", "warn", "expert parallelism set for a dense model: "
-            + ", ".join(f"{k}={v}" for k, v in ep_set.items()),
-            "remove expert_model_parallel_size (model.moe is false)")
-    else:
-        add("model.expert_parallel", "pass", "no expert parallelism on a dense model" if not p.model.moe else "MoE model")
+        return [CheckResult("model.expert_parallel", "warn", "expert parallelism set for a dense model: "
+                            + ", ".join(f"{k}={v}" for k, v in ep_set.items()),
+                            "remove expert_model_parallel_size (model.moe is false)")]
+    return [CheckResult("model.expert_parallel", "pass",
+                        "no expert parallelism on a dense model" if not p.model.moe else "MoE model")]
 
+
+def static_paths_consistent(p: Profile, L: _Layout) -> list[CheckResult]:
     mismatches = []
     if _ov(p, "actor_rollout_ref.model.path") not in (None, p.paths.hf_model):
-        mismatches.append(f"actor_rollout_ref.model.path={_ov(p, 'actor_rollout_ref.model.path')} vs paths.hf_model={p.paths.hf_model}")
-    for k in (pre + "dist_checkpointing_path", "actor_rollout_ref.ref.megatron.dist_checkpointing_path"):
+        mismatches.append(f"actor_rollout_ref.model.path={_ov(p, 'actor_rollout_ref.model.path')} "
+                          f"vs paths.hf_model={p.paths.hf_model}")
+    for k in (_MEGATRON + "dist_checkpointing_path", "actor_rollout_ref.ref.megatron.dist_checkpointing_path"):
         if _ov(p, k) not in (None, p.paths.mcore_checkpoint):
             mismatches.append(f"{k}={_ov(p, k)} vs paths.mcore_checkpoint={p.paths.mcore_checkpoint}")
     if mismatches:
-        add("paths.consistent", "fail", "; ".join(mismatches), "point the overrides at the profile's paths")
-    else:
-        add("paths.consistent", "pass", "overrides use the profile's model and checkpoint paths")
+        return [CheckResult("paths.consistent", "fail", "; ".join(mismatches), "point the overrides at the profile's paths")]
+    return [CheckResult("paths.consistent", "pass", "overrides use the profile's model and checkpoint paths")]
 
+
+def static_tensorboard(p: Profile, L: _Layout) -> list[CheckResult]:
     logger = _ov(p, "trainer.logger") or []
     if "tensorboard" not in (logger if isinstance(logger, list) else [logger]):
-        add("monitor.tensorboard", "warn", "trainer.logger lacks tensorboard: the console gets no scalars, only the log")
-    if p.ray.dashboard_host in ("0.0.0.0", "::"):
-        add("ray.dashboard", "warn", f"dashboard bound to {p.ray.dashboard_host}: an unauthenticated job API on the network",
-            "bind it to 127.0.0.1; rlconsole reaches it through SSH")
-    else:
-        add("ray.dashboard", "pass", f"dashboard on {p.ray.dashboard_host}")
-    return out
+        return [CheckResult("monitor.tensorboard", "warn",
+                            "trainer.logger lacks tensorboard: the console gets no scalars, only the log")]
+    return []
+
+
+def static_dashboard(p: Profile, L: _Layout) -> list[CheckResult]:
+    if not _loopback(p.ray.dashboard_host):
+        return [CheckResult("ray.dashboard", "warn", f"dashboard bound to {p.ray.dashboard_host}: an unauthenticated "
+                            "job API (run any command on the cluster) reachable from the network",
+                            "bind it to 127.0.0.1; rlconsole reaches it through SSH")]
+    return [CheckResult("ray.dashboard", "pass", f"dashboard on {p.ray.dashboard_host}")]
+
+
+def static_checkpoint_deletable(p: Profile, L: _Layout) -> list[CheckResult]:
+    from .actions.model import deletion_problem
+
+    unsafe = deletion_problem(p)
+    if unsafe:
+        return [CheckResult("paths.mcore_checkpoint", "fail",
+                            f"`convert --force` deletes this directory, and would refuse: {unsafe}",
+                            "give paths.mcore_checkpoint its own directory, e.g. next to the model as <model>-mcore")]
+    return []
+
+
+STATIC_CHECKS: tuple[StaticCheck, ...] = (
+    static_cards, static_rollout_parallel, static_actor_parallel, static_pipeline_layers, static_batch,
+    static_lengths, static_expert_parallel, static_paths_consistent, static_tensorboard, static_dashboard,
+    static_checkpoint_deletable,
+)
+"""The checks that read the profile alone, in the order they print: each one small, named
+and testable on its own (`static_batch(profile, _layout(profile))`)."""
+
+
+def static_checks(p: Profile) -> list[CheckResult]:
+    """Every static check on `p`: what can be known wrong before touching a node."""
+    layout = _layout(p)
+    return [r for check in STATIC_CHECKS for r in check(p, layout)]
+
+
+def _loopback(host: str) -> bool:
+    """Whether a bind address is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to, probably not loopback
 
 
 # --------------------------------------------------------------------------- live
@@ -876,7 +972,7 @@ def check_event(r: CheckResult, action: str = "check") -> ActionEvent:
     the whole result, which `result_of` reads back."""
     where = f" [{r.node}]" if r.node else ""
     return ActionEvent(action, "output", f"{r.status.value.upper()} {r.id}{where}: {r.message}",
-                       status=r.status.value, data={"check": r.id, "result": r.to_json()})
+                       status=r.status.value, data={"check": r.id, "result": mask_data(r.to_json())})
 
 
 def result_of(ev: ActionEvent) -> CheckResult | None:

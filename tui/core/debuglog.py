@@ -14,32 +14,9 @@ import sys
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
-SECRET_NAME = r"[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY)[A-Z0-9_]*"
-_SECRET_PATTERNS = [
-    # NAME=value, NAME: value, "NAME": "value", NAME='quoted value', where NAME looks like a credential
-    re.compile(rf"(?i)\b({SECRET_NAME})(\s*[=:]\s*|\"\s*:\s*\")('[^']*'|\"[^\"]*\"|[^\s\"',}}]+)"),
-    re.compile(r"(?i)(authorization:\s*(?:bearer|basic)\s+)(\S+)"),
-    re.compile(r"(?i)(--(?:password|token|secret)[= ])(\S+)"),
-]
-_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S)
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable's name says its value is a credential."""
-    return re.fullmatch(SECRET_NAME, name, re.IGNORECASE) is not None
-
-
-def mask_secrets(text: str) -> str:
-    """Replace credential values with `***`, keeping the names so the log stays useful.
-    The one masking rule for everything rlconsole writes: the log filter and the SSH
-    layer's audit lines both use it."""
-    text = _PEM.sub("-----PRIVATE KEY (masked)-----", text)
-    for pat in _SECRET_PATTERNS:
-        if pat.groups == 3:
-            text = pat.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
-        else:
-            text = pat.sub(lambda m: f"{m.group(1)}***", text)
-    return text
+# The one masking rule lives in secrets.py; re-exported here for the modules that
+# always imported it from the log.
+from .secrets import SECRET_NAME, is_secret_name, mask_secrets  # noqa: E402,F401
 
 
 class SecretMaskingFilter(logging.Filter):
@@ -58,7 +35,8 @@ def state_dir() -> Path:
     from platformdirs import user_state_dir
 
     d = Path(os.environ.get("RLCONSOLE_STATE_DIR") or user_state_dir("rlconsole"))
-    d.mkdir(parents=True, exist_ok=True)
+    # 0700: the log, the run history and the log spools say what ran where, with what
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
     return d
 
 
@@ -80,12 +58,18 @@ def setup_logging(verbose: bool = False) -> Path | None:
     if not _configured:
         try:
             path = log_path()
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))  # born private
             fh = RotatingFileHandler(path, maxBytes=10_000_000, backupCount=3, encoding="utf-8")
             fh.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
             fh.addFilter(mask)
             logger.addHandler(fh)
         except OSError:
             path = None
+            # Without any handler, logging's "last resort" prints every warning and error
+            # to stderr, unmasked, on top of the CLI's own line: each error came out twice.
+            null = logging.NullHandler()
+            null.addFilter(mask)
+            logger.addHandler(null)
         _configured = True
     if verbose and not any(getattr(h, "_rlconsole_stderr", False) for h in logger.handlers):
         sh = logging.StreamHandler(sys.stderr)

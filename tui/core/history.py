@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .debuglog import state_dir
+from .secrets import mask_argv, mask_data
 
 
 @dataclass
@@ -33,13 +34,33 @@ def history_path() -> Path:
     return state_dir() / "runs.jsonl"
 
 
+class HistoryWriteError(OSError):
+    """A run record was not (wholly) written: the run is not in the history."""
+
+
 def record_run(rec: RunRecord) -> None:
+    """Append one record as one whole line, credentials masked (the history is a plain
+    file that outlives the run; secrets.py's rule).
+
+    One `os.write` of the full line on an O_APPEND descriptor: concurrent appends of a
+    short line do not interleave on local filesystems. A short write (a full disk) is
+    an error, not ignored; and a line left torn by an earlier short write gets a newline
+    before this record, so the torn line costs only itself, never the next record."""
     path = history_path()
-    line = json.dumps(asdict(rec), sort_keys=True)
-    # O_APPEND makes concurrent appends of one short line atomic on local filesystems.
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    d = asdict(rec)
+    d["runtime_env"] = mask_data(d["runtime_env"])
+    d["entrypoint"] = mask_argv(list(d["entrypoint"]))
+    d["extra"] = mask_data(d["extra"])
+    data = (json.dumps(d, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        os.write(fd, (line + "\n").encode())
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        n = os.write(fd, data)
+        if n != len(data):
+            raise HistoryWriteError(f"run history {path}: only {n} of {len(data)} bytes written "
+                                    "(disk full?): this run is not recorded")
     finally:
         os.close(fd)
 

@@ -55,7 +55,7 @@ def spool_dir() -> Path:
     from .debuglog import state_dir
 
     d = state_dir() / "spool"
-    d.mkdir(parents=True, exist_ok=True)
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
     return d
 
 

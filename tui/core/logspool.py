@@ -84,10 +84,10 @@ class LogSpool:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # Raw fd, O_APPEND: every append is one write(2) at the end, visible to pread at
         # once; no Python buffer that a crash could lose after we reported the lines.
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)  # private
         self._starts = array("Q", [0])
         self._size = 0
         self._rebuild_index()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any, Callable, Iterator
 import yaml
 
 from .errors import ProfileError, UsageError
-from .yamlpos import DuplicateKeyError, LocatedDict, LocatedList, load_located
+from .yamlpos import DuplicateKeyError, LimitError, LocatedDict, LocatedList, load_located
 
 # --------------------------------------------------------------------------- model
 
@@ -325,14 +326,21 @@ class _Section:
             raise self.error(name, f"expected a port number 1-65535, got {v}")
         return v
 
-    def number(self, name: str, default: Any = _MISSING, positive: bool = False) -> Any:
+    def number(self, name: str, default: Any = _MISSING, positive: bool = False,
+               minimum: float | None = None) -> Any:
         v = self.raw(name, default)
         if v is None or (v is default and default is not _MISSING):
             return v
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.error(name, f"expected a number, got {_show(v)}")
+        # `.nan` compares false with everything, so `v <= 0` lets it through and a NaN
+        # timeout silently means no timeout; `.inf` is no timeout said out loud. Both out.
+        if not math.isfinite(v):
+            raise self.error(name, f"expected a finite number, got {_show(v)}")
         if positive and v <= 0:
             raise self.error(name, f"expected a positive number, got {v}")
+        if minimum is not None and v < minimum:
+            raise self.error(name, f"expected a number >= {minimum:g}, got {v:g}")
         return float(v)
 
     def bool(self, name: str, default: Any = _MISSING) -> Any:
@@ -388,7 +396,8 @@ class _Section:
         if v is None:
             return None
         if (not isinstance(v, list) or len(v) != 2
-                or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v)):
+                or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                       or not math.isfinite(x) for x in v)):
             raise self.error(name, f"expected [low, high] numbers, got {_show(v) if not isinstance(v, list) else v}")
         lo, hi = float(v[0]), float(v[1])
         if lo > hi:
@@ -477,6 +486,33 @@ def _flatten_overrides(data: Any, file: str, base: str, prefix: str, parent_line
                     raise ProfileError(file, line, f"{path}.{raw_key}",
                                        "expected a list of plain values (no nested lists or mappings)")
             out.append(Override(prefix=p, key=full, value=value, line=line))
+
+
+# Overrides the static checks divide by or multiply into a card count: a size of 0,
+# `.inf` or `.nan` there is a profile error, not a ZeroDivisionError in `check`.
+_COUNT_KEYS = re.compile(r"(^|\.)([a-z_]*_parallel_size|nnodes|n_gpus_per_node)$")
+
+MAX_PROFILE_BYTES = 4 << 20
+
+# The console refreshes this often at most; below it the loop only burns a core.
+MIN_REFRESH_S = 0.1
+
+
+def _check_count_override(o: Override, file: str) -> None:
+    if not _COUNT_KEYS.search(o.key) or o.value is None:
+        return
+    v = o.value
+    if isinstance(v, str):
+        # an interpolation (`${...}`) or an importer's placeholder is not ours to judge;
+        # a number written as a string is
+        if not v.strip().lstrip("+-").isdigit():
+            return
+        v = int(v.strip())
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return
+    if (isinstance(v, float) and (not math.isfinite(v) or not v.is_integer())) or v <= 0:
+        raise ProfileError(file, o.line, f"training.overrides.{o.key}",
+                           f"expected a positive integer, got {_show(v)}")
 
 
 # --------------------------------------------------------------------------- loader
@@ -657,6 +693,7 @@ def _parse_profile(data: Any, file: str) -> Profile:
     _flatten_overrides(raw_over, file, "", "", t.line_of("overrides"), overrides, "training.overrides")
     seen_keys: dict[str, int] = {}
     for o in overrides:
+        _check_count_override(o, file)
         if o.key in seen_keys:
             raise ProfileError(file, o.line, f"training.overrides.{o.key}",
                                f"duplicate override (also at line {seen_keys[o.key]})")
@@ -683,7 +720,7 @@ def _parse_profile(data: Any, file: str) -> Profile:
         step_time_min=mo.range("step_time_min"),
         mem_gib_per_card=mo.range("mem_gib_per_card"),
         total_steps=mo.int("total_steps", None, positive=True),
-        refresh_s=mo.number("refresh_s", 2.0, positive=True),
+        refresh_s=mo.number("refresh_s", 2.0, positive=True, minimum=MIN_REFRESH_S),
         hot_c=mo.number("hot_c", 85.0, positive=True),
         mem_full_pct=mo.number("mem_full_pct", 95.0, positive=True),
         stall_factor=mo.number("stall_factor", 3.0, positive=True),
@@ -725,6 +762,9 @@ def load_profile_text(text: str, file: str) -> Profile:
     except DuplicateKeyError as e:
         line = e.problem_mark.line + 1 if e.problem_mark else None
         raise ProfileError(file, line, None, e.problem or "duplicate key") from None
+    except LimitError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark else None
+        raise ProfileError(file, line, e.key, e.problem or "too large") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark else None
@@ -739,6 +779,10 @@ def load_profile(path: str | Path) -> Profile:
     path = Path(path)
     shown = display_path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_PROFILE_BYTES:  # a profile is a few KB; never read a runaway file whole
+            raise ProfileError(shown, None, None, f"{size:,} bytes: larger than a profile can be "
+                                                  f"({MAX_PROFILE_BYTES:,} at most)")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ProfileError(shown, None, None, "no such profile file") from None

@@ -42,8 +42,10 @@ def hydra_quote(s: str) -> str:
             while j < len(s) and s[j] == "\\":
                 j += 1
             run = j - i
-            # A run of backslashes before a quote or at the end must be doubled.
-            if j == len(s) or s[j] == q:
+            # A run of backslashes before a quote, at the end, or before a `${` (which is
+            # escaped next) must be doubled: OmegaConf reads `\\${` as a backslash and
+            # then an interpolation, so `\${x}` needs `\\\${x}` to stay literal.
+            if j == len(s) or s[j] == q or s.startswith("${", j):
                 out.append("\\" * (2 * run))
             else:
                 out.append("\\" * run)
@@ -102,6 +104,15 @@ class RenderedJob:
     @property
     def entrypoint_str(self) -> str:
         return shlex.join(self.entrypoint)
+
+    def masked(self) -> "RenderedJob":
+        """The same job with credentials masked (secrets.py's rule): what `render`
+        prints unless --show-secrets, and what the run history stores."""
+        from .secrets import mask_argv, mask_data, mask_secrets
+
+        return RenderedJob(runtime_env=mask_data(self.runtime_env),
+                           entrypoint=mask_argv(self.entrypoint),
+                           submission_id=self.submission_id, address=mask_secrets(self.address))
 
     def to_json(self) -> dict[str, Any]:
         return {

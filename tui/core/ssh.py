@@ -38,7 +38,7 @@ import asyncssh
 
 from .debuglog import is_secret_name, mask_secrets
 from .errors import RlconsoleError
-from .profile import Container, Node, Profile, SshSettings
+from .profile import Container, Node, Profile, SshEndpoint, SshSettings
 
 log = logging.getLogger("rlconsole.ssh")
 
@@ -212,11 +212,6 @@ def _describe_connect_error(exc: BaseException, node: Node, settings: SshSetting
     where = f"{ep.host}:{ep.port}"
     if isinstance(exc, _Refused):
         return str(exc)
-    if isinstance(exc, _HopFailed):
-        from dataclasses import replace
-
-        hop_node = replace(node, ssh=replace(ep, host=exc.host, port=exc.port, jump=[], jump_host=None))
-        return f"jump host {exc.hop}: " + _describe_connect_error(exc.exc, hop_node, settings)
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         files = [settings.known_hosts] if settings.known_hosts else default_known_hosts()
         return host_key_message(ep.host, ep.port, files)
@@ -234,16 +229,25 @@ def _describe_connect_error(exc: BaseException, node: Node, settings: SshSetting
     return f"cannot connect to {where}: {exc}"
 
 
+def identity_mode_problem(path: str) -> str | None:
+    """OpenSSH's rule for private keys: readable by group or others is refused
+    ("UNPROTECTED PRIVATE KEY FILE!  ... This private key will be ignored.", from
+    OpenSSH's authfile.c sshkey_perm_ok). A key anyone on the machine can read is
+    compromised; say so instead of using it silently."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if mode & 0o077:
+        return (f"identity file {path} has permissions {mode & 0o777:04o}: a private key must not be "
+                f"readable by others (OpenSSH refuses it too); fix with: chmod 600 {path}")
+    return None
+
+
 class _Refused(Exception):
     """A connection we refuse to try; the message is the whole reason."""
 
 
-class _HopFailed(Exception):
-    """A jump host of the chain failed: the "down" reason names that hop, not the node."""
-
-    def __init__(self, hop: str, host: str, port: int, exc: BaseException) -> None:
-        self.hop, self.host, self.port, self.exc = hop, host, port, exc
-        super().__init__(hop)
 
 
 class _Client(asyncssh.SSHClient):
@@ -401,6 +405,11 @@ class NodeSession:
             keepalive_interval=self.settings.keepalive_interval_s,
             keepalive_count_max=self.keepalive_count_max,
             encryption_algs=PREFERRED_CIPHERS,
+            # Explicit, so `ForwardAgent yes` in ~/.ssh/config cannot hand the user's agent
+            # to every node (root there could use it to log in anywhere the user can).
+            # The console never needs it, nor X11.
+            agent_forwarding=False,
+            x11_forwarding=False,
         )
         if self.settings.config:
             opts["config"] = [self.settings.config]
@@ -419,6 +428,9 @@ class NodeSession:
         for ident in ep.identity:
             if not os.path.isfile(ident):
                 raise _Refused(f"identity file {ident} not found (nodes[].ssh.identity / ssh.identity)")
+            unprotected = identity_mode_problem(ident)
+            if unprotected:
+                raise _Refused(unprotected)
         # The jump chain (profile `ssh.jump`: one host or a list): each hop is reached
         # through the one before, the node through the last; a failure names its hop.
         tunnels: list[asyncssh.SSHClientConnection] = []
@@ -430,8 +442,17 @@ class NodeSession:
                     opts["tunnel"] = tunnels[-1]
                 try:
                     tunnels.append(await asyncssh.connect(**opts))
-                except Exception as exc:  # noqa: BLE001 - re-raised with the hop named
-                    raise _HopFailed(hop, jhost, jport, exc) from exc
+                except asyncssh.HostKeyNotVerifiable:
+                    # the jump host's key, not the node's: name it, or the advice would be to
+                    # delete the node's (correct) known_hosts entry
+                    files = [kh] if kh else default_known_hosts()
+                    raise _Refused(f"jump host {jhost}:{jport} (for {self.name}): "
+                                   + host_key_message(jhost, jport, files)) from None
+                except Exception as exc:  # noqa: BLE001 - any failure here is this hop's
+                    raise _Refused(f"jump host {jhost}:{jport} (for {self.name}): "
+                                   + _describe_connect_error(exc, Node(jhost, jhost, 1, "worker",
+                                                                       SshEndpoint(jhost, jport, juser)),
+                                                             self.settings)) from None
             opts = self._options(ep.host, ep.port, ep.user)
             if tunnels:
                 opts["tunnel"] = tunnels[-1]

@@ -38,7 +38,83 @@ class DuplicateKeyError(yaml.MarkedYAMLError):
     pass
 
 
+class LimitError(yaml.MarkedYAMLError):
+    """A document past one of the loader's size limits. `key` is the dotted path of the
+    offending value (as profile errors print it), so the user is told where to look."""
+
+    def __init__(self, problem: str, mark: Any, key: str | None) -> None:
+        super().__init__(None, None, problem, mark)
+        self.key = key
+
+
+# Limits that keep a hostile or broken profile from running the loader away. A real
+# profile nests 6 levels, holds a few hundred values and no integer past 20 digits.
+MAX_DEPTH = 64
+MAX_NODES = 100_000  # values after expanding aliases (a billion-laughs tree is refused)
+MAX_INT_DIGITS = 100  # Python refuses str->int past 4300 digits with a bare ValueError
+
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
 class _Loader(yaml.SafeLoader):
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._path: list[str] = []
+        self._sizes: dict[int, int] = {}
+
+    def _key_path(self) -> str | None:
+        parts = self._path
+        if len(parts) > 8:  # a runaway nesting: its start and end say where
+            parts = parts[:4] + ["..."] + parts[-2:]
+        out = ""
+        for part in parts:
+            out += part if part.startswith("[") or not out else "." + part
+        return out or None
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        """Compose with a depth limit, an expanded-size limit and an integer-length
+        limit, all checked while composing (before any Python object is built), each
+        naming the key path where the limit was passed."""
+        if isinstance(index, yaml.ScalarNode):
+            part = str(index.value)
+        elif isinstance(index, int) and not isinstance(index, bool):
+            part = f"[{index}]"
+        else:
+            part = "?" if isinstance(parent, yaml.MappingNode) else ""
+        if part:
+            self._path.append(part[:80])
+        try:
+            if len(self._path) > MAX_DEPTH:
+                raise LimitError(f"nested deeper than {MAX_DEPTH} levels",
+                                 self.peek_event().start_mark, self._key_path())
+            node = super().compose_node(parent, index)
+            self._check(node)
+            return node
+        finally:
+            if part:
+                self._path.pop()
+
+    def _check(self, node: Any) -> None:
+        """Size of `node` once aliases are expanded; each node is sized once (aliases
+        share the anchor's node), so this is linear in the file however it expands."""
+        if id(node) in self._sizes:
+            return
+        if isinstance(node, yaml.ScalarNode):
+            size = 1
+            if node.tag == _INT_TAG:
+                digits = sum(ch.isdigit() for ch in str(node.value))
+                if digits > MAX_INT_DIGITS:
+                    raise LimitError(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})",
+                                     node.start_mark, self._key_path())
+        elif isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self._sizes.get(id(c), 1) for c in node.value)
+        else:
+            size = 1 + sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
+        if size > MAX_NODES:
+            raise LimitError(f"more than {MAX_NODES} values once aliases are expanded "
+                             "(an alias tree that multiplies)", node.start_mark, self._key_path())
+        self._sizes[id(node)] = size
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LocatedDict:  # type: ignore[override]
         self.flatten_mapping(node)
         result = LocatedDict()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Input, SelectionList, Static
 from textual.widgets.selection_list import Selection
@@ -135,7 +136,7 @@ class GraphScreen(Screen[None]):
         self.selected = preselected(names)
         first = self.selected + [n for n in names if n not in self.selected]
         with Horizontal():
-            sl: SelectionList[str] = SelectionList(*(Selection(n, n, n in self.selected) for n in first), id="scalars")
+            sl: SelectionList[str] = SelectionList(*(Selection(Content(n), n, n in self.selected) for n in first), id="scalars")
             sl.border_title = f"Scalars ({len(names)})"
             yield sl
             yield VerticalScroll(id="plots")
@@ -153,7 +154,7 @@ class GraphScreen(Screen[None]):
         try:
             return {k: list(v) for k, v in (self.source() or {}).items() if v}
         except Exception as e:  # the screen stays up and says why
-            self.notify(f"metrics unavailable: {e}", severity="warning")
+            self.notify(f"metrics unavailable: {e}", severity="warning", markup=False)
             return {}
 
     def _reload(self) -> None:
@@ -250,7 +251,8 @@ class GraphScreen(Screen[None]):
         event.stop()
         rng = parse_range(event.value)
         if rng is False:
-            self.notify(f"step range {event.value!r}: want FROM:TO, e.g. 100:500 or 300:", severity="warning")
+            self.notify(f"step range {event.value!r}: want FROM:TO, e.g. 100:500 or 300:", severity="warning",
+                        markup=False)
             return
         self.step_range = rng  # type: ignore[assignment]
         event.input.remove_class("-open")
@@ -275,7 +277,7 @@ class GraphScreen(Screen[None]):
         path = self.export_dir / f"{safe}-metrics-{time.strftime('%Y%m%d-%H%M%S')}.csv"
         path.write_text(to_csv(self.series), encoding="utf-8")
         self.last_export = path
-        self.notify(f"{len(self.series)} scalars written to {path}", title="export", timeout=8)
+        self.notify(f"{len(self.series)} scalars written to {path}", title="export", timeout=8, markup=False)
 
     def action_close(self) -> None:
         self.dismiss(None)

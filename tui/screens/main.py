@@ -35,6 +35,7 @@ from widgets.sim_badge import ReadOnlyBadge, SimBadge
 from ..commands import CHANGING_KEY_ACTIONS, KEYS, offered_keys
 from ..core.actions.events import ActionEvent
 from ..core.alerts import Alert
+from ..core.secrets import mask_secrets
 from ..core.state import ClusterState
 from ..messages import (
     ActionEventReceived, ActionFinished, AlertRaised, AlertsBarClicked, LogLinesReceived,
@@ -69,6 +70,9 @@ class MainScreen(Screen[None]):
         self.running: dict[str, Worker[Any]] = {}
         self.check_events: list[ActionEvent] = []
         self.series: dict[str, list[tuple[int, float]]] = {}
+        self.to_confirm: dict[str, tuple[str, dict[str, Any]]] = {}
+        """Actions that stopped to ask (a setup-ray that would stop a running Ray): the
+        question and the options to run them again with once the user says yes."""
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -111,7 +115,7 @@ class MainScreen(Screen[None]):
         self.query_one(RayPane).update_state(msg.state)
 
     def on_log_lines_received(self, msg: LogLinesReceived) -> None:
-        self.query_one(LogPane).add_lines(msg.lines)
+        self.query_one(LogPane).add_lines([mask_secrets(line) for line in msg.lines])
 
     def on_metrics_updated(self, msg: MetricsUpdated) -> None:
         self.series = msg.series  # the graph screen reads the latest
@@ -139,7 +143,7 @@ class MainScreen(Screen[None]):
         busy = [n for n in self.running if n not in STOP_ACTIONS]
         if name in self.running or (busy and name not in STOP_ACTIONS):
             self.notify(f"{', '.join(busy) or name} is still running; wait for it, or stop with x/X",
-                        severity="warning")
+                        severity="warning", markup=False)
             return False
         self.query_one(ActionPanel).begin(name)
         self.running[name] = self.run_worker(self._action(name, opts), name=name, group="actions",
@@ -156,10 +160,12 @@ class MainScreen(Screen[None]):
                 self.post_message(ActionEventReceived(ev))
                 if ev.kind == "fail":
                     ok, message = False, ev.message
+                    if ev.data.get("confirm") and name == "setup-ray":
+                        self.to_confirm[name] = (str(ev.data["confirm"]), {**opts, "stop_confirmed": True})
                 elif ev.kind in ("done", "skip"):
                     message = ev.message
         except Exception as e:  # shown, not raised: a failed action must not kill the console
-            ok, message = False, f"{name}: {type(e).__name__}: {e}"
+            ok, message = False, mask_secrets(f"{name}: {type(e).__name__}: {e}")
         finally:
             if name == "check":
                 self.check_events = events
@@ -173,8 +179,13 @@ class MainScreen(Screen[None]):
         self.query_one(ActionPanel).finish(msg.ok, msg.message)
         if msg.name == "check":
             self.app.push_screen(PreflightScreen(self.check_events, msg.message))
+        elif msg.name in self.to_confirm:
+            question, opts = self.to_confirm.pop(msg.name)
+            self.ask_then_run(msg.name, question, opts)
         elif msg.ok is False:
-            self.notify(msg.message or f"{msg.name} failed", title=msg.name, severity="error")
+            # markup=False: the message carries what a node printed (`[/tmp/x]` once
+            # ended the console with a MarkupError)
+            self.notify(msg.message or f"{msg.name} failed", title=msg.name, severity="error", markup=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         w = event.worker
@@ -211,6 +222,17 @@ class MainScreen(Screen[None]):
             confirm_label="Delete and convert"))
         if yes:
             self.start_action("convert", force=True)
+
+    @work(group="dialogs", exclusive=True)
+    async def ask_then_run(self, name: str, question: str, opts: dict[str, Any]) -> None:
+        """An action stopped short of something destructive: ask, and on yes run it
+        again with the confirmation in its options."""
+        yes = await self.app.push_screen_wait(ConfirmationModal(
+            "Stop Ray on every node?", question, confirm_label="Stop Ray and set up"))
+        if yes:
+            self.start_action(name, **opts)
+        else:
+            self.notify(f"{name} cancelled: Ray left as it is", timeout=4, markup=False)
 
     @work(group="dialogs", exclusive=True)
     async def action_stop_job(self) -> None:
@@ -279,7 +301,7 @@ class MainScreen(Screen[None]):
                 if 0 <= rel < pane.log_widget.line_count:
                     pane._jump(line)
                 else:
-                    self.notify(f"log line {line + 1} is no longer on screen; see `rlconsole logs`")
+                    self.notify(f"log line {line + 1} is no longer on screen; see `rlconsole logs`", markup=False)
 
         self.query_one(AlertsBar).seen()
         self.app.push_screen(AlertsScreen(self.alerts), jump)

@@ -83,4 +83,6 @@ def run_action_cli(profile: Profile, args: argparse.Namespace) -> int:
     if not _confirm(describe(name, profile, **opts), args.yes):
         print("rlconsole: cancelled", file=sys.stderr)
         return 1
+    if name == "setup-ray":  # the question above said a running Ray is stopped: --yes or y answered it
+        opts["stop_confirmed"] = True
     return asyncio.run(_drive(profile, name, opts, args.json))

@@ -6,6 +6,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ..secrets import mask_secrets
+
 EventKind = Literal["start", "step", "output", "node", "warn", "done", "fail", "skip"]
 
 
@@ -27,6 +29,11 @@ class ActionEvent:
     status: str | None = None  # per-node: pending, running, ok, failed, skipped
     data: dict[str, Any] = field(default_factory=dict)
     at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        # Every face (screen, headless CLI, --json) shows events, and messages carry what
+        # nodes printed (an `env`, a failing command line): masked here, once, at the source.
+        self.message = mask_secrets(self.message)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

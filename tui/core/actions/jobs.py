@@ -57,9 +57,80 @@ async def list_jobs(client: Any) -> list[dict[str, Any]]:
     return out
 
 
+LOCK_STALE_S = 300
+"""A submit lock older than this is a console that died mid-submit: it is broken. A
+submit holds the lock for seconds (list the jobs, submit one)."""
+
+LOCK_SCRIPT = r"""
+d=$1; info=$2; stale=$3
+mkdir -p -- "${d%/*}" 2>/dev/null
+if mkdir -- "$d" 2>/dev/null; then printf '%s\n' "$info" > "$d/owner"; echo @@taken; exit 0; fi
+now=$(date +%s); m=$(stat -c %Y -- "$d" 2>/dev/null || echo "$now"); age=$((now - m))
+if [ "$age" -gt "$stale" ] && rm -rf -- "$d" && mkdir -- "$d" 2>/dev/null; then
+  printf '%s\n' "$info" > "$d/owner"; echo "@@taken stale $age"; exit 0
+fi
+echo "@@held $age"; head -c 200 -- "$d/owner" 2>/dev/null
+"""
+UNLOCK_SCRIPT = r"""d=$1; [ "$(head -c 300 -- "$d/owner" 2>/dev/null)" = "$2" ] && rm -rf -- "$d"; exit 0"""
+
+
+def submit_lock_path(profile: Profile) -> str:
+    """The reservation two consoles contend for: a directory under the head's Ray temp
+    dir (where Ray runs, so every console of this cluster sees the same one). `mkdir` is
+    atomic: exactly one of two racing consoles creates it."""
+    from ..jobwatch import ray_temp_dir
+
+    return f"{ray_temp_dir(profile)}/rlconsole-submit.lock"
+
+
+async def take_submit_lock(profile: Profile, remote: Remote) -> tuple[str | None, str | None]:
+    """Reserve the submit slot on the head: (owner token, None) when taken, (None, why)
+    when another console holds it or the head cannot be asked."""
+    import os
+    import socket
+
+    token = f"{socket.gethostname()} pid {os.getpid()} at {time.strftime('%H:%M:%S')} #{time.monotonic_ns()}"
+    r = await remote.run(profile.head.name, ["sh", "-c", LOCK_SCRIPT, "sh", submit_lock_path(profile), token,
+                                             str(LOCK_STALE_S)], container=True, timeout=60)
+    out = r.stdout if r.ok else ""
+    if out.startswith("@@taken"):
+        return token, None
+    if out.startswith("@@held"):
+        first, _, owner = out.partition("\n")
+        age = first.split()[1] if len(first.split()) > 1 else "?"
+        owner = " ".join(owner.split())[:200] or "unknown"
+        return None, (f"another console is submitting to this cluster right now (reservation "
+                      f"{submit_lock_path(profile)} on {profile.head.name}, held {age}s by {owner}); "
+                      f"wait for its job to appear, then check `rlconsole status`")
+    return None, f"cannot reserve the submit on {profile.head.name}: {r.tail(1) or f'exit {r.rc}'}"
+
+
+async def release_submit_lock(profile: Profile, remote: Remote, token: str) -> None:
+    try:
+        await remote.run(profile.head.name, ["sh", "-c", UNLOCK_SCRIPT, "sh", submit_lock_path(profile), token],
+                         container=True, timeout=60)
+    except Exception:  # noqa: BLE001 - a lock left behind goes stale; never fail a submit for it
+        pass
+
+
 async def submit(profile: Profile, remote: Remote, force: bool = False) -> AsyncIterator[ActionEvent]:
+    """Submit the job, holding the head's submit reservation from before the list of
+    running jobs until Ray has the new one: two consoles pressing `s` together cannot
+    both see "nothing running" and both submit."""
     job = render(profile)
     yield ActionEvent("submit", "start", f"submitting {job.submission_id}")
+    token, why = await take_submit_lock(profile, remote)
+    if token is None:
+        yield ActionEvent("submit", "fail", why or "cannot reserve the submit")
+        return
+    try:
+        async for ev in _submit_locked(profile, remote, job, force):
+            yield ev
+    finally:
+        await release_submit_lock(profile, remote, token)
+
+
+async def _submit_locked(profile: Profile, remote: Remote, job: Any, force: bool) -> AsyncIterator[ActionEvent]:
     try:
         client = await job_client(remote)
         jobs = await list_jobs(client)
@@ -71,19 +142,23 @@ async def submit(profile: Profile, remote: Remote, force: bool = False) -> Async
         ids = ", ".join(j["id"] for j in running)
         yield ActionEvent("submit", "fail", f"a job is already running on this cluster ({ids}); stop it first or use --force")
         return
-    yield ActionEvent("submit", "step", "$ " + job.entrypoint_str[:300] + ("..." if len(job.entrypoint_str) > 300 else ""))
+    shown = job.masked().entrypoint_str
+    yield ActionEvent("submit", "step", "$ " + shown[:300] + ("..." if len(shown) > 300 else ""))
     try:
         job_id = await asyncio.to_thread(client.submit_job, entrypoint=job.entrypoint_str,
                                          submission_id=job.submission_id, runtime_env=job.runtime_env)
     except Exception as e:  # noqa: BLE001
         yield ActionEvent("submit", "fail", f"Ray refused the job: {str(e).splitlines()[0] if str(e) else e!r}")
         return
-    record_run(RunRecord(
-        profile=profile.name, profile_path=profile.path, job_id=job_id, submitted_at=time.time(),
-        entrypoint=job.entrypoint, runtime_env=job.runtime_env,
-        tensorboard_dir=job.runtime_env["env_vars"].get("TENSORBOARD_DIR"),
-        checkpoint_dir=profile.paths.checkpoint_dir,
-    ))
+    try:
+        record_run(RunRecord(
+            profile=profile.name, profile_path=profile.path, job_id=job_id, submitted_at=time.time(),
+            entrypoint=job.entrypoint, runtime_env=job.runtime_env,
+            tensorboard_dir=job.runtime_env["env_vars"].get("TENSORBOARD_DIR"),
+            checkpoint_dir=profile.paths.checkpoint_dir,
+        ))
+    except OSError as e:  # the job runs; only a later console's re-attach is lost
+        yield ActionEvent("submit", "warn", f"{job_id} is running but not in the run history: {e}")
     yield ActionEvent("submit", "done", f"submitted {job_id}", data={"job_id": job_id})
 
 

@@ -10,6 +10,7 @@ mid-way) would silently stay broken: it is detected and reported instead.
 from __future__ import annotations
 
 import json
+import posixpath
 import shlex
 from dataclasses import dataclass, field
 from typing import AsyncIterator
@@ -108,6 +109,40 @@ async def model(profile: Profile, remote: Remote) -> AsyncIterator[ActionEvent]:
     yield ActionEvent("model", "done", f"{path} is complete", node=head)
 
 
+PROTECTED_PATHS = ("hf_model", "train_files", "val_files", "data_dir", "verl", "megatron", "workdir",
+                   "tensorboard_dir", "checkpoint_dir", "shared")
+"""The profile paths a `convert --force` delete must never reach (by being them or a
+parent of them): the model it converts from above all."""
+
+
+def deletion_problem(profile: Profile) -> str | None:
+    """Why `paths.mcore_checkpoint` must not be `rm -rf`'d, or None when it is safe.
+
+    Refused: a relative or non-normalised path (`/./data`, `/data//x`, `/data/x/..`:
+    what it names is not what it reads as), one less than two levels below `/`, and one
+    that is, or is a parent of, another path the run needs (the HF model, the data)."""
+    out = profile.paths.mcore_checkpoint
+    if not out.startswith("/"):
+        return f"{out} is not an absolute path"
+    norm = posixpath.normpath(out)
+    if norm.startswith("//"):
+        norm = "/" + norm.lstrip("/")
+    if (out.rstrip("/") or "/") != norm or "//" in out:
+        return f"{out} is not a normalised path (it means {norm}): write it as {norm}"
+    if norm.count("/") < 2:
+        return f"{out} is too close to /"
+    for key in PROTECTED_PATHS:
+        val = getattr(profile.paths, key)
+        for p in (val if isinstance(val, list) else [val]):
+            if not p:
+                continue
+            pn = posixpath.normpath(p)
+            if pn == norm or pn.startswith(norm + "/"):
+                what = "is" if pn == norm else "contains"
+                return f"{out} {what} paths.{key} ({p}): deleting it would delete that too"
+    return None
+
+
 def convert_argv(profile: Profile) -> list[str]:
     """The seed's convert script as one argv: PYTHONPATH prepended (kept as data and
     expanded by `sh` only for the existing $PYTHONPATH), then the converter."""
@@ -127,6 +162,10 @@ async def convert(profile: Profile, remote: Remote, force: bool = False) -> Asyn
     if profile.convert is None:
         yield ActionEvent("convert", "fail", "the profile has no convert section (script, python)")
         return
+    unsafe = deletion_problem(profile)
+    if unsafe and force:  # refused before anything is looked at or deleted
+        yield ActionEvent("convert", "fail", f"refusing to delete paths.mcore_checkpoint: {unsafe}")
+        return
     hf_gap = hf_missing(await list_dir(remote, head, profile.paths.hf_model))
     if hf_gap:
         yield ActionEvent("convert", "fail", f"the HF model at {profile.paths.hf_model} lacks {', '.join(hf_gap)}: run `model` first")
@@ -141,8 +180,8 @@ async def convert(profile: Profile, remote: Remote, force: bool = False) -> Asyn
             yield ActionEvent("convert", "fail", f"{out} is half-written (lacks {', '.join(missing)}); the converter "
                                                  "would skip it. Redo with --force (deletes it)")
             return
-        if out.rstrip("/").count("/") < 2:
-            yield ActionEvent("convert", "fail", f"refusing to delete {out}: too close to /")
+        if unsafe:
+            yield ActionEvent("convert", "fail", f"refusing to delete paths.mcore_checkpoint: {unsafe}")
             return
         yield ActionEvent("convert", "step", f"deleting {out} (--force)", node=head)
         r = await remote.run(head, ["rm", "-rf", "--", out], container=True, timeout=600)

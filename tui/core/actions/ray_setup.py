@@ -85,6 +85,18 @@ async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
         return None
 
 
+async def _running_jobs(remote: Remote) -> list[str]:
+    """Ids of PENDING/RUNNING jobs, best effort (empty when the job API does not answer):
+    they are named in the question before a stop kills them."""
+    from .jobs import ACTIVE, job_client, list_jobs
+
+    try:
+        client = await asyncio.wait_for(job_client(remote), 30)
+        return [j["id"] for j in await asyncio.wait_for(list_jobs(client), 30) if j["status"] in ACTIVE]
+    except Exception:  # noqa: BLE001 - no answer: the question still says any job dies
+        return []
+
+
 def cluster_is_right(profile: Profile, st: RayState) -> bool:
     return st.available and st.nodes_alive == len(profile.nodes) and int(st.gpus_total) == expected_gpus(profile)
 
@@ -114,7 +126,11 @@ async def stop_everywhere(profile: Profile, remote: Remote, action: str) -> Asyn
 
 
 async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = None,
-                    poll_s: float = 1.0) -> AsyncIterator[ActionEvent]:
+                    poll_s: float = 1.0, stop_confirmed: bool = False) -> AsyncIterator[ActionEvent]:
+    """Bring Ray to what the profile wants. Stopping a Ray that is up (which kills any
+    job on it) needs `stop_confirmed`: without it the action ends with a "fail" whose
+    `data["confirm"]` is the question to ask (the console asks and runs it again; the
+    headless CLI passes it after its y/N prompt or --yes)."""
     want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
     yield ActionEvent(NAME, "start", f"Ray on {want_nodes} nodes, {want_gpus} GPUs, head {profile.head.name}")
     if profile.ray.dashboard_host in ("0.0.0.0", "::"):
@@ -143,6 +159,15 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
             await remote.run(n.name, stop_argv(profile), container=True, timeout=120)
     else:
         stop_first = profile.ray.stop_before_start if stop_first is None else stop_first
+        if stop_first and st.available and not stop_confirmed:
+            jobs = await _running_jobs(remote)
+            what = f"job {', '.join(jobs)} is running and would be killed" if jobs else "any job on it dies"
+            question = (f"Ray is up ({st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs), not as "
+                        f"the profile wants. Setting it up again runs `ray stop --force` on all {want_nodes} "
+                        f"nodes: {what}.")
+            yield ActionEvent(NAME, "fail", f"not stopping a running Ray without confirmation: {question}",
+                              data={"confirm": question, "running_jobs": jobs})
+            return
         if stop_first:
             yield ActionEvent(NAME, "step", "stopping Ray on every node")
             async for ev in stop_everywhere(profile, remote, NAME):

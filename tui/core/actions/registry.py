@@ -87,7 +87,8 @@ async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -
     elif name == "setup-ray":
         from .ray_setup import setup_ray
 
-        async for ev in setup_ray(profile, remote, stop_first=opts.get("stop_first")):
+        async for ev in setup_ray(profile, remote, stop_first=opts.get("stop_first"),
+                                  stop_confirmed=bool(opts.get("stop_confirmed"))):
             yield ev
     elif name == "submit":
         if not opts.get("skip_checks"):

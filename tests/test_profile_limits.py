@@ -1,0 +1,104 @@
+"""Profiles that once gave a traceback or ran away (issue 15, item 3).
+
+Each case must print one line `FILE:LINE: KEY: message` and exit 2, from `render` and from
+`check --static` alike: deep nesting (RecursionError), a 5000-digit integer (ValueError
+from Python's int-string limit), TP/PP of 0, `.inf` or `.nan` in the overrides
+(ZeroDivisionError/OverflowError in the static checks), a billion-laughs alias tree in
+`training.overrides` (gigabytes in seconds), `.nan` timeouts (silently no timeout) and a
+`.nan` or tiny refresh (a loop spinning at full speed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tui.cli import main
+
+GOOD = (Path(__file__).parent / "data" / "good_profile.yaml").read_text()
+
+
+def _sub(old: str, new: str) -> str:
+    assert old in GOOD, old
+    return GOOD.replace(old, new, 1)
+
+
+def _over(yaml_flow: str) -> str:
+    return _sub("    trainer:\n", f"    {yaml_flow}\n    trainer:\n")
+
+
+LAUGHS = "".join(
+    f"    +lol{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10))
+MEGA = "actor_rollout_ref.actor.megatron"
+
+CASES = {
+    # name: (profile text, line, key, fragment)
+    "deep_list": (GOOD + "extra: " + "[" * 5000 + "]" * 5000 + "\n", 47, "extra[0][0][0]", "nested deeper than"),
+    "deep_map": (GOOD + "extra: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", 47, "extra.a.a.a", "nested deeper than"),
+    "huge_int": (_sub("gpus: 8\n    role: head", "gpus: " + "9" * 5000 + "\n    role: head"),
+                 10, "nodes[0].gpus", "5000 digits"),
+    "huge_int_override": (_sub("train_batch_size: 16", "train_batch_size: " + "1" * 5000),
+                          41, "training.overrides.data.train_batch_size", "5000 digits"),
+    "tp_zero": (_over(f"{MEGA}.tensor_model_parallel_size: 0"), 42,
+                f"training.overrides.{MEGA}.tensor_model_parallel_size", "expected a positive integer, got 0"),
+    "pp_inf": (_over(f"{MEGA}.pipeline_model_parallel_size: .inf"), 42,
+               f"training.overrides.{MEGA}.pipeline_model_parallel_size", "got inf"),
+    "pp_nan": (_over(f"{MEGA}.pipeline_model_parallel_size: .nan"), 42,
+               f"training.overrides.{MEGA}.pipeline_model_parallel_size", "got nan"),
+    "rollout_tp_zero": (_over("actor_rollout_ref.rollout.tensor_model_parallel_size: 0"), 42,
+                        "training.overrides.actor_rollout_ref.rollout.tensor_model_parallel_size", "positive integer"),
+    "nnodes_inf": (_sub("nnodes: 2", "nnodes: .inf"), 43, "training.overrides.trainer.nnodes", "got inf"),
+    "laughs": (_sub("  overrides:\n", "  overrides:\n    +lol0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + LAUGHS),
+               44, "training.overrides.+lol4", "aliases are expanded"),
+    "nan_timeout": (_sub("  port: 2222\n", "  port: 2222\n  command_timeout_s: .nan\n"), 7,
+                    "ssh.command_timeout_s", "expected a finite number, got nan"),
+    "inf_connect_timeout": (_sub("  port: 2222\n", "  port: 2222\n  connect_timeout_s: .inf\n"), 7,
+                            "ssh.connect_timeout_s", "finite"),
+    "nan_join_timeout": (_sub("  head_port: 6379\n", "  head_port: 6379\n  join_timeout_s: .nan\n"), 36,
+                         "ray.join_timeout_s", "finite"),
+    "nan_refresh": (_sub("monitoring:\n", "monitoring:\n  refresh_s: .nan\n"), 46, "monitoring.refresh_s", "finite"),
+    "tiny_refresh": (_sub("monitoring:\n", "monitoring:\n  refresh_s: 0.000001\n"), 46, "monitoring.refresh_s", ">= 0.1"),
+    "nan_range": (_sub("mfu_pct: [25, 40]", "mfu_pct: [.nan, 40]"), 46, "monitoring.mfu_pct", "expected [low, high]"),
+}
+
+
+@pytest.mark.parametrize("command", [["render"], ["check", "--static"]])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_limit_one_line_exit_2(name: str, command: list[str], tmp_path: Path,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    text, line, key, fragment = CASES[name]
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(text)
+    rc = main([*command, "--profile", str(f)])
+    out = capsys.readouterr()
+    assert rc == 2, out.err[-2000:]
+    lines = out.err.splitlines()
+    assert len(lines) == 1, out.err[-2000:]
+    assert "Traceback" not in out.err
+    assert lines[0].startswith(f"{f}:{line}: {key}"), lines[0]
+    assert fragment in lines[0], lines[0]
+    assert len(lines[0]) < 400
+
+
+def test_a_huge_file_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "huge.yaml"
+    f.write_text(GOOD + "# " + "x" * (5 << 20) + "\n")
+    assert main(["render", "--profile", str(f)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "larger than a profile can be" in err[0]
+
+
+def test_a_shared_anchor_that_does_not_multiply_still_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The alias limit counts expanded values: ordinary anchor reuse stays legal."""
+    text = _sub("  overrides:\n", "  overrides:\n    +a: &base [1, 2, 3]\n    +b: *base\n")
+    f = tmp_path / "ok.yaml"
+    f.write_text(text)
+    assert main(["render", "--profile", str(f)]) == 0, capsys.readouterr().err
+
+
+def test_string_sizes_and_large_but_sane_ints_still_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _over(f"{MEGA}.tensor_model_parallel_size: \"2\"\n    +seed: 123456789012345678901234567890")
+    f = tmp_path / "ok.yaml"
+    f.write_text(text)
+    assert main(["check", "--static", "--profile", str(f)]) in (0, 1), capsys.readouterr().err

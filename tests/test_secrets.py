@@ -1,0 +1,180 @@
+"""One masking rule for secrets (issue 15, item 10), used by the debug log, `render`,
+the run history and the screen; and a state dir that cannot be written no longer prints
+every error twice, once unmasked (Low).
+
+The property tests build credentials from an alphabet that appears nowhere else in the
+text around them (upper-case hex with a `Q` marker), with spaces and quotes mixed in,
+write them the ways they reach rlconsole (shell words made by `shlex.quote`, JSON, YAML
+lines, flags, URLs, headers) and require that no run of 4+ of its characters survives.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tui.cli import main
+from tui.core.actions.events import ActionEvent
+from tui.core.history import RunRecord, history_path, record_run, runs
+from tui.core.secrets import is_secret_name, mask_data, mask_env, mask_secrets
+
+REPO = Path(__file__).resolve().parent.parent
+GOOD = (Path(__file__).parent / "data" / "good_profile.yaml").read_text()
+
+NAMES = ["WANDB_KEY", "OPENAI_KEY", "GITHUB_PAT", "HF_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY",
+         "DB_PASSWORD", "MY_SECRET", "PAT", "HUGGING_FACE_HUB_TOKEN", "GIT_CREDENTIALS"]
+PLAIN = ["PATH", "PYTHONPATH", "TOKENIZERS_PARALLELISM", "MCCL_SOCKET_IFNAME", "HOME", "PATIENCE",
+         "CUDA_DEVICE_MAX_CONNECTIONS", "RAY_ADDRESS"]
+
+# secret material: Q-marked upper hex, with spaces and both quotes inside
+_piece = st.text(alphabet="0123456789ABCDEF", min_size=4, max_size=12).map(lambda s: "Q" + s)
+secret_values = st.lists(st.tuples(_piece, st.sampled_from([" ", "'", '"', " '", '" ', "", "\\"])),
+                         min_size=1, max_size=4).map(lambda parts: "".join(a + b for a, b in parts).rstrip("\\"))
+
+
+def _leaks(secret: str, text: str) -> list[str]:
+    return [m for m in re.findall(r"Q[0-9A-F]{3,}", secret) if m in text]
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(NAMES), value=secret_values, before=st.sampled_from(["", "env ", "-e ", "export "]))
+def test_shell_words_are_masked_whole(name: str, value: str, before: str) -> None:
+    line = f"{before}{name}={shlex.quote(value)} python3 -m verl.trainer.main_ppo"
+    out = mask_secrets(line)
+    assert not _leaks(value, out), (line, out)
+    assert out.endswith("python3 -m verl.trainer.main_ppo") and name in out
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(NAMES), value=secret_values)
+def test_json_and_yaml_values_are_masked_whole(name: str, value: str) -> None:
+    doc = json.dumps({"env_vars": {name: value, "PATH": "/usr/bin"}})
+    out = mask_secrets(doc)
+    assert not _leaks(value, out) and '"PATH": "/usr/bin"' in out, out
+    yaml_line = f"  {name}: {value}"
+    assert not _leaks(value, mask_secrets(yaml_line))
+
+
+@settings(max_examples=300, deadline=None)
+@given(flag=st.sampled_from(["--hf-token", "--token", "--api-key", "--password", "--wandb_key", "--github-pat"]),
+       value=secret_values, eq=st.booleans())
+def test_flags_are_masked(flag: str, value: str, eq: bool) -> None:
+    line = f"huggingface-cli download {flag}{'=' if eq else ' '}{shlex.quote(value)} --local-dir /data/m"
+    out = mask_secrets(line)
+    assert not _leaks(value, out), (line, out)
+    assert "--local-dir /data/m" in out
+
+
+@settings(max_examples=200, deadline=None)
+@given(user=st.text(alphabet="abcdefgh", min_size=1, max_size=8), pw=_piece,
+       scheme=st.sampled_from(["https", "http", "git+https", "redis"]))
+def test_url_credentials_are_masked(user: str, pw: str, scheme: str) -> None:
+    out = mask_secrets(f"git clone {scheme}://{user}:{pw}@example.org/x.git and {scheme}://{pw}@h/y")
+    assert pw not in out and f"{scheme}://{user}:***@example.org/x.git" in out
+
+
+@pytest.mark.parametrize("header", ["Authorization: token {}", "authorization: Bearer {}", "Authorization: Basic {}",
+                                    "-H 'Authorization: token {}'", "Authorization={}"])
+def test_authorization_headers_are_masked(header: str) -> None:
+    assert "Q1234ABCD" not in mask_secrets("curl " + header.format("Q1234ABCD") + " https://api")
+
+
+def test_names_by_pattern() -> None:
+    assert all(is_secret_name(n) for n in NAMES + [n.lower() for n in NAMES])
+    assert not any(is_secret_name(n) for n in PLAIN)
+    # Hydra keys in free text stay readable (only env-style upper-case names are matched)
+    assert mask_secrets("actor.ppo_max_token_len_per_gpu=9216") == "actor.ppo_max_token_len_per_gpu=9216"
+    assert mask_secrets("TOKENIZERS_PARALLELISM=false PATH=/bin") == "TOKENIZERS_PARALLELISM=false PATH=/bin"
+
+
+def test_secrets_inside_other_values_and_lowercase_json_keys() -> None:
+    assert "Q42AB" not in mask_secrets('FOO="unterminated WANDB_KEY=Q42AB')
+    assert mask_secrets('{"wandb_key": "a Q42AB"}') == '{"wandb_key": "***"}'
+    assert mask_secrets("X: 1, OPENAI_KEY: sk Q42AB more") == "X: 1, OPENAI_KEY: ***"
+
+
+def test_pathological_input_still_masks() -> None:
+    """Long runs that a backtracking pattern would chew on for seconds."""
+    for text in ("--" + "a-" * 3000 + " --hf-token Q42AB", "-" * 6000 + " --token Q42AB", "A" * 5000 + " GITHUB_PAT=Q42AB", "x --" * 2000 + " --key Q42AB"):
+        assert "Q42AB" not in mask_secrets(text)
+
+
+def test_mask_env_and_data_whole_values() -> None:
+    env = {"WANDB_KEY": "a b'c", "PATH": "/bin", "GIT_URL": "https://u:Q9ABCDEF@h/x", "n": 3}
+    assert mask_env(env) == {"WANDB_KEY": "***", "PATH": "/bin", "GIT_URL": "https://u:***@h/x", "n": 3}
+    assert mask_data({"env_vars": env, "x": ["OPENAI_KEY=sk-Q1234"]}) == {
+        "env_vars": {"WANDB_KEY": "***", "PATH": "/bin", "GIT_URL": "https://u:***@h/x", "n": 3},
+        "x": ["OPENAI_KEY=***"]}
+
+
+def test_action_events_are_masked_at_the_source() -> None:
+    ev = ActionEvent("model", "output", "HF_TOKEN='Q12 34' huggingface-cli download --token QABCDEF x")
+    assert "Q12" not in ev.message and "QABCDEF" not in ev.message
+
+
+def _profile_with_secrets(tmp_path: Path) -> Path:
+    text = GOOD.replace("env:\n  MCCL_SOCKET_IFNAME: lo\n",
+                        "env:\n  MCCL_SOCKET_IFNAME: lo\n  WANDB_KEY: \"Q1111 'Q2222' \\\"Q3333\"\n"
+                        "  GITHUB_PAT: Q4444AB\n  HF_ENDPOINT: https://me:Q5555AB@hub.example/\n")
+    assert text != GOOD
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    return f
+
+
+@pytest.mark.parametrize("fmt", [[], ["--json"]])
+def test_render_masks_unless_show_secrets(fmt: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = _profile_with_secrets(tmp_path)
+    assert main(["render", "--profile", str(f), *fmt]) == 0
+    out = capsys.readouterr().out
+    assert not re.search(r"Q[1-5]{4}", out), out
+    assert "WANDB_KEY" in out and "MCCL_SOCKET_IFNAME" in out
+    assert main(["render", "--profile", str(f), "--show-secrets", *fmt]) == 0
+    shown = capsys.readouterr().out
+    for s in ("Q1111", "Q2222", "Q3333", "Q4444AB", "Q5555AB"):
+        assert s in shown
+
+
+def test_run_history_stores_masked_env(tmp_path: Path) -> None:
+    record_run(RunRecord(profile="p", profile_path="/x", job_id="j1", submitted_at=1.0,
+                         entrypoint=["python3", "--hf-token", "Q7777AB"],
+                         runtime_env={"env_vars": {"OPENAI_KEY": "sk Q8888AB", "PATH": "/bin"}}))
+    raw = history_path().read_text()
+    assert "Q7777AB" not in raw and "Q8888AB" not in raw
+    (r,) = runs("p")
+    assert r.runtime_env == {"env_vars": {"OPENAI_KEY": "***", "PATH": "/bin"}}
+
+
+def test_debug_log_masks(tmp_path: Path) -> None:
+    """A real process: the command line it logs holds credentials in three forms."""
+    state = tmp_path / "state"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(tmp_path), "RLCONSOLE_STATE_DIR": str(state)}
+    bad = "GITHUB_PAT=Q9999AB WANDB_KEY='Q1 2 3AB' https:/u:Q6666AB@h.yaml"
+    proc = subprocess.run([sys.executable, "-m", "tui.cli", "render", "--profile", bad],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert proc.returncode == 2
+    text = (state / "rlconsole.log").read_text()
+    assert "GITHUB_PAT=***" in text and "command: render" in text
+    assert not re.search(r"Q9999|3AB", text), text
+
+
+def test_unwritable_state_dir_prints_each_error_once_masked(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(tmp_path),
+           "RLCONSOLE_STATE_DIR": str(blocker / "state")}
+    proc = subprocess.run([sys.executable, "-m", "tui.cli", "render", "--profile",
+                           str(tmp_path / "GITHUB_PAT=Q4321AB.yaml")],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Q4321AB" not in proc.stderr and "GITHUB_PAT=***" in proc.stderr

@@ -1,0 +1,142 @@
+"""The one rule for what is a secret and how it is hidden.
+
+Everything rlconsole writes or shows goes through here: the debug log (a logging
+filter), the SSH audit lines, `render` (unless `--show-secrets`), the run history
+(`runs.jsonl`) and the console's screen. One rule, so that a credential masked in one
+place cannot leak in another.
+
+What counts as a secret:
+* a variable whose NAME says so: it contains TOKEN, KEY, SECRET, PASSWORD, PASSWD or
+  CREDENTIAL, or has PAT as a word (GITHUB_PAT), e.g. WANDB_API_KEY, WANDB_KEY,
+  OPENAI_KEY, HF_TOKEN; TOKENIZERS_PARALLELISM is not one (it says "tokenizer");
+* the password (or a lone user, which is how tokens ride in URLs) in `scheme://user:pass@`;
+* the value after a `--...token`, `--...password`, `--...secret`, `--...key` or `--...pat`
+  flag (`--hf-token X`, `--api-key=X`);
+* the credential of an `Authorization:` header, whatever its scheme (`token X`,
+  `Bearer X`, `Basic X`);
+* a PEM private key block.
+
+Values are masked WHOLE: a shell word made of several quoted pieces (`'a b'"'"'c'`, what
+`shlex.quote` makes of a value with a quote in it), a JSON string with escaped quotes,
+or the rest of a `NAME: value` line. A mask that stopped at the first space or quote
+would print the rest of the secret.
+
+Free-text names are matched in upper case only (environment variables are), so Hydra
+keys such as `ppo_max_token_len_per_gpu=9216` stay readable; dictionary keys (an env
+mapping) are matched in any case.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+MASK = "***"
+
+# a NAME that says its value is a credential
+_WORDS = r"(?:TOKEN(?!IZER)|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL)"
+SECRET_NAME = rf"(?:[A-Z0-9_]*{_WORDS}[A-Z0-9_]*|(?:[A-Z0-9_]*_)?PAT(?:_[A-Z0-9_]*)?)"
+_NAME_RE = re.compile(SECRET_NAME)
+
+# one shell word: unquoted runs, '...' and "..." pieces glued together
+_SHELL_WORD = r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|'[^\n]*|"[^\n]*|\\.|[^\s'"\\,;}])+"""
+# (an unbalanced quote takes the rest of the line: better too much masked than a leak)
+_JSON_STR = r'"(?:[^"\\]|\\.)*"'
+
+_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)
+
+# Names are found as whole words (`[A-Z0-9_]+` after a non-word character: linear time)
+# and judged by is_secret_name in the replacement, never by a regex that retries the
+# keyword at every offset of a long upper-case run.
+_NAME = r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]*)"
+_JSON_PAIR = re.compile(rf'(?<!\\)"([A-Za-z][A-Za-z0-9_]*)"(\s*:\s*){_JSON_STR}')
+_ASSIGN = re.compile(rf"{_NAME}=({_SHELL_WORD})")
+_COLON = re.compile(rf"(?<![\"']){_NAME}:[ \t]*({_JSON_STR}|'[^'\n]*'|[^\s,;}}][^\n,;}}]*)")
+_FLAG = re.compile(r"(?i)((?<!-)--(?:[a-z0-9][a-z0-9_-]{0,200}?)?(?:token|password|passwd|secret|key|pat)(?:=|[ \t]+))"
+                   rf"(?!-)(?:{_SHELL_WORD})")
+_AUTH = re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:(?:token|bearer|basic|digest|negotiate)\s+)?)"
+                   r"[^\s'\",;}]+")
+_URL_PW = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+):([^/\s@'\"]*)@")
+_URL_USER = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+)@")
+
+# cheap pre-checks: most log lines hold none of these, and skip every pattern
+_UPPER_WORD = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|PAT")
+_LOWER_WORD = re.compile(r"(?i)token|key|secret|passw|credential|pat")
+
+
+def _named(m: re.Match[str], keep: str) -> str:
+    return keep if is_secret_name(m.group(1)) else m.group(0)
+
+
+def _assign(m: re.Match[str]) -> str:
+    if is_secret_name(m.group(1)):
+        return f"{m.group(1)}={MASK}"
+    # not a secret, but its value (an unbalanced quote takes the rest of the line) may
+    # hold one: look inside it too
+    return f"{m.group(1)}=" + _ASSIGN.sub(_assign, m.group(2))
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable's name says its value is a credential (any case)."""
+    return _NAME_RE.fullmatch(str(name).upper()) is not None
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with every credential value replaced by `***`; the names stay, so a log
+    still says which variable was set."""
+    if not text:
+        return text
+    if "PRIVATE KEY-----" in text:
+        text = _PEM.sub("-----PRIVATE KEY (masked)-----", text)
+    if _UPPER_WORD.search(text):
+        text = _JSON_PAIR.sub(lambda m: _named(m, f'"{m.group(1)}"{m.group(2)}"{MASK}"'), text)
+        text = _ASSIGN.sub(_assign, text)
+        text = _COLON.sub(lambda m: _named(m, f"{m.group(1)}: {MASK}"), text)
+    elif '"' in text and _LOWER_WORD.search(text):  # {"wandb_key": "..."}: JSON keys in any case
+        text = _JSON_PAIR.sub(lambda m: _named(m, f'"{m.group(1)}"{m.group(2)}"{MASK}"'), text)
+    if "--" in text and _LOWER_WORD.search(text):
+        text = _FLAG.sub(rf"\1{MASK}", text)
+    if "uthorization" in text or "UTHORIZATION" in text:
+        text = _AUTH.sub(rf"\1{MASK}", text)
+    if "://" in text and "@" in text:
+        text = _URL_PW.sub(rf"\1\2:{MASK}@", text)
+        text = _URL_USER.sub(rf"\1{MASK}@", text)
+    return text
+
+
+def mask_argv(argv: list[str]) -> list[str]:
+    """An argv with credentials masked, flags included (`--hf-token X`: X is the next
+    word, so words are masked in context: the joined command line is masked and split
+    again; a masked word stays one word)."""
+    try:
+        return shlex.split(mask_secrets(shlex.join(argv)))
+    except ValueError:
+        return [mask_secrets(a) for a in argv]
+
+
+def mask_env(env: dict[str, Any]) -> dict[str, Any]:
+    """An environment mapping with secret-named values masked whole, and credentials
+    inside other values (a URL with a password) masked by the text rule."""
+    out: dict[str, Any] = {}
+    for k, v in env.items():
+        if is_secret_name(k) and v not in (None, ""):
+            out[k] = MASK
+        elif isinstance(v, str):
+            out[k] = mask_secrets(v)
+        else:
+            out[k] = v
+    return out
+
+
+def mask_data(value: Any) -> Any:
+    """A JSON-like structure with every env-like mapping masked (recursively): what the
+    run history stores and `render --json` prints."""
+    if isinstance(value, dict):
+        masked = mask_env(value)
+        return {k: (mask_data(v) if isinstance(v, (dict, list)) else masked[k]) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_data(v) for v in value]
+    if isinstance(value, str):
+        return mask_secrets(value)
+    return value
