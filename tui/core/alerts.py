@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 
 if TYPE_CHECKING:
+    from .diagnosis import Finding
     from .profile import Monitoring, Profile
     from .state import ClusterState, JobState
 
@@ -60,6 +61,9 @@ class Alert:
     at: float = field(default_factory=time.time)
     key: str | None = None
     ends: bool = False
+    diagnosis: str | None = None
+    """The diagnosis catalog's id of the failure this alert names (a log finding, or the
+    finding a job's end was put down to), so tools and tests need not parse the message."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -289,6 +293,7 @@ class AlertRules:
         self.job_status[job.id] = job.status
         end: dict[str, Condition] = {}
         keep_end: list[str] = []
+        diag_id: str | None = None
         if job.status in TERMINAL_JOB_STATES:
             if prev in ACTIVE_JOB_STATES:
                 msg = f"job {job.id} {prev} -> {job.status}"
@@ -301,12 +306,17 @@ class AlertRules:
                     if d is not None:
                         msg += f": {d.message}"
                         line = d.line
+                        diag_id = d.diagnosis
                     else:
                         msg += ": no known cause in the log's last lines (`rlconsole logs`)"
                 end["job-end"] = (level, "job", msg, line)
             else:
                 keep_end = ["job-end"]
-        out += self._settle("job-end", end, at, lambda k, a: f"job {job.id} is {job.status}", keep=keep_end)
+        ended = self._settle("job-end", end, at, lambda k, a: f"job {job.id} is {job.status}", keep=keep_end)
+        for a in ended:
+            if not a.ends:
+                a.diagnosis = diag_id
+        out += ended
 
         # -- steps stalled
         step = summary.get("step", job.step)
@@ -386,6 +396,12 @@ class AlertRules:
 def diagnose_tail(lines: list[str], start: int) -> Alert | None:
     """The diagnosis of a failed job's last log lines: the last known failure in them
     (the one closest to the end is the one that killed the run)."""
+    found = diagnose_tail_finding(lines, start)
+    return found.alert() if found is not None else None
+
+
+def diagnose_tail_finding(lines: list[str], start: int) -> "Finding | None":
+    """`diagnose_tail`'s finding (signature id, groups, line), for `status --json`."""
     if not lines:
         return None
     from .diagnosis import Diagnoser
@@ -396,4 +412,4 @@ def diagnose_tail(lines: list[str], start: int) -> Alert | None:
         f = d.find(line, start + i)
         if f is not None:
             found = f
-    return found.alert() if found is not None else None
+    return found

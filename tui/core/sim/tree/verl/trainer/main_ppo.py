@@ -65,9 +65,11 @@ class TaskRunner:
 def _run_trainer(config: dict[str, Any], holder: Any) -> str:
     """Build the trainer, take the GPUs, train; always release them on the way out."""
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer, StopTraining
+    from verl.utils.config import validate_config
 
     trainer = None
     try:
+        validate_config(config)  # as the real TaskRunner.run, before anything is loaded
         trainer = RayPPOTrainer(config, holder.stop_event)
         holder.trainer = trainer
         trainer.init_workers()
