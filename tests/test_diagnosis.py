@@ -122,6 +122,9 @@ REAL: list[tuple[str, str]] = [
                              "size (32)"),
     ("batch-size-divisible", "ValueError: train_batch_size (8) must be >= actor.ppo_mini_batch_size (16)"),
     ("expert-parallel-dense", "ValueError: num_moe_experts must be non None to use expert-parallel."),
+    # Ray's job supervisor (job_supervisor.py), a FAILED job's message after a SIGKILL
+    ("driver-killed", "Job entrypoint command failed with exit code 137, last available logs (truncated to 20,000 "
+                      "chars):"),
     # a VeRL run log in the index
     ("ray-task-error",
      "ray.exceptions.RayTaskError(RuntimeError): ray::WorkerDict.actor_rollout_compute_log_prob() (pid=255612, "

@@ -270,12 +270,13 @@ class AlertRules:
 
     def observe_job(self, job: "JobState | None", summary: Mapping[str, Any] | None = None,
                     now: float | None = None, log_tail: list[str] | None = None,
-                    tail_start: int = 0) -> list[Alert]:
+                    tail_start: int = 0, job_message: str | None = None) -> list[Alert]:
         """Job state changes, steps stalled, throughput/MFU out of range.
 
         `summary` is the metrics pane's summary (`MetricsSummary` keys); `log_tail` the
         last lines of the job's log (line `tail_start` is the first), read for a
-        diagnosis when the job turns FAILED.
+        diagnosis when the job turns FAILED; `job_message` Ray's message for the job, read
+        when the log names no cause (a SIGKILLed driver writes nothing).
         """
         at = time.time() if now is None else now
         if job is None:
@@ -303,6 +304,10 @@ class AlertRules:
                 level: AlertLevel = {"FAILED": "error", "STOPPED": "warning"}.get(job.status, "info")  # type: ignore[assignment]
                 if job.status == "FAILED":
                     d = self.diagnose(log_tail or [], tail_start)
+                    if d is None and job_message:
+                        d = self.diagnose(job_message.splitlines()[:1], 0)
+                        if d is not None:
+                            d.line = None  # Ray's message, not a log line
                     if d is not None:
                         msg += f": {d.message}"
                         line = d.line
@@ -398,6 +403,17 @@ def diagnose_tail(lines: list[str], start: int) -> Alert | None:
     (the one closest to the end is the one that killed the run)."""
     found = diagnose_tail_finding(lines, start)
     return found.alert() if found is not None else None
+
+
+def diagnose_failure(lines: list[str], start: int, job_message: str | None = None) -> "Finding | None":
+    """Why a job FAILED: the log's last known failure, else what Ray's job message names
+    (its first line; a SIGKILLed driver writes nothing to the log)."""
+    f = diagnose_tail_finding(lines, start)
+    if f is None and job_message:
+        f = diagnose_tail_finding(job_message.splitlines()[:1], 0)
+        if f is not None:
+            f.line_no = -1
+    return f
 
 
 def diagnose_tail_finding(lines: list[str], start: int) -> "Finding | None":

@@ -60,6 +60,17 @@ async def list_jobs(client: Any) -> list[dict[str, Any]]:
 async def submit(profile: Profile, remote: Remote, force: bool = False) -> AsyncIterator[ActionEvent]:
     job = render(profile)
     yield ActionEvent("submit", "start", f"submitting {job.submission_id}")
+    if profile.simulated:
+        # A new job on the simulated cluster starts without the faults planted in the last
+        # one (`rlconsole sim fault`), as a repaired real cluster would.
+        from ..sim.faults import clear_for_profile
+
+        try:
+            undone = await asyncio.to_thread(clear_for_profile, profile.path)
+        except Exception as e:  # noqa: BLE001 - a sim problem must not block the submit
+            undone = [f"could not clear the sim's faults: {e}"]
+        for what in undone:
+            yield ActionEvent("submit", "step", f"sim: {what}")
     try:
         client = await job_client(remote)
         jobs = await list_jobs(client)

@@ -138,6 +138,7 @@ def run_ppo(config: DictConfig) -> int:
     """Join the cluster and run the TaskRunner until it finishes, fails or is stopped."""
     OmegaConf.resolve(config)
     plain: dict[str, Any] = OmegaConf.to_container(config, resolve=True)  # type: ignore[assignment]
+    plain["_sim_driver_pid"] = os.getpid()  # for a planted "driver killed" fault (sim_fault)
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {}
         if "RAY_JOB_CONFIG_JSON_ENV_VAR" not in os.environ:

@@ -149,13 +149,46 @@ class WorkerDict:
 
     def update_actor(self, data: dict[str, Any]) -> dict[str, Any]:
         self.set_phase("update")
+        self._planted_fault(int(data.get("global_step", 0)))
         return self.actor.update_policy(data)
+
+    def _planted_fault(self, step: int) -> None:
+        """Act out a fault planted by `rlconsole sim fault` on this node (verl.utils.sim_fault)."""
+        from verl.utils import sim_fault
+
+        f = sim_fault.active(step, ("oom", "collective-timeout", "actor-death", "card-hot",
+                                    "card-mem-lost", "node-lost"), sim_fault.my_node())
+        if f is None:
+            return
+        kind = f["kind"]
+        if kind == "oom":
+            card = int(f["card"]) if f.get("card") is not None else (self.gpu_ids or [0])[0]
+            raise sim_fault.oom_error(card)
+        if kind == "collective-timeout":
+            # The rank waits in the collective until the process group's timeout (modelled
+            # as a few steps), then the watchdog fails it.
+            import time
+
+            time.sleep(float(os.environ.get("RLCONSOLE_SIM_COLLECTIVE_WAIT_S", "3")))
+            raise sim_fault.watchdog_error(self.rank0, 1580 + step)
+        if kind == "actor-death":
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kind in ("card-hot", "card-mem-lost"):
+            sim_fault.act_on_node(f, self.node_dir, self.gpu_ids)
+        if kind == "node-lost":
+            sim_fault.kill_node(sim_fault.my_node())
 
     def save_checkpoint(self, local_path: str, global_step: int) -> list[str]:
         """Write this worker's shards of the actor's dist checkpoint (small files)."""
         self.set_phase("ckpt")
         d = Path(local_path) / "dist_ckpt"
         d.mkdir(parents=True, exist_ok=True)
+        from verl.utils import sim_fault
+
+        if sim_fault.active(global_step, ("disk-full",), sim_fault.my_node()) is not None:
+            raise sim_fault.disk_full_error(str(d / f"__{self.rank0}_0.distcp"))
         written = []
         for i, _g in enumerate(self.gpu_ids or [0]):
             rank = self.rank0 + i
