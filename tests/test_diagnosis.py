@@ -125,6 +125,10 @@ REAL: list[tuple[str, str]] = [
     # Ray's job supervisor (job_supervisor.py), a FAILED job's message after a SIGKILL
     ("driver-killed", "Job entrypoint command failed with exit code 137, last available logs (truncated to 20,000 "
                       "chars):"),
+    # Ray's process watcher (process_watcher.py) after a raylet was SIGKILLed (a sim run's log)
+    ("raylet-died", "(raylet) Raylet is terminated. Termination is unexpected. Possible reasons include: (1) SIGKILL "
+                    "by the user or system OOM killer, (2) Invalid memory access from Raylet causing SIGSEGV or "
+                    "SIGBUS, (3) Other termination signals. Last 20 lines of the Raylet logs:"),
     # a VeRL run log in the index
     ("ray-task-error",
      "ray.exceptions.RayTaskError(RuntimeError): ray::WorkerDict.actor_rollout_compute_log_prob() (pid=255612, "

@@ -58,7 +58,8 @@ FAULTS: dict[str, Fault] = {f.kind: f for f in (
           "`OSError: [Errno 28] No space left on device` (at the next save_freq step)",
           True, "FAILED", "no-space-left", "job-end"),
     Fault("node-lost", "the node is lost: its sshd stops and its raylet dies; Ray's "
-          "`ActorDiedError` fails the job", True, "FAILED", "ray-actor-died", "node:"),
+          "`(raylet) Raylet is terminated ...` and an actor error fail the job", True, "FAILED",
+          "raylet-died", "node:"),
 )}
 
 
