@@ -257,7 +257,13 @@ def test_stall_and_card_faults_keep_the_job_running(sim: dict[str, Any]) -> None
     job_id = _submit(sim["profile"])
     w.until(lambda: w.backend.watcher is not None and w.backend.watcher.job_id == job_id
             and w.backend.rules.job_status.get(job_id) == "RUNNING", "the job seen RUNNING")
-    w.until(lambda: getattr(getattr(w.backend, "_job", None), "step", None), "a first step")
+    def step() -> int:
+        return getattr(getattr(w.backend, "_job", None), "step", None) or 0
+
+    s0 = w.until(step, "a first step")
+    # a few steps seen one at a time: the stall rule learns the cadence from them (before
+    # that it expects the profile's step time, minutes)
+    w.until(lambda: step() >= s0 + 4, "four more steps")
 
     # -- the trainer stalls: alive, RUNNING, no steps; the stall alert opens once
     assert main(["sim", "fault", "stall"]) == 0
@@ -296,10 +302,12 @@ def test_stall_and_card_faults_keep_the_job_running(sim: dict[str, Any]) -> None
 
 # --------------------------------------------------------------------------- the node lost (last: Ray loses it)
 def test_node_lost_fails_the_job_and_is_named(sim: dict[str, Any]) -> None:
+    """On the job the test above left running (a new submit would wait for it to end)."""
     w: BgWatch = sim["watch"]
     mark = len(w.alerts)
-    job_id = _submit(sim["profile"])
-    assert main(["sim", "fault", "node-lost", "--node", "node4", "--at-step", "1"]) == 0
+    job_id = w.backend.watcher.job_id
+    assert w.backend.rules.job_status.get(job_id) == "RUNNING"
+    assert main(["sim", "fault", "node-lost", "--node", "node4"]) == 0
     down = w.until(lambda: w.opened("node:node4", mark), "node4 down")
     assert down[0].message.startswith("node node4 is down") and down[0].level == "error"
     _failed_as(sim, job_id, mark, "raylet-died")
