@@ -250,6 +250,42 @@ def test_fault_list_and_usage(sim: dict[str, Any], capsys: pytest.CaptureFixture
     assert (planted.read_text() if planted.exists() else None) == before  # refused: nothing planted
 
 
+# --------------------------------------------------------------------------- the console's "Inject a fault"
+async def test_console_palette_injects_a_fault_and_shows_its_diagnosis(sim: dict[str, Any]) -> None:
+    """`rlconsole demo`'s way to see a failure: the palette's "Inject a fault" on the running
+    job; the banner then names the failure and its fix."""
+    from tui.app import RlconsoleApp
+    from tui.live import LiveBackend
+    from widgets.alerts_bar import AlertsBar
+
+    job_id = await asyncio.to_thread(_submit, sim["profile"])
+    app = RlconsoleApp(LiveBackend(load_profile(sim["profile"])), bell=False)
+    loop = asyncio.get_running_loop()
+
+    async def until(pilot: Any, cond: Callable[[], Any], what: str) -> None:
+        end = loop.time() + WAIT_S
+        while not cond():
+            if loop.time() > end:
+                raise AssertionError(f"timed out waiting for {what}")
+            await pilot.pause(0.1)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        b = app.backend
+        await until(pilot, lambda: b.rules.job_status.get(job_id) == "RUNNING", "the job seen RUNNING")
+        assert "oom" in app.fault_kinds()
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await pilot.press(*"Inject a fault")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: any(a.diagnosis == "musa-oom" for a in app.main_screen.alerts),
+                    "the job's end named MUSA out of memory")
+        end = next(a for a in app.main_screen.alerts if a.diagnosis == "musa-oom")
+        assert f"job {job_id} RUNNING -> FAILED" in end.message and "Lower actor_rollout_ref" in end.message
+        await until(pilot, lambda: "MUSA out of memory" in str(app.main_screen.query_one(AlertsBar).render()),
+                    "the banner to show it")
+
+
 # --------------------------------------------------------------------------- faults the job survives
 def test_stall_and_card_faults_keep_the_job_running(sim: dict[str, Any]) -> None:
     w: BgWatch = sim["watch"]

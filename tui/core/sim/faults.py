@@ -24,7 +24,8 @@ from pathlib import Path
 
 from .cluster import SimError, _control, _read_json, _state_dir, sim_status
 
-__all__ = ["FAULTS", "Fault", "clear_faults", "clear_for_profile", "fault_list_text", "plant_fault"]
+__all__ = ["FAULTS", "Fault", "clear_faults", "clear_for_profile", "fault_list_text", "plant_fault",
+           "sim_dir_for_profile"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,10 @@ FAULTS: dict[str, Fault] = {f.kind: f for f in (
           "`(raylet) Raylet is terminated ...` and an actor error fail the job", True, "FAILED",
           "raylet-died", "node:"),
 )}
+
+
+DEMO_FAULT = "oom"
+"""What the console's "Inject a fault" plants: a failure the log names, at the next step."""
 
 
 def fault_list_text() -> str:
@@ -135,11 +140,15 @@ def clear_faults(state_dir: str | Path | None = None) -> list[str]:
     return done
 
 
+def sim_dir_for_profile(profile_path: str | Path | None) -> Path | None:
+    """The state dir of the sim whose profile this is (`sim up` writes it there), or None."""
+    if not profile_path:
+        return None
+    d = Path(profile_path).expanduser().resolve().parent
+    return d if (d / "state.json").is_file() else None
+
+
 def clear_for_profile(profile_path: str | Path | None) -> list[str]:
     """The submit hook: a simulated profile lives in its sim's state dir; clear that sim."""
-    if not profile_path:
-        return []
-    d = Path(profile_path).expanduser().resolve().parent
-    if not (d / "state.json").is_file():
-        return []
-    return clear_faults(d)
+    d = sim_dir_for_profile(profile_path)
+    return clear_faults(d) if d is not None else []
