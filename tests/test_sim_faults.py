@@ -1,7 +1,8 @@
 """The simulated run fails as a real one does, and the console names it: end to end.
 
-For every start-up refusal of the real stack (Megatron, VeRL, Hydra, transformers,
-datasets) and every fault `rlconsole sim fault` plants, on ONE simulated cluster for the
+For a start-up refusal of the real stack at each stage (Hydra, VeRL's config check, the
+dataset, Megatron in the workers; the others are in test_sim_tree.py) and every fault
+`rlconsole sim fault` plants, on ONE simulated cluster for the
 module (real SSH, real dockerd, real Ray, the stand-in trainer): the job's state turns as a
 real one would (FAILED, or RUNNING without steps), the live console's alert opens once and
 carries the diagnosis catalog's id, and `status --json` shows the job's state and the same
@@ -17,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -95,16 +95,9 @@ def _set(d: dict[str, Any], dotted: str, value: Any) -> None:
     d[keys[-1]] = value
 
 
-def _get(d: dict[str, Any], dotted: str) -> Any:
-    for k in dotted.split("."):
-        d = d[k]
-    return d
-
-
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A sim with Ray up; a profile whose jobs run long and checkpoint every 2 steps; the
-    live path watching it. Yields paths and the watch."""
+    """A sim with Ray up; a profile whose jobs run long and checkpoint every 2 steps."""
     require_dockerd()
     from tui.core.sim.cluster import sim_down, sim_up
 
@@ -114,7 +107,6 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     mp.setenv("RLCONSOLE_SIM_STEP_S", "0.5")
     d = tmp_path_factory.mktemp("faults-sim")
     mp.setenv("RLCONSOLE_SIM_DIR", str(d))  # `rlconsole sim fault` acts on this sim
-    watch: BgWatch | None = None
     try:
         path = sim_up(4, 8, state_dir=d)
         data = yaml.safe_load(Path(path).read_text())
@@ -127,13 +119,21 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         for action in (["containers"], ["model"], ["convert"], ["setup-ray"]):
             rc = main([*action, "--profile", str(prof), "--yes"])
             assert rc == 0, f"{action[0]} failed on the sim"
-        watch = BgWatch(prof)
-        yield {"sim": d, "profile": prof, "data": data, "watch": watch, "tmp": tmp_path_factory.mktemp("faults")}
+        yield {"sim": d, "profile": prof, "data": data}
     finally:
-        if watch is not None:
-            watch.close()
         sim_down(state_dir=d)
         mp.undo()
+
+
+@pytest.fixture(scope="module", name="w")
+def watch(sim: dict[str, Any]) -> Iterator[BgWatch]:
+    """The live path watching the sim for the module's remaining tests. (Not for the console
+    test, which runs first with its own: two watchers in one state dir would share a spool.)"""
+    w = BgWatch(sim["profile"])
+    try:
+        yield w
+    finally:
+        w.close()
 
 
 def _submit(profile: Path) -> str:
@@ -142,6 +142,9 @@ def _submit(profile: Path) -> str:
     prof = load_profile(profile)
     before = last_run(prof.name)
     rc = main(["submit", "--profile", str(profile), "--yes", "--skip-checks"])
+    if rc != 0:  # an earlier case that failed may have left its job running: stop it, once
+        assert main(["stop", "--profile", str(profile), "--yes"]) == 0
+        rc = main(["submit", "--profile", str(profile), "--yes", "--skip-checks"])
     assert rc == 0, "submit failed on the sim"
     rec = last_run(prof.name)
     assert rec is not None and (before is None or rec.job_id != before.job_id)
@@ -164,9 +167,8 @@ def _job_end(w: BgWatch, job_id: str, since: int) -> Alert:
     return ends[0]
 
 
-def _failed_as(sim: dict[str, Any], job_id: str, since: int, sig_id: str) -> Alert:
+def _failed_as(sim: dict[str, Any], w: BgWatch, job_id: str, since: int, sig_id: str) -> Alert:
     """The job ended FAILED, named `sig_id` in the live alert and in `status --json`."""
-    w: BgWatch = sim["watch"]
     a = _job_end(w, job_id, since)
     assert " -> FAILED" in a.message and a.level == "error", a.message
     assert a.diagnosis == sig_id, a.message
@@ -177,83 +179,12 @@ def _failed_as(sim: dict[str, Any], job_id: str, since: int, sig_id: str) -> Ale
     return a
 
 
-# --------------------------------------------------------------------------- refusals
-# name, overrides (dotted path -> value; `+` on the last part appends), the catalog id.
-REFUSALS: list[tuple[str, dict[str, Any], str]] = [
-    ("pp-layers", {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size": 8}, "megatron-pp-layers"),
-    ("tp-pp-cp-world", {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size": 3}, "megatron-world-size"),
-    ("rollout-tp-dp", {"actor_rollout_ref.rollout.data_parallel_size": 32}, "rollout-world-size"),
-    ("mcore-missing", {"actor_rollout_ref.actor.megatron.dist_checkpointing_path": "/nonexistent/mcore"},
-     "mcore-checkpoint-missing"),
-    ("mcore-partial", {"actor_rollout_ref.actor.megatron.dist_checkpointing_path": "{partial}"},
-     "mcore-checkpoint-missing"),
-    ("hf-model-missing", {"actor_rollout_ref.model.path": "/nonexistent/Qwen3-8B"}, "hf-model-missing"),
-    ("dataset-missing", {"data.train_files": "/nonexistent/train.parquet"}, "dataset-missing"),
-    ("hydra-no-such-key", {"trainer.no_such_key": 1}, "hydra-override-missing-key"),
-    ("hydra-plus-existing", {"trainer.+nnodes": 4}, "hydra-append-existing-key"),
-    ("batch-divide", {"actor_rollout_ref.actor.use_dynamic_bsz": False, "data.train_batch_size": 12,
-                      "actor_rollout_ref.rollout.n": 1}, "batch-size-divisible"),
-    ("ep-dense", {"actor_rollout_ref.actor.megatron.expert_model_parallel_size": 2}, "expert-parallel-dense"),
-]
-
-
-@pytest.mark.parametrize(("overrides", "sig_id"), [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS])
-def test_refusal_fails_the_job_and_is_named(sim: dict[str, Any], overrides: dict[str, Any], sig_id: str) -> None:
-    data = json.loads(json.dumps(sim["data"]))
-    o = data["training"]["overrides"]
-    partial = sim["tmp"] / "partial-mcore"  # a conversion that stopped after its metadata
-    if not partial.exists():
-        mcore = Path(_get(o, "actor_rollout_ref.actor.megatron.dist_checkpointing_path"))
-        partial.mkdir()
-        for name in ("metadata.json", ".metadata"):
-            shutil.copy(mcore / name, partial / name)
-    for k, v in overrides.items():
-        _set(o, k, str(partial) if v == "{partial}" else v)
-    prof = sim["profile"].with_name(f"refusal-{sig_id}.yaml")  # next to the sim's own profile
-    prof.write_text(yaml.safe_dump(data, sort_keys=False))
-    w: BgWatch = sim["watch"]
-    mark = len(w.alerts)
-    job_id = _submit(prof)
-    _failed_as(sim, job_id, mark, sig_id)
-    assert not w.opened("stall", mark)
-
-
-# --------------------------------------------------------------------------- faults that end the job
-FATAL = [("oom", "musa-oom"), ("collective-timeout", "collective-timeout"), ("actor-death", "ray-actor-died"),
-         ("driver-killed", "driver-killed"), ("disk-full", "no-space-left")]
-
-
-@pytest.mark.parametrize(("kind", "sig_id"), FATAL, ids=[k for k, _ in FATAL])
-def test_fault_fails_the_job_and_is_named(sim: dict[str, Any], kind: str, sig_id: str) -> None:
-    w: BgWatch = sim["watch"]
-    mark = len(w.alerts)
-    job_id = _submit(sim["profile"])  # also clears the previous case's fault
-    args = ["sim", "fault", kind, "--at-step", "1"]
-    if kind not in ("driver-killed",):
-        args += ["--node", "node3"]
-    assert main(args) == 0
-    _failed_as(sim, job_id, mark, sig_id)
-
-
-def test_fault_list_and_usage(sim: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    from tui.core.sim.faults import FAULTS
-
-    planted = sim["sim"] / "fault.json"
-    before = planted.read_text() if planted.exists() else None
-    assert main(["sim", "fault", "--list"]) == 0
-    out = capsys.readouterr().out
-    assert all(k in out for k in FAULTS)
-    assert main(["sim", "fault", "no-such-fault"]) == 1
-    assert "sim fault --list" in capsys.readouterr().err
-    assert main(["sim", "fault", "oom", "--node", "node9"]) == 1
-    assert main(["sim", "fault", "stall", "--node", "node2"]) == 1  # the driver's, not a node's
-    assert (planted.read_text() if planted.exists() else None) == before  # refused: nothing planted
-
-
-# --------------------------------------------------------------------------- the console's "Inject a fault"
+# --------------------------------------------------------------------------- the console's "Inject a fault" (first)
 async def test_console_palette_injects_a_fault_and_shows_its_diagnosis(sim: dict[str, Any]) -> None:
     """`rlconsole demo`'s way to see a failure: the palette's "Inject a fault" on the running
     job; the banner then names the failure and its fix."""
+    from textual.command import CommandPalette
+
     from tui.app import RlconsoleApp
     from tui.live import LiveBackend
     from widgets.alerts_bar import AlertsBar
@@ -274,25 +205,92 @@ async def test_console_palette_injects_a_fault_and_shows_its_diagnosis(sim: dict
         await until(pilot, lambda: b.rules.job_status.get(job_id) == "RUNNING", "the job seen RUNNING")
         assert "oom" in app.fault_kinds()
         await pilot.press("ctrl+p")
-        await pilot.pause(0.3)
-        await pilot.press(*"Inject a fault")
-        await pilot.pause(0.5)
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the command palette")
+        await pilot.press(*[("space" if c == " " else c) for c in "Inject a fault"])
+        await pilot.pause(1.0)
         await pilot.press("enter")
-        await until(pilot, lambda: any(a.diagnosis == "musa-oom" for a in app.main_screen.alerts),
-                    "the job's end named MUSA out of memory")
-        end = next(a for a in app.main_screen.alerts if a.diagnosis == "musa-oom")
+        await until(pilot, lambda: not isinstance(app.screen, CommandPalette), "the palette to close")
+        await until(pilot, lambda: (sim["sim"] / "fault.json").exists(), "the fault planted")
+        assert json.loads((sim["sim"] / "fault.json").read_text())["kind"] == "oom"
+        await until(pilot, lambda: [a for a in app.main_screen.alerts if a.key == "job-end"],
+                    "the job's end")
+        end = next(a for a in app.main_screen.alerts if a.key == "job-end")
+        assert end.diagnosis == "musa-oom", end.message
         assert f"job {job_id} RUNNING -> FAILED" in end.message and "Lower actor_rollout_ref" in end.message
         await until(pilot, lambda: "MUSA out of memory" in str(app.main_screen.query_one(AlertsBar).render()),
                     "the banner to show it")
 
 
+# --------------------------------------------------------------------------- refusals
+# One refusal from each stage of a real start-up, end to end: Hydra composing the config (the
+# driver, before Ray), VeRL's validate_config (the TaskRunner, before anything loads), the
+# dataset load, and Megatron building the model in the GPU workers. Every other refusal fails
+# at one of these stages and reaches the console the same way (the log's last known failure);
+# tests/test_sim_tree.py::test_trainer_refuses runs each of them on the same stand-in with a
+# real Ray and checks its text and catalog id, at a fraction of the cost.
+# name, overrides (dotted path -> value; `+` on the last part appends), the catalog id.
+REFUSALS: list[tuple[str, dict[str, Any], str]] = [
+    ("hydra-no-such-key", {"trainer.no_such_key": 1}, "hydra-override-missing-key"),
+    ("batch-divide", {"actor_rollout_ref.actor.use_dynamic_bsz": False, "data.train_batch_size": 12,
+                      "actor_rollout_ref.rollout.n": 1}, "batch-size-divisible"),
+    ("dataset-missing", {"data.train_files": "/nonexistent/train.parquet"}, "dataset-missing"),
+    ("pp-layers", {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size": 8}, "megatron-pp-layers"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "sig_id"), [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS])
+def test_refusal_fails_the_job_and_is_named(sim: dict[str, Any], w: BgWatch, overrides: dict[str, Any],
+                                            sig_id: str) -> None:
+    data = json.loads(json.dumps(sim["data"]))
+    o = data["training"]["overrides"]
+    for k, v in overrides.items():
+        _set(o, k, v)
+    prof = sim["profile"].with_name(f"refusal-{sig_id}.yaml")  # next to the sim's own profile
+    prof.write_text(yaml.safe_dump(data, sort_keys=False))
+    mark = len(w.alerts)
+    job_id = _submit(prof)
+    _failed_as(sim, w, job_id, mark, sig_id)
+    assert not w.opened("stall", mark)
+
+
+# --------------------------------------------------------------------------- faults that end the job
+FATAL = [("oom", "musa-oom"), ("collective-timeout", "collective-timeout"), ("actor-death", "ray-actor-died"),
+         ("driver-killed", "driver-killed"), ("disk-full", "no-space-left")]
+
+
+@pytest.mark.parametrize(("kind", "sig_id"), FATAL, ids=[k for k, _ in FATAL])
+def test_fault_fails_the_job_and_is_named(sim: dict[str, Any], w: BgWatch, kind: str, sig_id: str) -> None:
+    mark = len(w.alerts)
+    job_id = _submit(sim["profile"])  # also clears the previous case's fault
+    args = ["sim", "fault", kind, "--at-step", "1"]
+    if kind not in ("driver-killed",):
+        args += ["--node", "node3"]
+    assert main(args) == 0
+    _failed_as(sim, w, job_id, mark, sig_id)
+
+
+def test_fault_list_and_usage(sim: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    from tui.core.sim.faults import FAULTS
+
+    planted = sim["sim"] / "fault.json"
+    before = planted.read_text() if planted.exists() else None
+    assert main(["sim", "fault", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(k in out for k in FAULTS)
+    assert main(["sim", "fault", "no-such-fault"]) == 1
+    assert "sim fault --list" in capsys.readouterr().err
+    assert main(["sim", "fault", "oom", "--node", "node9"]) == 1
+    assert main(["sim", "fault", "stall", "--node", "node2"]) == 1  # the driver's, not a node's
+    assert (planted.read_text() if planted.exists() else None) == before  # refused: nothing planted
+
+
 # --------------------------------------------------------------------------- faults the job survives
-def test_stall_and_card_faults_keep_the_job_running(sim: dict[str, Any]) -> None:
-    w: BgWatch = sim["watch"]
+def test_stall_and_card_faults_keep_the_job_running(sim: dict[str, Any], w: BgWatch) -> None:
     mark = len(w.alerts)
     job_id = _submit(sim["profile"])
     w.until(lambda: w.backend.watcher is not None and w.backend.watcher.job_id == job_id
             and w.backend.rules.job_status.get(job_id) == "RUNNING", "the job seen RUNNING")
+
     def step() -> int:
         return getattr(getattr(w.backend, "_job", None), "step", None) or 0
 
@@ -337,16 +335,15 @@ def test_stall_and_card_faults_keep_the_job_running(sim: dict[str, Any]) -> None
 
 
 # --------------------------------------------------------------------------- the node lost (last: Ray loses it)
-def test_node_lost_fails_the_job_and_is_named(sim: dict[str, Any]) -> None:
+def test_node_lost_fails_the_job_and_is_named(sim: dict[str, Any], w: BgWatch) -> None:
     """On the job the test above left running (a new submit would wait for it to end)."""
-    w: BgWatch = sim["watch"]
     mark = len(w.alerts)
     job_id = w.backend.watcher.job_id
     assert w.backend.rules.job_status.get(job_id) == "RUNNING"
     assert main(["sim", "fault", "node-lost", "--node", "node4"]) == 0
     down = w.until(lambda: w.opened("node:node4", mark), "node4 down")
     assert down[0].message.startswith("node node4 is down") and down[0].level == "error"
-    _failed_as(sim, job_id, mark, "raylet-died")
+    _failed_as(sim, w, job_id, mark, "raylet-died")
     doc = _status(sim["profile"])
     assert [n["reachable"] for n in doc["nodes"]] == [True, True, True, False]
     assert len(w.opened("node:node4", mark)) == 1

@@ -434,10 +434,15 @@ def test_hydra_override_errors(shared: dict[str, Path], tmp_path: Path, override
     cmd = [sys.executable, "-u", "-m", "verl.trainer.main_ppo",
            f"--config-path={shared['config_path']}",
            "--config-name=ppo_megatron_trainer_demo.yaml", "trainer.total_epochs=1", override]
+    from tui.core.alerts import diagnose_tail_finding
+
     r = subprocess.run(cmd, cwd=tmp_path, env=_env(PYTHONPATH=str(shared["verl"])),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert message in r.stderr + r.stdout
+    f = diagnose_tail_finding((r.stdout + r.stderr).splitlines(), 0)
+    want = "hydra-append-existing-key" if override.startswith("+") else "hydra-override-missing-key"
+    assert f is not None and f.signature.id == want
 
 
 # --------------------------------------------------------------------------- trainer
@@ -578,10 +583,9 @@ def test_planted_debug_save_fails_like_the_seed(model_ready: dict[str, Path],
 # --------------------------------------------------------------------------- refusals
 # Each: the overrides (after the seed's and the layout above), a text the real stack prints
 # (from its source, see the stand-in files), and the diagnosis catalog id that must name it.
+# (tests/test_sim_faults.py runs one refusal per start-up stage end to end on the sim: Hydra,
+# real_train_batch_size, a missing dataset, PP vs layers; the rest are here.)
 REFUSALS = [
-    ("pp-layers", ["actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=8"],
-     "AssertionError: num_layers=36 should be divisible by config.pipeline_model_parallel_size=8",
-     "megatron-pp-layers"),
     ("world-size", ["actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3"],
      "RuntimeError: world_size (8) is not divisible by 6", "megatron-world-size"),
     ("world-size-static", ["actor_rollout_ref.actor.use_dynamic_bsz=False",
@@ -597,12 +601,6 @@ REFUSALS = [
      "CheckpointingException: Common file {partial}/common.pt does not exist", "mcore-checkpoint-missing"),
     ("hf-missing", ["actor_rollout_ref.model.path=/nonexistent/Qwen3-8B"],
      "OSError: Incorrect path_or_model_id: '/nonexistent/Qwen3-8B'", "hf-model-missing"),
-    ("dataset-missing", ["data.train_files=/nonexistent/train.parquet"],
-     "FileNotFoundError: Unable to find '/nonexistent/train.parquet'", "dataset-missing"),
-    ("batch-divide", ["actor_rollout_ref.actor.use_dynamic_bsz=False", "data.train_batch_size=3",
-                      "actor_rollout_ref.rollout.n=1"],
-     "AssertionError: real_train_batch_size (3) must be divisible by minimal possible batch size (4)",
-     "batch-size-divisible"),
     ("batch-mini", ["actor_rollout_ref.actor.use_dynamic_bsz=False", "data.train_batch_size=32"],
      "ValueError: train_batch_size (32) must be >= actor.ppo_mini_batch_size (64)", "batch-size-divisible"),
     ("ep-dense", ["actor_rollout_ref.actor.megatron.expert_model_parallel_size=2"],

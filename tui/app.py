@@ -91,6 +91,12 @@ class RlconsoleApp(App[int]):
         from .core.sim.faults import FAULTS, plant_fault, sim_dir_for_profile
 
         d = sim_dir_for_profile(self.backend.profile.path)
+        watcher = getattr(self.backend, "watcher", None)
+        if watcher is None or watcher.status != "RUNNING":
+            # a fault waits for a job's next step, and a submit clears it: nothing to show yet
+            self.notify("no job is running on the simulated cluster: submit one (s), then inject the "
+                        "fault", severity="warning", timeout=10)
+            return
         try:
             body = await asyncio.to_thread(plant_fault, kind, None, None, None, d)
         except Exception as e:  # noqa: BLE001 - say why, keep the console up
