@@ -183,7 +183,7 @@ def _failed_as(sim: dict[str, Any], w: BgWatch, job_id: str, since: int, sig_id:
 async def test_console_palette_injects_a_fault_and_shows_its_diagnosis(sim: dict[str, Any]) -> None:
     """`rlconsole demo`'s way to see a failure: the palette's "Inject a fault" on the running
     job; the banner then names the failure and its fix."""
-    from textual.command import CommandPalette
+    from textual.command import CommandList, CommandPalette
 
     from tui.app import RlconsoleApp
     from tui.live import LiveBackend
@@ -207,7 +207,9 @@ async def test_console_palette_injects_a_fault_and_shows_its_diagnosis(sim: dict
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the command palette")
         await pilot.press(*[("space" if c == " " else c) for c in "Inject a fault"])
-        await pilot.pause(1.0)
+        # the palette searches in a worker: wait for its hit before pressing Enter
+        await until(pilot, lambda: any("Inject a fault" in str(o.prompt)
+                                       for o in app.screen.query_one(CommandList).options), "the palette's hit")
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, CommandPalette), "the palette to close")
         await until(pilot, lambda: (sim["sim"] / "fault.json").exists(), "the fault planted")
