@@ -108,6 +108,27 @@ REAL: list[tuple[str, str]] = [
     # CPython's TypeError for an unknown dataclass field
     ("transformer-config-unknown-key",
      "TypeError: TransformerConfig.__init__() got an unexpected keyword argument 'moe_router_fusion'"),
+    # Megatron-Core transformer_block.py / parallel_state.py / transformer_config.py and VeRL
+    # megatron_workers.py / utils/config.py (message formats from the sources)
+    ("megatron-pp-layers", "AssertionError: num_layers=36 should be divisible by config.pipeline_model_parallel_size=5"),
+    ("megatron-world-size", "RuntimeError: world_size (32) is not divisible by 40"),
+    ("megatron-world-size", "AssertionError: n_gpus (32) must be divisible by model_parallel_size (10) times "
+                            "context_parallel_size (1)"),
+    ("rollout-world-size", "AssertionError: rollout world_size: 32 is not divisible by infer_world_size: 64"),
+    ("mcore-checkpoint-missing", "megatron.core.dist_checkpointing.core.CheckpointingException: /data/datapool/models/"
+                                 "mcore is not a distributed checkpoint"),
+    ("mcore-checkpoint-missing", "CheckpointingException: Common file /data/mcore/common.pt does not exist"),
+    ("batch-size-divisible", "AssertionError: real_train_batch_size (24) must be divisible by minimal possible batch "
+                             "size (32)"),
+    ("batch-size-divisible", "ValueError: train_batch_size (8) must be >= actor.ppo_mini_batch_size (16)"),
+    ("expert-parallel-dense", "ValueError: num_moe_experts must be non None to use expert-parallel."),
+    # Ray's job supervisor (job_supervisor.py), a FAILED job's message after a SIGKILL
+    ("driver-killed", "Job entrypoint command failed with exit code 137, last available logs (truncated to 20,000 "
+                      "chars):"),
+    # Ray's process watcher (process_watcher.py) after a raylet was SIGKILLed (a sim run's log)
+    ("raylet-died", "(raylet) Raylet is terminated. Termination is unexpected. Possible reasons include: (1) SIGKILL "
+                    "by the user or system OOM killer, (2) Invalid memory access from Raylet causing SIGSEGV or "
+                    "SIGBUS, (3) Other termination signals. Last 20 lines of the Raylet logs:"),
     # a VeRL run log in the index
     ("ray-task-error",
      "ray.exceptions.RayTaskError(RuntimeError): ray::WorkerDict.actor_rollout_compute_log_prob() (pid=255612, "

@@ -273,8 +273,16 @@ def _trainer_cmd(paths: dict[str, Path], *extra: str, config_name: str =
         f"actor_rollout_ref.model.path={paths['hf_model']}",
         f"actor_rollout_ref.actor.megatron.dist_checkpointing_path={paths['mcore']}",
         f"actor_rollout_ref.ref.megatron.dist_checkpointing_path={paths['mcore']}",
+        # The seed's PP=8 does not divide Qwen3-8B's 36 layers and its rollout TP 2 x DP 16 is
+        # for 32 cards: Megatron and VeRL refuse both (see test_trainer_refuses); a layout
+        # that fits 2 or 8 cards.
+        *LAYOUT_2_OR_8_CARDS,
         *extra,
     ]
+
+
+LAYOUT_2_OR_8_CARDS = ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
+                       "actor_rollout_ref.rollout.data_parallel_size=1")
 
 
 def _trainer_env(paths: dict[str, Path], ray_head: dict[str, object], tb: Path,
@@ -426,10 +434,15 @@ def test_hydra_override_errors(shared: dict[str, Path], tmp_path: Path, override
     cmd = [sys.executable, "-u", "-m", "verl.trainer.main_ppo",
            f"--config-path={shared['config_path']}",
            "--config-name=ppo_megatron_trainer_demo.yaml", "trainer.total_epochs=1", override]
+    from tui.core.alerts import diagnose_tail_finding
+
     r = subprocess.run(cmd, cwd=tmp_path, env=_env(PYTHONPATH=str(shared["verl"])),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert message in r.stderr + r.stdout
+    f = diagnose_tail_finding((r.stdout + r.stderr).splitlines(), 0)
+    want = "hydra-append-existing-key" if override.startswith("+") else "hydra-override-missing-key"
+    assert f is not None and f.signature.id == want
 
 
 # --------------------------------------------------------------------------- trainer
@@ -564,4 +577,62 @@ def test_planted_debug_save_fails_like_the_seed(model_ready: dict[str, Path],
             "does not exist.") in out
     assert re.search(r"^\(TaskRunner pid=\d+\) Total training steps: 4$", out, re.M)
     assert not _parse_steps(out)  # it fails in the first step, before any step line
+    assert list((node_dir / "gpu-load").glob("*.json")) == []
+
+
+# --------------------------------------------------------------------------- refusals
+# Each: the overrides (after the seed's and the layout above), a text the real stack prints
+# (from its source, see the stand-in files), and the diagnosis catalog id that must name it.
+# (tests/test_sim_faults.py runs one refusal per start-up stage end to end on the sim: Hydra,
+# real_train_batch_size, a missing dataset, PP vs layers; the rest are here.)
+REFUSALS = [
+    ("world-size", ["actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3"],
+     "RuntimeError: world_size (8) is not divisible by 6", "megatron-world-size"),
+    ("world-size-static", ["actor_rollout_ref.actor.use_dynamic_bsz=False",
+                           "actor_rollout_ref.actor.megatron.context_parallel_size=3"],
+     "AssertionError: n_gpus (8) must be divisible by model_parallel_size (2) times context_parallel_size (3)",
+     "megatron-world-size"),
+    ("rollout-tp-dp", ["actor_rollout_ref.rollout.data_parallel_size=16"],
+     "AssertionError: rollout world_size: 8 is not divisible by infer_world_size: 32", "rollout-world-size"),
+    ("mcore-missing", ["actor_rollout_ref.actor.megatron.dist_checkpointing_path=/nonexistent/mcore"],
+     "CheckpointingException: Checkpoint directory /nonexistent/mcore does not exist",
+     "mcore-checkpoint-missing"),
+    ("mcore-partial", ["actor_rollout_ref.actor.megatron.dist_checkpointing_path={partial}"],
+     "CheckpointingException: Common file {partial}/common.pt does not exist", "mcore-checkpoint-missing"),
+    ("hf-missing", ["actor_rollout_ref.model.path=/nonexistent/Qwen3-8B"],
+     "OSError: Incorrect path_or_model_id: '/nonexistent/Qwen3-8B'", "hf-model-missing"),
+    ("batch-mini", ["actor_rollout_ref.actor.use_dynamic_bsz=False", "data.train_batch_size=32"],
+     "ValueError: train_batch_size (32) must be >= actor.ppo_mini_batch_size (64)", "batch-size-divisible"),
+    ("ep-dense", ["actor_rollout_ref.actor.megatron.expert_model_parallel_size=2"],
+     "ValueError: num_moe_experts must be non None to use expert-parallel.", "expert-parallel-dense"),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("extra", "message", "sig_id"), [r[1:] for r in REFUSALS],
+                         ids=[r[0] for r in REFUSALS])
+def test_trainer_refuses(model_ready: dict[str, Path], ray_head: dict[str, object], tmp_path: Path,
+                         extra: list[str], message: str, sig_id: str) -> None:
+    """What Megatron / VeRL / transformers / datasets refuse at start, the stand-in refuses with
+    the same text, before any step, leaving no card busy; the diagnosis names it."""
+    from tui.core.alerts import diagnose_tail_finding
+
+    node_dir = Path(str(ray_head["node_dir"]))
+    partial = tmp_path / "partial-mcore"  # a conversion that stopped after the metadata
+    partial.mkdir()
+    for name in ("metadata.json", ".metadata"):
+        shutil.copy(model_ready["mcore"] / name, partial / name)
+    extra = [e.replace("{partial}", str(partial)) for e in extra]
+    message = message.replace("{partial}", str(partial))
+    cmd = _trainer_cmd(model_ready, f"trainer.default_local_dir={tmp_path / 'ckpt'}", *extra)
+    env = _trainer_env(model_ready, ray_head, tmp_path / "tb", RLCONSOLE_SIM_STEP_S="0.05",
+                       RLCONSOLE_SIM_TASKRUNNER="driver")
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+                       start_new_session=True)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out[-3000:]
+    assert message in out, out[-3000:]
+    assert not _parse_steps(out)
+    f = diagnose_tail_finding(out.splitlines(), 0)
+    assert f is not None and f.signature.id == sig_id, (f and f.signature.id, out[-2000:])
     assert list((node_dir / "gpu-load").glob("*.json")) == []

@@ -94,6 +94,41 @@ class RlconsoleApp(App[int]):
         """Run a main-screen action by name (command palette, app-level quit)."""
         self.call_later(self.main_screen.run_action, action)
 
+    def fault_kinds(self) -> list[str]:
+        """The faults the palette offers: those of `rlconsole sim fault` when this console
+        watches a running simulated cluster's profile, else none."""
+        if not self.backend.simulated:
+            return []
+        from .core.sim.faults import FAULTS, sim_dir_for_profile
+
+        return list(FAULTS) if sim_dir_for_profile(self.backend.profile.path) is not None else []
+
+    def inject_fault(self, kind: str) -> None:
+        """Plant `kind` in the simulated job (palette: "Inject a fault"), in a worker."""
+        self.run_worker(self._inject_fault(kind), name=f"inject-{kind}", group="faults")
+
+    async def _inject_fault(self, kind: str) -> None:
+        from .core.sim.faults import FAULTS, plant_fault, sim_dir_for_profile
+
+        d = sim_dir_for_profile(self.backend.profile.path)
+        watcher = getattr(self.backend, "watcher", None)
+        if watcher is None or watcher.status != "RUNNING":
+            # a fault waits for a job's next step, and a submit clears it: nothing to show yet
+            self.notify("no job is running on the simulated cluster: submit one (s), then inject the "
+                        "fault", severity="warning", timeout=10)
+            return
+        try:
+            body = await asyncio.to_thread(plant_fault, kind, None, None, None, d)
+        except Exception as e:  # noqa: BLE001 - say why, keep the console up
+            self.notify(f"could not inject {kind}: {e}", severity="error", timeout=10)
+            return
+        where = f" on {body['node']}" if body["node"] else ""
+        f = FAULTS[kind]
+        then = ("the job fails at its next step; the alert names the cause" if f.job == "FAILED"
+                else "watch the alerts")
+        self.notify(f"fault {kind} injected{where}: {then} (undo: `rlconsole sim fault clear`, "
+                    "or the next submit)", timeout=10)
+
     async def action_quit(self) -> None:
         """ctrl+q goes through the same question as `q` while an action runs."""
         if self.screen is self.main_screen:

@@ -128,6 +128,23 @@ def cmd_sim(args: argparse.Namespace) -> int:
         cluster.sim_node(args.sim_cmd.split("-")[0], args.node)
         print(f"{args.node}: SSH server {'stopped' if args.sim_cmd == 'stop-node' else 'started'}")
         return 0
+    if args.sim_cmd == "fault":
+        from .core.sim import faults
+
+        if args.list or not args.node:
+            if not args.list:
+                raise UsageError("sim fault needs a KIND, `clear` or --list")
+            print(faults.fault_list_text(), end="")
+            return 0
+        if args.node == "clear":
+            done = faults.clear_faults()
+            print("\n".join(done) if done else "no fault was planted")
+            return 0
+        body = faults.plant_fault(args.node, node=args.fault_node, at_step=args.at_step, card=args.card)
+        where = f" on {body['node']}" if body["node"] else ""
+        when = f" from step {body['at_step']}" if body["at_step"] else " at the next step"
+        print(f"fault {body['kind']} planted{where}{when}; undo: rlconsole sim fault clear")
+        return 0
     if args.sim_cmd == "down":
         stopped = cluster.sim_down()
         print("simulated cluster stopped" if stopped else "no simulated cluster was running")
@@ -325,9 +342,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--force", action="store_true", help="replace an existing -o file")
 
     sp = add("sim", cmd_sim, "the simulated cluster in the background")
-    sp.add_argument("sim_cmd", choices=["up", "down", "status", "stop-node", "start-node"],
-                    help="stop-node/start-node NAME: take one node's SSH server down or back up")
-    sp.add_argument("node", nargs="?", help="for stop-node/start-node")
+    sp.add_argument("sim_cmd", choices=["up", "down", "status", "stop-node", "start-node", "fault"],
+                    help="stop-node/start-node NAME: take one node's SSH server down or back up; "
+                         "fault KIND|clear: make the running job fail as a real one does (fault --list)")
+    sp.add_argument("node", nargs="?", help="for stop-node/start-node: the node; for fault: KIND or clear")
+    sp.add_argument("--node", dest="fault_node", metavar="NODE",
+                    help="`sim fault`: the node it hits (default: the last node)")
+    sp.add_argument("--at-step", type=int, metavar="S", help="`sim fault`: from step S on (default: the next step)")
+    sp.add_argument("--card", type=int, metavar="C", help="`sim fault`: the card it hits (oom, card-hot, card-mem-lost)")
+    sp.add_argument("--list", action="store_true", help="`sim fault --list`: the fault kinds")
     sp.add_argument("--nodes", type=int, default=4, help="simulated nodes (default 4; up to 200)")
     sp.add_argument("--gpus", type=int, default=8, help="cards per node (default 8)")
     sp.add_argument("--replay-gpu", metavar="FILE", help="every node's card tool prints FILE")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -74,23 +74,33 @@ EXTRA_KEYS: tuple[tuple[str, str], ...] = (
 
 
 class RlconsoleCommands(Provider):
-    """Command palette entries: one per key, running the same main-screen action."""
+    """Command palette entries: one per key, running the same main-screen action; on a
+    simulated cluster also "Inject a fault" (`rlconsole sim fault`), palette-only: it is
+    for seeing what a failure looks like, not a key anyone should hit by accident."""
 
-    def _entries(self) -> list[tuple[str, str, KeyAction]]:
-        read_only = bool(getattr(self.app, "read_only", False))
-        return [(f"{k.label} ({k.shown_key})", k.help, k) for k in offered_keys(read_only)]
-
-    def _run(self, k: KeyAction) -> None:
+    def _entries(self) -> list[tuple[str, str, Callable[[], None]]]:
         app: RlconsoleApp = self.app  # type: ignore[assignment]
-        app.run_main_action(k.action)
+        read_only = bool(getattr(app, "read_only", False))
+        out: list[tuple[str, str, Callable[[], None]]] = [
+            (f"{k.label} ({k.shown_key})", k.help, partial(app.run_main_action, k.action))
+            for k in offered_keys(read_only)]
+        if not read_only and app.fault_kinds():  # a fault changes the cluster: not in read-only
+            from .core.sim.faults import DEMO_FAULT, FAULTS
+
+            out.append(("Inject a fault", f"Simulated cluster: {FAULTS[DEMO_FAULT].what}; the job fails "
+                        "at its next step and the alert names the cause", partial(app.inject_fault, DEMO_FAULT)))
+            for kind, f in FAULTS.items():
+                out.append((f"Inject a fault: {kind}", f"Simulated cluster: {f.what}",
+                            partial(app.inject_fault, kind)))
+        return out
 
     async def discover(self) -> Hits:
-        for name, help, k in self._entries():
-            yield DiscoveryHit(name, partial(self._run, k), help=help)
+        for name, help, run in self._entries():
+            yield DiscoveryHit(name, run, help=help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for name, help, k in self._entries():
+        for name, help, run in self._entries():
             score = max(matcher.match(name), matcher.match(help) * 0.8)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), partial(self._run, k), help=help)
+                yield Hit(score, matcher.highlight(name), run, help=help)

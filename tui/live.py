@@ -271,8 +271,11 @@ class LiveBackend:
             n = w.spool.line_count
             start = max(0, n - 300)
             tail = w.spool.lines(start, n)
+        message = None
+        if w.status == "FAILED" and self.state is not None:
+            message = next((j.message for j in self.state.ray.jobs if j.id == w.job_id), None)
         job = JobState(id=w.job_id, status=w.status, step=summary.get("step"))
-        for a in self.rules.observe_job(job, summary, log_tail=tail, tail_start=start):
+        for a in self.rules.observe_job(job, summary, log_tail=tail, tail_start=start, job_message=message):
             self._alert(a)
 
     def refresh_metrics(self, w: Any) -> None:

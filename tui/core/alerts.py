@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 
 if TYPE_CHECKING:
+    from .diagnosis import Finding
     from .profile import Monitoring, Profile
     from .state import ClusterState, JobState
 
@@ -60,6 +61,9 @@ class Alert:
     at: float = field(default_factory=time.time)
     key: str | None = None
     ends: bool = False
+    diagnosis: str | None = None
+    """The diagnosis catalog's id of the failure this alert names (a log finding, or the
+    finding a job's end was put down to), so tools and tests need not parse the message."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -266,12 +270,13 @@ class AlertRules:
 
     def observe_job(self, job: "JobState | None", summary: Mapping[str, Any] | None = None,
                     now: float | None = None, log_tail: list[str] | None = None,
-                    tail_start: int = 0) -> list[Alert]:
+                    tail_start: int = 0, job_message: str | None = None) -> list[Alert]:
         """Job state changes, steps stalled, throughput/MFU out of range.
 
         `summary` is the metrics pane's summary (`MetricsSummary` keys); `log_tail` the
         last lines of the job's log (line `tail_start` is the first), read for a
-        diagnosis when the job turns FAILED.
+        diagnosis when the job turns FAILED; `job_message` Ray's message for the job, read
+        when the log names no cause (a SIGKILLed driver writes nothing).
         """
         at = time.time() if now is None else now
         if job is None:
@@ -289,6 +294,7 @@ class AlertRules:
         self.job_status[job.id] = job.status
         end: dict[str, Condition] = {}
         keep_end: list[str] = []
+        diag_id: str | None = None
         if job.status in TERMINAL_JOB_STATES:
             if prev in ACTIVE_JOB_STATES:
                 msg = f"job {job.id} {prev} -> {job.status}"
@@ -298,15 +304,24 @@ class AlertRules:
                 level: AlertLevel = {"FAILED": "error", "STOPPED": "warning"}.get(job.status, "info")  # type: ignore[assignment]
                 if job.status == "FAILED":
                     d = self.diagnose(log_tail or [], tail_start)
+                    if d is None and job_message:
+                        d = self.diagnose(job_message.splitlines()[:1], 0)
+                        if d is not None:
+                            d.line = None  # Ray's message, not a log line
                     if d is not None:
                         msg += f": {d.message}"
                         line = d.line
+                        diag_id = d.diagnosis
                     else:
                         msg += ": no known cause in the log's last lines (`rlconsole logs`)"
                 end["job-end"] = (level, "job", msg, line)
             else:
                 keep_end = ["job-end"]
-        out += self._settle("job-end", end, at, lambda k, a: f"job {job.id} is {job.status}", keep=keep_end)
+        ended = self._settle("job-end", end, at, lambda k, a: f"job {job.id} is {job.status}", keep=keep_end)
+        for a in ended:
+            if not a.ends:
+                a.diagnosis = diag_id
+        out += ended
 
         # -- steps stalled
         step = summary.get("step", job.step)
@@ -386,6 +401,23 @@ class AlertRules:
 def diagnose_tail(lines: list[str], start: int) -> Alert | None:
     """The diagnosis of a failed job's last log lines: the last known failure in them
     (the one closest to the end is the one that killed the run)."""
+    found = diagnose_tail_finding(lines, start)
+    return found.alert() if found is not None else None
+
+
+def diagnose_failure(lines: list[str], start: int, job_message: str | None = None) -> "Finding | None":
+    """Why a job FAILED: the log's last known failure, else what Ray's job message names
+    (its first line; a SIGKILLed driver writes nothing to the log)."""
+    f = diagnose_tail_finding(lines, start)
+    if f is None and job_message:
+        f = diagnose_tail_finding(job_message.splitlines()[:1], 0)
+        if f is not None:
+            f.line_no = -1
+    return f
+
+
+def diagnose_tail_finding(lines: list[str], start: int) -> "Finding | None":
+    """`diagnose_tail`'s finding (signature id, groups, line), for `status --json`."""
     if not lines:
         return None
     from .diagnosis import Diagnoser
@@ -396,4 +428,4 @@ def diagnose_tail(lines: list[str], start: int) -> Alert | None:
         f = d.find(line, start + i)
         if f is not None:
             found = f
-    return found.alert() if found is not None else None
+    return found

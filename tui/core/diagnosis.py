@@ -105,7 +105,8 @@ class Finding:
     def alert(self) -> Alert:
         """The alert for the console: title and the substituted fix, pointing at the line."""
         return Alert(level=self.signature.level, source="log",
-                     message=f"{self.title} — {self.fix}", line=self.line_no)
+                     message=f"{self.title} — {self.fix}", line=self.line_no,
+                     diagnosis=self.signature.id)
 
 
 # ----------------------------------------------------------------------- loading

@@ -135,6 +135,10 @@ class JobState:
     metrics: dict[str, float] = field(default_factory=dict)
     last_checkpoint: int | None = None
     summary: dict[str, Any] = field(default_factory=dict)  # RunMetrics.summary(): derived figures, flags
+    diagnosis: dict[str, Any] | None = None
+    """A FAILED job's cause from the diagnosis catalog: `id`, `title`, `fix` and `line`
+    (the log line, 0-based; -1: named by Ray's job message). None: not failed, or no known
+    cause (`status --json`)."""
     on_cluster: bool | None = None
     """True: the current Ray lists this job. False: it does not (a run from the history,
     e.g. of an earlier cluster or before `ray stop`): the job is shown as the last run

@@ -167,6 +167,14 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
         # the log's step lines carry every metric; event files only when it has none
         await w.poll_scalars_once(read_scalars=not w.parser.steps)
     st.job = w.job_state()
+    if w.status == "FAILED":
+        from .alerts import diagnose_failure
+
+        n = w.spool.line_count
+        message = next((j.message for j in st.ray.jobs if j.id == job_id), None)
+        f = diagnose_failure(w.spool.lines(max(0, n - 300), n), max(0, n - 300), message)
+        if f is not None:
+            st.job.diagnosis = {"id": f.signature.id, "title": f.title, "fix": f.fix, "line": f.line_no}
     if w.spool.line_count - w._cached_lines >= w.CACHE_EVERY_LINES:
         await w.save_cache()
 

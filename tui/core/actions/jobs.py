@@ -119,6 +119,17 @@ async def submit(profile: Profile, remote: Remote, force: bool = False) -> Async
     both see "nothing running" and both submit."""
     job = render(profile)
     yield ActionEvent("submit", "start", f"submitting {job.submission_id}")
+    if profile.simulated:
+        # A new job on the simulated cluster starts without the faults planted in the last
+        # one (`rlconsole sim fault`), as a repaired real cluster would.
+        from ..sim.faults import clear_for_profile
+
+        try:
+            undone = await asyncio.to_thread(clear_for_profile, profile.path)
+        except Exception as e:  # noqa: BLE001 - a sim problem must not block the submit
+            undone = [f"could not clear the sim's faults: {e}"]
+        for what in undone:
+            yield ActionEvent("submit", "step", f"sim: {what}")
     token, why = await take_submit_lock(profile, remote)
     if token is None:
         yield ActionEvent("submit", "fail", why or "cannot reserve the submit")

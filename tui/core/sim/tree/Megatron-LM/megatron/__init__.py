@@ -1,4 +1,5 @@
-"""SIMULATION stand-in for Megatron-LM (NVIDIA): only the configuration dataclasses.
+"""SIMULATION stand-in for Megatron-LM (NVIDIA): the configuration dataclasses and the checks
+that refuse a parallel layout (parallel_state, transformer_block).
 
 rlconsole's simulated cluster puts this directory where the real cluster keeps Megatron-LM
 (the PYTHONPATH of the converter and of the training job), so that a preflight check can

@@ -65,9 +65,11 @@ class TaskRunner:
 def _run_trainer(config: dict[str, Any], holder: Any) -> str:
     """Build the trainer, take the GPUs, train; always release them on the way out."""
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer, StopTraining
+    from verl.utils.config import validate_config
 
     trainer = None
     try:
+        validate_config(config)  # as the real TaskRunner.run, before anything is loaded
         trainer = RayPPOTrainer(config, holder.stop_event)
         holder.trainer = trainer
         trainer.init_workers()
@@ -136,6 +138,7 @@ def run_ppo(config: DictConfig) -> int:
     """Join the cluster and run the TaskRunner until it finishes, fails or is stopped."""
     OmegaConf.resolve(config)
     plain: dict[str, Any] = OmegaConf.to_container(config, resolve=True)  # type: ignore[assignment]
+    plain["_sim_driver_pid"] = os.getpid()  # for a planted "driver killed" fault (sim_fault)
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {}
         if "RAY_JOB_CONFIG_JSON_ENV_VAR" not in os.environ:

@@ -61,13 +61,19 @@ def check_hf_weights(path: str) -> None:
 
 
 def check_dist_checkpoint(path: str) -> None:
-    """A Megatron dist checkpoint has `.metadata`, `common.pt` and `*.distcp` shards."""
+    """A Megatron dist checkpoint: `metadata.json` (newer) or `.metadata`, `common.pt` and
+    `*.distcp` shards. The messages are Megatron-Core's (NVIDIA/Megatron-LM,
+    megatron/core/dist_checkpointing/validation.py `verify_checkpoint`,
+    strategies/common.py `load_common`) and, for a missing DCP file, torch's FileNotFoundError.
+    """
     p = Path(os.path.expanduser(path))
-    if not p.is_dir() or not (p / "metadata.json").is_file() and not (p / ".metadata").is_file():
+    if not p.is_dir():
+        raise CheckpointingException(f"Checkpoint directory {path} does not exist")
+    if not (p / "metadata.json").is_file() and not (p / ".metadata").is_file():
         raise CheckpointingException(f"{path} is not a distributed checkpoint")
     if not (p / ".metadata").is_file():
         raise FileNotFoundError(f"[Errno 2] No such file or directory: '{p / '.metadata'}'")
     if not (p / "common.pt").is_file():
-        raise FileNotFoundError(f"[Errno 2] No such file or directory: '{p / 'common.pt'}'")
+        raise CheckpointingException(f"Common file {p / 'common.pt'} does not exist")
     if not any(p.glob("*.distcp")):
-        raise CheckpointingException(f"{path} has no *.distcp shards")
+        raise FileNotFoundError(f"[Errno 2] No such file or directory: '{p / '__0_0.distcp'}'")

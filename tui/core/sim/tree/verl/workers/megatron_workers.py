@@ -56,16 +56,66 @@ class WorkerDict:
                 "node_dir": str(self.node_dir) if self.node_dir else None}
 
     def init_model(self) -> dict[str, Any]:
-        """Load the actor: the MCore checkpoint must exist when dist checkpointing is on."""
+        """Build the actor as VeRL's Megatron worker does, refusing what it refuses, in its order.
+
+        1. `mpu.initialize_model_parallel` (ActorRolloutRefWorker.__init__): TP x PP x CP must
+           divide the world size;
+        2. the TransformerConfig (`_build_model_optimizer`): expert parallelism needs experts;
+           the layers must split evenly over the pipeline stages;
+        3. the MCore dist checkpoint (use_dist_checkpointing);
+        4. the rollout (`_build_rollout`): TP x DP x PP of the rollout must divide the world.
+        Every rank fails the same way; Ray reports the first.
+        """
+        import json
+
         from verl.utils.model import check_dist_checkpoint
 
         arr = self.config.get("actor_rollout_ref", {})
+        mg = arr.get("actor", {}).get("megatron", {}) or {}
+        tp = int(mg.get("tensor_model_parallel_size", 1) or 1)
+        pp = int(mg.get("pipeline_model_parallel_size", 1) or 1)
+        cp = int(mg.get("context_parallel_size", 1) or 1)
+        ep = int(mg.get("expert_model_parallel_size", 1) or 1)
+        etp = mg.get("expert_tensor_parallel_size")
+        from megatron.core import parallel_state as mpu
+
+        mpu.initialize_model_parallel(self.world_size, tp, pp, cp, ep,
+                                      int(etp) if etp is not None else None)
+
+        self._check_transformer_config(mg)
+        from megatron.core.transformer.transformer_block import get_num_layers_to_build
+        from megatron.core.transformer.transformer_config import TransformerConfig
+
+        hf_cfg = Path(os.path.expanduser(str(arr.get("model", {}).get("path", "")))) / "config.json"
+        hf = json.loads(hf_cfg.read_text()) if hf_cfg.is_file() else {}
+        # VeRL's hf_to_mcore_config: the model's architecture plus the worker's parallel sizes
+        # (the expert-parallel size is the process group's, i.e. the actor's, for the ref too).
+        tf = TransformerConfig(
+            num_layers=int(hf.get("num_hidden_layers", 0) or 0),
+            hidden_size=int(hf.get("hidden_size", 0) or 0),
+            num_attention_heads=int(hf.get("num_attention_heads", 0) or 0),
+            num_moe_experts=hf.get("num_experts") or hf.get("num_local_experts") or None,
+            tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp,
+            context_parallel_size=cp, expert_model_parallel_size=ep,
+            num_layers_in_first_pipeline_stage=mg.get("num_layers_in_first_pipeline_stage"),
+            num_layers_in_last_pipeline_stage=mg.get("num_layers_in_last_pipeline_stage"),
+        )
+        get_num_layers_to_build(tf)
+
         for role in ("actor", "ref"):
-            mg = arr.get(role, {}).get("megatron", {})
-            if mg.get("use_dist_checkpointing") and mg.get("dist_checkpointing_path"):
-                check_dist_checkpoint(str(mg["dist_checkpointing_path"]))
-        if self.rank0 == 0:
-            self._check_transformer_config(arr.get("actor", {}).get("megatron", {}))
+            rmg = arr.get(role, {}).get("megatron", {})
+            if rmg.get("use_dist_checkpointing") and rmg.get("dist_checkpointing_path"):
+                check_dist_checkpoint(str(rmg["dist_checkpointing_path"]))
+
+        rollout = arr.get("rollout", {})
+        infer_tp = (int(rollout.get("tensor_model_parallel_size", 1) or 1)
+                    * int(rollout.get("data_parallel_size", 1) or 1))
+        infer_pp = int(rollout.get("pipeline_model_parallel_size", 1) or 1)
+        infer_world_size = infer_tp * infer_pp
+        # volcengine/verl, verl/workers/megatron_workers.py `_build_rollout`
+        assert self.world_size % infer_world_size == 0, (
+            f"rollout world_size: {self.world_size} is not divisible by infer_world_size: "
+            f"{infer_world_size}")
         return self.info()
 
     def _check_transformer_config(self, mg: dict[str, Any]) -> None:
@@ -77,14 +127,11 @@ class WorkerDict:
         finds on PYTHONPATH (the Megatron-LM stand-in on the simulated cluster).
         """
         keys = list((mg.get("override_transformer_config") or {}).keys())
-        if not keys:
+        if not keys or self.rank0 != 0:
             return
-        try:
-            import dataclasses
+        import dataclasses
 
-            from megatron.core.transformer.transformer_config import TransformerConfig
-        except ImportError:
-            return
+        from megatron.core.transformer.transformer_config import TransformerConfig
         fields = {f.name for f in dataclasses.fields(TransformerConfig)}
         unknown = [k for k in keys if k not in fields]
         if not unknown:
@@ -102,13 +149,46 @@ class WorkerDict:
 
     def update_actor(self, data: dict[str, Any]) -> dict[str, Any]:
         self.set_phase("update")
+        self._planted_fault(int(data.get("global_step", 0)))
         return self.actor.update_policy(data)
+
+    def _planted_fault(self, step: int) -> None:
+        """Act out a fault planted by `rlconsole sim fault` on this node (verl.utils.sim_fault)."""
+        from verl.utils import sim_fault
+
+        f = sim_fault.active(step, ("oom", "collective-timeout", "actor-death", "card-hot",
+                                    "card-mem-lost", "node-lost"), sim_fault.my_node())
+        if f is None:
+            return
+        kind = f["kind"]
+        if kind == "oom":
+            card = int(f["card"]) if f.get("card") is not None else (self.gpu_ids or [0])[0]
+            raise sim_fault.oom_error(card)
+        if kind == "collective-timeout":
+            # The rank waits in the collective until the process group's timeout (modelled
+            # as a few steps), then the watchdog fails it.
+            import time
+
+            time.sleep(float(os.environ.get("RLCONSOLE_SIM_COLLECTIVE_WAIT_S", "3")))
+            raise sim_fault.watchdog_error(self.rank0, 1580 + step)
+        if kind == "actor-death":
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kind in ("card-hot", "card-mem-lost"):
+            sim_fault.act_on_node(f, self.node_dir, self.gpu_ids)
+        if kind == "node-lost":
+            sim_fault.kill_node(sim_fault.my_node())
 
     def save_checkpoint(self, local_path: str, global_step: int) -> list[str]:
         """Write this worker's shards of the actor's dist checkpoint (small files)."""
         self.set_phase("ckpt")
         d = Path(local_path) / "dist_ckpt"
         d.mkdir(parents=True, exist_ok=True)
+        from verl.utils import sim_fault
+
+        if sim_fault.active(global_step, ("disk-full",), sim_fault.my_node()) is not None:
+            raise sim_fault.disk_full_error(str(d / f"__{self.rank0}_0.distcp"))
         written = []
         for i, _g in enumerate(self.gpu_ids or [0]):
             rank = self.rank0 + i

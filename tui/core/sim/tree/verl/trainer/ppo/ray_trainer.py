@@ -248,6 +248,25 @@ class RayPPOTrainer:
         print(f"[sim] {len(self.workers)} WorkerDict actors hold {self.n_gpus} GPUs on "
               f"{len(ips)} node(s): {', '.join(ips)}", flush=True)
 
+    def _planted_fault(self) -> None:
+        """Faults of the driver's own process planted by `rlconsole sim fault`: a stall (alive,
+        no steps, until the fault is cleared) or the driver killed (SIGKILL, as the kernel's
+        OOM killer or a `kill -9` would)."""
+        from verl.utils import sim_fault
+
+        f = sim_fault.active(self.global_steps, ("stall", "driver-killed"))
+        if f is None:
+            return
+        if f["kind"] == "driver-killed":
+            import signal
+
+            os.kill(int(self.config.get("_sim_driver_pid") or os.getpid()), signal.SIGKILL)
+            time.sleep(5)  # the driver (this process, or the one waiting on this actor) is gone
+        self._phase("idle")
+        while sim_fault.active(self.global_steps, ("stall",)) is not None:
+            if self.stop_event.wait(0.2):
+                raise StopTraining()
+
     def _phase(self, phase: str) -> None:
         for w in self.workers:
             w.set_phase.remote(phase)  # fire and forget: only the gpu-load files change
@@ -315,6 +334,7 @@ class RayPPOTrainer:
                                    self.steps_per_epoch):
                 if self.stop_event.is_set():
                     raise StopTraining()
+                self._planted_fault()
                 metrics: dict[str, Any] = {}
                 timing_raw: dict[str, float] = {}
                 is_last_step = self.global_steps >= self.total_training_steps

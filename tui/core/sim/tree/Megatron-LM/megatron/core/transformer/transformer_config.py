@@ -125,3 +125,10 @@ class TransformerConfig(ModelParallelConfig):
     use_te_activation_func: bool = False
     inference_rng_tracker: bool = False
     use_kitchen: bool = False
+
+    def __post_init__(self) -> None:
+        """The one refusal of Megatron-Core's `TransformerConfig.__post_init__` the simulation
+        keeps: expert parallelism on a model without experts (text from NVIDIA/Megatron-LM,
+        megatron/core/transformer/transformer_config.py)."""
+        if self.expert_model_parallel_size > 1 and self.num_moe_experts is None:
+            raise ValueError("num_moe_experts must be non None to use expert-parallel.")
