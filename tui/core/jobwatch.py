@@ -76,19 +76,38 @@ SCAN_SCRIPT = ('if [ -n "$1" ] && cd "$1" 2>/dev/null; then '
                'echo "@@ckpt=$(cat "$2" 2>/dev/null)"')
 
 
+MAX_SCAN_FILES = 10_000
+"""Event files mirrored at most: a run writes a handful; a folder flooded with names
+must not grow the console's memory or its refresh without bound."""
+
+
 def parse_scan(stdout: str) -> tuple[dict[str, int], int | None]:
-    """SCAN_SCRIPT's output -> ({relative event file: size}, last checkpoint step)."""
+    """SCAN_SCRIPT's output -> ({relative event file: size}, last checkpoint step).
+
+    The names come from the head's shared folder, writable by anyone who can start a
+    job: they go through the one rule for remote names (`safepath.check_name`), after
+    `find`'s own `./` prefix, which every real record has. A name holding a newline
+    splits its record in two; the second half is rejected (no `./`) or, if it forges
+    one, is still only a confined relative name."""
+    from .safepath import UnsafeName, check_name
+
     sizes: dict[str, int] = {}
     ckpt: int | None = None
     for line in stdout.splitlines():
         if line.startswith("@@ckpt="):
             v = line[7:].strip()
-            ckpt = int(v) if v.isdigit() else None
+            ckpt = int(v) if v.isdigit() and len(v) <= 18 else None
             continue
-        size, _, name = line.strip().partition(" ")
-        name = name[2:] if name.startswith("./") else name
-        if size.isdigit() and name and ".." not in name.split("/"):
-            sizes[name] = int(size)
+        size, _, name = line.partition(" ")
+        if not (size.isdigit() and len(size) <= 18 and name.startswith("./")):
+            continue
+        try:
+            rel = check_name(name[2:], max_parts=32)
+        except UnsafeName as e:
+            log.warning("TensorBoard mirror: skipped a remote name: %s", e)
+            continue
+        if len(sizes) < MAX_SCAN_FILES:
+            sizes[rel] = int(size)
     return sizes, ckpt
 
 
@@ -105,18 +124,32 @@ class RemoteTbMirror:
     async def fetch(self, sizes: dict[str, int]) -> int:
         """Fetch what each file gained beyond the local copy; files that did not grow
         cost nothing (between steps of a real run, that is most refreshes)."""
+        from .safepath import UnsafeName, confined, open_confined
+
         got = 0
+        self.local_dir.mkdir(parents=True, exist_ok=True)
         for rel, size in sizes.items():
-            local = self.local_dir / rel
-            have = local.stat().st_size if local.exists() else 0
-            if size <= have:
-                continue
-            local.parent.mkdir(parents=True, exist_ok=True)
-            data = await read_remote_bytes(self.sess, f"{self.remote_dir}/{rel}", have, self.container)
-            if data:
-                with open(local, "ab") as f:
-                    f.write(data)
-                got += len(data)
+            try:
+                # the rule again here (fetch is public), and on disk: no symlink out
+                local = confined(self.local_dir, rel, max_parts=32)
+                have = local.lstat().st_size if local.exists() else 0
+                if size <= have:
+                    continue
+                local.parent.mkdir(parents=True, exist_ok=True)
+                confined(self.local_dir, rel, max_parts=32)  # mkdir followed nothing out
+                data = await read_remote_bytes(self.sess, f"{self.remote_dir}/{rel}", have, self.container)
+                if data:
+                    fd = open_confined(self.local_dir, rel, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                                       0o600, max_parts=32)
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[os.write(fd, view):]
+                    finally:
+                        os.close(fd)
+                    got += len(data)
+            except (UnsafeName, OSError) as e:
+                log.warning("TensorBoard mirror: %r not mirrored: %s", rel, e)
         return got
 
     async def sync(self) -> int:
@@ -144,7 +177,11 @@ class JobWatcher:
         self.on_lines = on_lines
         self.on_alert = on_alert
         self.refresh_s = refresh_s or profile.monitoring.refresh_s
-        base = (root or spool_dir()) / job_id
+        from .safepath import confined, safe_job_id
+
+        # The id comes from Ray (anyone can submit a job): one confined name, or
+        # UnsafeName before anything is created.
+        base = confined(root or spool_dir(), safe_job_id(job_id))
         base.mkdir(parents=True, exist_ok=True)
         self.spool = LogSpool(base / "driver.log")
         # wall_clock=False (a one-shot `status`): lines read in one go say nothing
@@ -487,19 +524,32 @@ async def find_job(profile: Profile, remote: Any, known: list[RayJobState] | Non
     caller already has it (the monitor polls it), which saves asking the job API again."""
     from .actions.jobs import job_client, list_jobs
 
+    from .safepath import UnsafeName, safe_job_id
+
     jobs: list[dict[str, Any]] = []
     if known is not None:
         jobs = [{"id": j.id, "status": j.status} for j in sorted(known, key=lambda j: j.start_time or 0)]
     else:
         with contextlib.suppress(Exception):
             jobs = await list_jobs(await job_client(remote))
+
+    def usable(job_id: Any) -> bool:
+        """A job whose id cannot name its spool directory is never watched."""
+        try:
+            safe_job_id(job_id)
+            return True
+        except UnsafeName as e:
+            log.warning("job passed over: %s", e)
+            return False
+
+    jobs = [j for j in jobs if usable(j.get("id"))]
     mine = {r.job_id for r in runs(profile.name)}
     active = [j for j in jobs if j["status"] in ("RUNNING", "PENDING")]
     for pick in ([j for j in active if j["id"] in mine], active):
         if pick:
             return pick[-1]["id"], pick[-1]["status"]
     rec = last_run(profile.name)
-    if rec:
+    if rec and usable(rec.job_id):
         st = next((j["status"] for j in jobs if j["id"] == rec.job_id), "UNKNOWN")
         return rec.job_id, st
     if jobs:

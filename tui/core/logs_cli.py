@@ -18,8 +18,14 @@ from .profile import Profile
 async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | None = None) -> int:
     from .actions.remote import PoolRemote
     from .jobwatch import JobWatcher, find_job
+    from .safepath import UnsafeName, safe_job_id
     from .ssh import SessionPool
 
+    if job_id is not None:
+        try:
+            safe_job_id(job_id)  # it names the spool's directory: refused before connecting
+        except UnsafeName as e:
+            raise ActionError(f"--job {job_id!r}: not a job id ({e})") from None
     pool = SessionPool(profile)
     try:
         await pool.open()

@@ -167,13 +167,16 @@ def write_csv(rows: Iterable[Mapping[str, Any]], out: IO[str] | str | os.PathLik
 
 def spool_log_for_job(job_id: str) -> str:
     """`rlconsole metrics --job ID`: the job's driver log as spooled locally by the console
-    or `rlconsole logs` (no SSH). The id names a directory under the spool, so it must be
-    a plain name: no separators, no `..`."""
+    or `rlconsole logs` (no SSH). The id names a directory under the spool, so it must pass
+    the one rule for remote names (`safepath`): one plain, confined component."""
     from .jobwatch import spool_dir
 
-    if not job_id or job_id in (".", "..") or any(c in job_id for c in "/\\\0") or len(job_id) > 200:
-        raise MetricsSourceError(f"--job {job_id!r}: not a job id")
-    path = spool_dir() / job_id / "driver.log"
+    from .safepath import UnsafeName, confined, safe_job_id
+
+    try:
+        path = confined(spool_dir(), safe_job_id(job_id)) / "driver.log"
+    except UnsafeName as e:
+        raise MetricsSourceError(f"--job {job_id!r}: not a job id ({e})") from None
     if not path.is_file():
         raise MetricsSourceError(f"--job {job_id}: nothing spooled at {path} "
                                  "(run `rlconsole logs --job ID` or the console first)")
