@@ -448,3 +448,80 @@ def test_worker_line_after_a_step_line_does_not_continue_it() -> None:
     p.feed_many(["(TaskRunner pid=5) step:7 - a/b:1.5",
                  "(WorkerDict pid=51877, ip=127.0.0.3) [Rank 0] step: 8 - a/b:9.0"])
     assert p.steps == {7: {"a/b": 1.5}}
+
+
+# ---------------------------------------------------------------- hostile input (issue 15, M7)
+
+
+def test_many_fragment_lines_after_a_step_line_invent_no_metrics() -> None:
+    """8000 `k:v - k:v` lines after one step line: each was joined onto the step line
+    and re-parsed whole (quadratic), inventing keys such as `actor/pg_loss:0.1k0/a`.
+    A key never holds a colon, and a join that breaks a segment is no continuation."""
+    from tui.core.verl_log import LogMetricsParser
+
+    p = LogMetricsParser(clock=None)
+    lines = ["(TaskRunner pid=1) step:1 - actor/pg_loss:0.1"]
+    lines += [f"k{i}/a:0.5 - k{i}/b:0.6" for i in range(8000)]
+    p.feed_many(lines)
+    assert p.steps == {1: {"actor/pg_loss": 0.1}}
+    assert not any(":" in k for m in p.steps.values() for k in m)
+
+
+def test_continuation_work_is_linear(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of lines that each end in a cut segment (every join looks legitimate):
+    the characters re-parsed stay proportional to the input, not to its square.
+    Counted, not timed: the parser's segment parser is wrapped to sum its input."""
+    from tui.core import verl_log
+
+    seen = {"chars": 0}
+    careful = verl_log._careful_metrics
+
+    def counting(rest: str):  # type: ignore[no-untyped-def]
+        seen["chars"] += len(rest)
+        return careful(rest)
+
+    monkeypatch.setattr(verl_log, "_careful_metrics", counting)
+    p = verl_log.LogMetricsParser(clock=None)
+    lines = ["(TaskRunner pid=1) step:1 - a:1 - cut"] + [f"x{i}:1 - cut" for i in range(3000)]
+    p.feed_many(lines)
+    size = sum(len(line) for line in lines)
+    assert seen["chars"] <= 4 * size
+    assert len(p.steps[1]) == 3001  # "a" and "cutx0".."cutx2999": each join a real wrap
+
+
+def test_wrapped_value_still_joined() -> None:
+    """The fix keeps the legitimate wrap: `response_length/mean:235.7` / `8125 - ...`."""
+    from tui.core.verl_log import LogMetricsParser
+
+    p = LogMetricsParser(clock=None)
+    p.feed_many(["(TaskRunner pid=1) step:3 - a:1 - response_length/mean:235.7",
+                 "8125 - response_length/max:512 - b:np.float64(0.",
+                 "5) [repeated 2x across cluster]", "other text"])
+    assert p.steps[3] == {"a": 1.0, "response_length/mean": 235.78125,
+                          "response_length/max": 512.0, "b": 0.5}
+    assert p.malformed == 0
+
+
+def test_huge_numbers_do_not_raise_and_the_chunk_goes_on() -> None:
+    """A step number over 4300 digits raised ValueError (Python's int-string limit) out
+    of the parser; the rest of the chunk was lost."""
+    from tui.core.verl_log import LogMetricsParser
+
+    big = "9" * 5000
+    p = LogMetricsParser(clock=None)
+    p.feed_many([f"(TaskRunner pid=1) step:{big} - a:1",
+                 f"Total training steps: {big}",
+                 f"saved checkpoint to /ckpt/global_step_{big}",
+                 f"Training Progress:  1%|#| {big}/{big} [00:01<{big}:00, 1.0s/it]",
+                 "(TaskRunner pid=1) step:2 - a:2"])
+    p.feed_text(f"step:{big} - b:1\nstep:4 - b:4\n")
+    assert sorted(p.steps) == [2, 4]
+
+
+def test_metrics_cli_on_a_huge_step_number(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`rlconsole metrics LOG` printed a traceback on such a log."""
+    from tui.cli import main
+
+    log = tmp_path / "driver.log"
+    log.write_text(f"step:{'1' * 5000} - a:1\nstep:5 - a:5\n")
+    assert main(["metrics", str(log)]) == 0

@@ -310,7 +310,7 @@ class JobWatcher:
 
     # -- the parse cache: what the spool's lines came to, up to a line ----------------
 
-    CACHE_VERSION = 1
+    CACHE_VERSION = 2  # 2: the parser keeps a wrapped line's last segment, not the line
 
     @property
     def cache_path(self) -> Path:

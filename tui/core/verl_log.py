@@ -50,7 +50,10 @@ _ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])")
 _REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # `step:N` as the first field of a step line: not part of a longer key such as
 # `training/global_step:19` or `timing_s/step:12.5`, and followed by ` - ` or the end.
-_STEP_RE = re.compile(r"(?<![\w/@.\-])step:\s*(-?\d+)(?:\s+-(?:\s+|$)|\s*$)")
+# A number of more than 18 digits is no step (and Python refuses int() of 4300+ digits,
+# which would raise out of the parser and lose the rest of the chunk): `\d{1,18}`
+# followed by no further digit, everywhere a number becomes an int.
+_STEP_RE = re.compile(r"(?<![\w/@.\-])step:\s*(-?\d{1,18})(?:\s+-(?:\s+|$)|\s*$)")
 # Ray's prefix on a line a task or actor printed: `(Name pid=N)` or `(Name pid=N, ip=A)`,
 # `(pid=N)` for an unnamed task.
 _RAY_PREFIX_RE = re.compile(r"\s*\((?:([^\s()]+) )?pid=\d+(?:, ip=[^)]*)?\)")
@@ -58,10 +61,13 @@ DRIVER_ACTORS = frozenset({"TaskRunner", "main_task"})
 """The Ray actors whose output is the trainer's driver: VeRL's `TaskRunner` (and
 `main_task`, its name in early-2025 runs). Their step lines are the training steps."""
 _TQDM_RE = re.compile(
-    r"Training Progress:\s*(\d+)%\|[^|\r\n]*\|\s*(\d+)/(\d+)\s*(?:\[([^\]\r\n]*)\])?"
+    r"Training Progress:\s*(\d{1,18})%\|[^|\r\n]*\|\s*(\d{1,18})/(\d{1,18})(?!\d)\s*(?:\[([^\]\r\n]*)\])?"
 )
-_TOTAL_RE = re.compile(r"Total training steps:\s*(\d+)")
-_CKPT_RE = re.compile(r"global_step_(\d+)")
+_TOTAL_RE = re.compile(r"Total training steps:\s*(\d{1,18})(?!\d)")
+_CKPT_RE = re.compile(r"global_step_(\d{1,18})(?!\d)")
+MAX_SEGMENT = 4096
+"""Longest last segment a continuation may extend: a `key:value` is well under 200
+characters; a run of lines each ending in a cut segment is not one metric."""
 # A line that is nothing but metric segments (a wrapped/cut piece of a step line).
 _FRAGMENT_RE = re.compile(r"\s*[\w./@\-]+:\S+ - \S")
 
@@ -98,6 +104,28 @@ def parse_value(text: str) -> float | None:
 
 def _parse(line: str) -> tuple[int, dict[str, float], int, bool] | None:
     """Core of `parse_step_line`: (step, metrics, bad segment count, last segment bad)."""
+    got = _parse_rest(line)
+    if got is None:
+        return None
+    step, rest = got
+    if not rest:
+        return step, {}, 0, False
+    fast = _fast_metrics(rest)
+    if fast is not None:
+        return step, fast, 0, False
+    metrics, bad, last_bad = _careful_metrics(rest)
+    return step, metrics, bad, last_bad
+
+
+def _last_segment(rest: str) -> str:
+    """The text after the last ` - ` of a step line's metrics: all that a wrapped
+    continuation can change (the segments before it are final)."""
+    i = rest.rfind(" - ")
+    return rest if i < 0 else rest[i + 3:]
+
+
+def _parse_rest(line: str) -> tuple[int, str] | None:
+    """(step, the metrics text after `step:N - `), or None when it is no step line."""
     if "\x1b" in line:
         line = _ANSI_RE.sub("", line)
     m = _STEP_RE.search(line)
@@ -109,14 +137,7 @@ def _parse(line: str) -> tuple[int, dict[str, float], int, bool] | None:
     rest = line[m.end():]
     if "[repeated" in rest:
         rest = _REPEATED_RE.sub("", rest)
-    rest = rest.strip()
-    if not rest:
-        return step, {}, 0, False
-    fast = _fast_metrics(rest)
-    if fast is not None:
-        return step, fast, 0, False
-    metrics, bad, last_bad = _careful_metrics(rest)
-    return step, metrics, bad, last_bad
+    return step, rest.strip()
 
 
 def _from_driver(head: str) -> bool:
@@ -144,7 +165,9 @@ def _careful_metrics(rest: str) -> tuple[dict[str, float], int, bool]:
     for seg in rest.split(" - "):
         key, _, val = seg.rpartition(":")
         last_bad = True
-        if not key or " " in key:
+        # a key holds no space and no colon: `pg_loss:0.1k0/a` is two segments glued
+        # by a wrong join, never a metric of its own
+        if not key or " " in key or ":" in key:
             bad += 1
             continue
         try:
@@ -207,7 +230,7 @@ def parse_step_line(line: str) -> tuple[int, dict[str, float]] | None:
     return got[0], got[1]
 
 
-_INTERVAL_RE = re.compile(r"^(?:(\d+)d\s*)?(?:(\d+):)?(\d+):(\d+)$")
+_INTERVAL_RE = re.compile(r"^(?:(\d{1,9})d\s*)?(?:(\d{1,12}):)?(\d{1,12}):(\d{1,12})$")
 
 
 def _interval(text: str) -> float | None:
@@ -286,11 +309,16 @@ class LogMetricsParser:
         self.seen_at: dict[int, float] = {}
         self._clock = clock
         self._tail = ""
-        # The raw text of the last step line, kept until the next line shows whether it
-        # was wrapped; with its step, bad count and whether it counted as malformed.
+        # The last segment of the last step line (its text after the last ` - `), kept
+        # until the next line shows whether the line was wrapped; with its step, the
+        # line's bad segment count, the bad count before that segment, and whether that
+        # segment was bad. Only the last segment is re-parsed with a continuation, never
+        # the whole joined line: the cost of a line does not grow with what came before
+        # it (a re-parse of the joined line was quadratic on 8000 continuation lines).
         self._pending: str | None = None
         self._pending_step = 0
         self._pending_bad = 0
+        self._pending_prefix_bad = 0
         self._pending_last_bad = False
 
     # -- input --------------------------------------------------------------------------
@@ -393,9 +421,12 @@ class LogMetricsParser:
                 self._record(step, metrics)
                 if bad:
                     self.malformed += 1
-                self._pending = line
+                rest = _parse_rest(line)
+                tail = _last_segment(rest[1]) if rest is not None else ""
+                self._pending = tail
                 self._pending_step = step
                 self._pending_bad = bad
+                self._pending_prefix_bad = bad - (_careful_metrics(tail)[1] if tail else 0)
                 self._pending_last_bad = last_bad
                 return step
         if "Training Progress" in line:
@@ -436,18 +467,18 @@ class LogMetricsParser:
         if " - " not in line and not self._pending_last_bad:
             return False
         assert self._pending is not None
-        joined = self._pending + line.rstrip()
-        got = _parse(joined)
-        if got is None:
-            return False
-        step, metrics, bad, last_bad = got
-        inner_bad = bad - (1 if last_bad else 0)
-        old_inner_bad = self._pending_bad - (1 if self._pending_last_bad else 0)
-        if step != self._pending_step or inner_bad > old_inner_bad:
-            return False
-        self._record(step, metrics)
-        self.malformed += (1 if bad else 0) - (1 if self._pending_bad else 0)
-        self._pending = joined
-        self._pending_bad = bad
+        if "[repeated" in line:
+            line = _REPEATED_RE.sub("", line)
+        text = (self._pending + line.rstrip()).strip()
+        if not text or len(self._pending) > MAX_SEGMENT:
+            return False  # no metric segment is that long: not a wrap
+        metrics, bad, last_bad = _careful_metrics(text)
+        if bad - (1 if last_bad else 0):
+            return False  # the join broke a segment inside: not the rest of this line
+        self._record(self._pending_step, metrics)
+        total_bad = self._pending_prefix_bad + bad
+        self.malformed += (1 if total_bad else 0) - (1 if self._pending_bad else 0)
+        self._pending = _last_segment(text)
+        self._pending_bad = total_bad
         self._pending_last_bad = last_bad
         return True
