@@ -165,10 +165,21 @@ async def probe_node(session: NodeSession, profile: Profile, timeout: float | No
 # --------------------------------------------------------------------------- ray
 
 
+HTTP_BODY_MAX = 16 << 20
+"""Bytes of one dashboard answer read at most. A 64-node cluster's node list with
+details is well under 1 MiB; a dashboard (or whatever listens on its port) that
+sends more is cut off with an error instead of filling the console's memory."""
+
+
 async def http_get_json(port: int, path: str, timeout: float = 5.0, host: str = "127.0.0.1") -> Any:
     """GET http://host:port/path and decode JSON. Deliberately tiny: the dashboard
     speaks plain HTTP/1.1 on a forwarded loopback port, and aiohttp or `import ray`
-    would cost more start-up time than the request itself."""
+    would cost more start-up time than the request itself.
+
+    The answer is untrusted: at most HTTP_BODY_MAX bytes are read (beyond: a
+    ConnectionError saying the answer was truncated), and any malformed answer (status
+    line, chunking, JSON nested too deep, numbers too long) is a ConnectionError or
+    ValueError, never another exception type."""
 
     async def go() -> Any:
         reader, writer = await asyncio.open_connection(host, port)
@@ -176,32 +187,89 @@ async def http_get_json(port: int, path: str, timeout: float = 5.0, host: str = 
             writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nAccept: application/json\r\n"
                          "Connection: close\r\n\r\n".encode())
             await writer.drain()
-            data = await reader.read()
+            buf = bytearray()
+            while True:
+                chunk = await reader.read(1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+                if len(buf) > HTTP_BODY_MAX:
+                    raise ConnectionError(f"answer for {path} over {HTTP_BODY_MAX >> 20} MiB: "
+                                          "output truncated, not parsed")
+            data = bytes(buf)
         finally:
             writer.close()
         head, _, body = data.partition(b"\r\n\r\n")
         status_line = head.split(b"\r\n", 1)[0].decode(errors="replace")
         if not status_line.startswith("HTTP/"):
             raise ConnectionError("no HTTP answer (is the dashboard listening?)")
-        code = int(status_line.split()[1])
+        fields = status_line.split()
+        if len(fields) < 2 or not fields[1].isdigit() or len(fields[1]) != 3:
+            raise ConnectionError(f"malformed HTTP status line for {path}: {status_line[:80]!r}")
+        code = int(fields[1])
         if code != 200:
             raise ConnectionError(f"HTTP {code} for {path}")
         if b"transfer-encoding: chunked" in head.lower():
             body = _dechunk(body)
-        return json.loads(body)
+        try:
+            return json.loads(body)
+        except RecursionError:
+            raise ValueError(f"answer for {path}: JSON nested too deep") from None
 
     return await asyncio.wait_for(go(), timeout)
 
 
 def _dechunk(body: bytes) -> bytes:
-    out, rest = b"", body
+    """HTTP/1.1 chunked transfer coding -> the body; ValueError on a malformed size."""
+    out, rest = bytearray(), body
     while rest:
         size_line, _, rest = rest.partition(b"\r\n")
-        size = int(size_line.split(b";")[0] or b"0", 16)
+        raw = size_line.split(b";")[0].strip() or b"0"
+        if len(raw) > 16:
+            raise ValueError("malformed chunk size")
+        size = int(raw, 16)
         if size == 0:
             break
-        out, rest = out + rest[:size], rest[size + 2:]
-    return out
+        out += rest[:size]
+        rest = rest[size + 2:]
+    return bytes(out)
+
+
+# -- dashboard JSON: any shape -------------------------------------------------------
+# The dashboard's answers are remote data: every field is read through these, which
+# return the expected type or a neutral value, so an unexpected shape gives a partial
+# state, never an AttributeError/TypeError out of the probe (`status` printed one).
+
+def _d(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {}
+
+
+def _l(x: Any) -> list[Any]:
+    return x if isinstance(x, list) else []
+
+
+def _num(x: Any, default: float = 0.0) -> float:
+    """A finite float from a JSON number (or numeric string), else `default`."""
+    if isinstance(x, bool):
+        return default
+    if isinstance(x, (int, float)) or (isinstance(x, str) and len(x) <= 40):
+        try:
+            v = float(x)
+        except (ValueError, OverflowError):
+            return default
+        return v if v == v and v not in (float("inf"), float("-inf")) else default
+    return default
+
+
+def _text(x: Any, limit: int = 200) -> str:
+    """A JSON string, bounded; anything else is empty."""
+    return x[:limit] if isinstance(x, str) else ""
+
+
+def _pair_first(x: Any, default: float) -> float:
+    """Ray's usage pairs are `[used, total]`: the first, if there is one."""
+    seq = _l(x)
+    return _num(seq[0], default) if seq else default
 
 
 RAY_MESSAGE_MAX = 500
@@ -218,26 +286,25 @@ def _state_message(row: dict[str, Any]) -> str | None:
 
 
 def ray_state_from_api(nodes_doc: Any, status_doc: Any, jobs_doc: Any) -> RayState:
-    """Dashboard API answers -> RayState (source "api")."""
+    """Dashboard API answers -> RayState (source "api"). Any JSON shape is accepted:
+    what is not where and what Ray puts it is left out (see `_d`, `_num`)."""
     st = RayState(available=True, source="api")
-    rows = (((nodes_doc or {}).get("data") or {}).get("result") or {}).get("result") or []
-    usage_by_node: dict[str, Any] = {}
-    with contextlib.suppress(AttributeError, TypeError, KeyError, IndexError, ValueError):
-        lm = status_doc["data"]["clusterStatus"]["loadMetricsReport"]
-        usage_by_node = lm.get("usageByNode") or {}
-        gpu = (lm.get("usage") or {}).get("GPU")
-        if gpu:
-            st.gpus_used = float(gpu[0])
+    rows = _l(_d(_d(_d(nodes_doc).get("data")).get("result")).get("result"))
+    lm = _d(_d(_d(_d(status_doc).get("data")).get("clusterStatus")).get("loadMetricsReport"))
+    usage_by_node = _d(lm.get("usageByNode"))
+    gpu = _d(lm.get("usage")).get("GPU")
+    if gpu:
+        st.gpus_used = _pair_first(gpu, 0.0)
     for row in rows:
         if not isinstance(row, dict):
             continue
         alive = row.get("state") == "ALIVE"
-        nid = row.get("node_id") or ""
-        total = float((row.get("resources_total") or {}).get("GPU", 0) or 0)
-        used_pair = (usage_by_node.get(nid) or {}).get("GPU") or [0.0, total]
-        st.nodes.append(RayNodeState(node_id=nid, address=row.get("node_ip") or "", alive=alive,
-                                     gpus_total=total, gpus_used=float(used_pair[0]) if alive else 0.0,
-                                     is_head=bool(row.get("is_head_node")),
+        nid = _text(row.get("node_id"))
+        total = _num(_d(row.get("resources_total")).get("GPU", 0))
+        used = _pair_first(_d(usage_by_node.get(nid)).get("GPU"), 0.0)
+        st.nodes.append(RayNodeState(node_id=nid, address=_text(row.get("node_ip"), 100), alive=alive,
+                                     gpus_total=total, gpus_used=used if alive else 0.0,
+                                     is_head=row.get("is_head_node") is True,
                                      error=_state_message(row)))
         if alive:
             st.nodes_alive += 1
@@ -246,15 +313,16 @@ def ray_state_from_api(nodes_doc: Any, status_doc: Any, jobs_doc: Any) -> RaySta
             st.nodes_dead += 1
     if not usage_by_node:
         st.gpus_used = sum(n.gpus_used for n in st.nodes)
-    for j in jobs_doc or []:
+    for j in _l(jobs_doc):
         if not isinstance(j, dict):
             continue
-        jid = j.get("submission_id") or j.get("job_id") or ""
+        jid = _text(j.get("submission_id")) or _text(j.get("job_id"))
+        start, end = _num(j.get("start_time")), _num(j.get("end_time"))
         st.jobs.append(RayJobState(
-            id=jid, status=str(j.get("status") or "UNKNOWN"), entrypoint=j.get("entrypoint") or "",
-            start_time=(j["start_time"] / 1000) if j.get("start_time") else None,
-            end_time=(j["end_time"] / 1000) if j.get("end_time") else None,
-            message=j.get("message")))
+            id=jid, status=_text(j.get("status"), 40) or "UNKNOWN", entrypoint=_text(j.get("entrypoint"), 4000),
+            start_time=start / 1000 if start else None,
+            end_time=end / 1000 if end else None,
+            message=_text(j.get("message"), RAY_MESSAGE_MAX) or None))
     st.jobs.sort(key=lambda j: j.start_time or 0)
     return st
 
