@@ -42,6 +42,7 @@ async def test_log_resumes_after_cut_mid_line_and_restart(sim_cluster, tmp_path:
         await w.follow_log(once=True)
         assert got[2:] == ["half of line three", "(TaskRunner pid=7) step:2 - a:2.0"]
         assert sorted(w.parser.steps) == [1, 2]
+    w.spool.close()  # the console exits (its spool lock goes with it)
 
     # the console restarts: the spool is read back, only new bytes are fetched
     with remote_log.open("ab") as f:

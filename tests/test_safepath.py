@@ -130,8 +130,8 @@ async def test_mirror_newline_dir_cannot_write_outside(node_server, ssh_kit, tmp
 
 
 class _HostileNode:
-    """An SSH server (in a thread of its own, with its own loop) whose `tail` prints the
-    same bytes for any path: every name the console asks for "exists", so a name that
+    """An SSH server (in a thread of its own, with its own loop) whose `tail` and `stat`
+    answer the same for any path: every name the console asks for "exists", so a name that
     slipped past the rule would be written. Sync tests (hypothesis) call into its loop."""
 
     def __init__(self, kit: Any, tmp: Path) -> None:
@@ -151,6 +151,8 @@ class _HostileNode:
         bin_dir.mkdir()
         (bin_dir / "tail").write_text("#!/bin/sh\nprintf 'PWNED\\n'\n")
         (bin_dir / "tail").chmod(0o755)
+        (bin_dir / "stat").write_text("#!/bin/sh\necho '1 6'\n")  # every path: inode 1, 6 bytes
+        (bin_dir / "stat").chmod(0o755)
         home = self.tmp / "hostile-home"
         home.mkdir()
         env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(home)}
@@ -284,6 +286,7 @@ def test_property_spool_writes_only_under_its_directory(hostile: _HostileNode, t
         else:
             hostile.call(w.follow_log(once=True))
             assert w.spool.path.resolve().parent.parent == spool.resolve()
+            assert w.spool.size > 0  # the hostile node's bytes were written: in the spool
             w.spool.close()
         after = _files_under(sandbox) - _files_under(spool)
         assert after == before, f"written outside the spool: {after - before}"

@@ -14,6 +14,14 @@ stream continues at exactly the next byte: no line lost, none repeated, even whe
 cut fell in the middle of a line or of a UTF-8 character (the partial bytes are already
 in the file; the rest of the line completes them).
 
+One writer per spool, across processes: the spool takes an exclusive `flock` on
+`<spool>.lock` when it opens. The process that holds it is the *owner* and the only one
+that appends; any other (a second console on the same job, a `status` while a console
+follows) opens it as a *reader*: `append` refuses, `refresh()` picks up what the owner
+wrote, and `try_lock()` lets it take over once the owner is gone. Without this, two
+consoles doubled the spool and a `status` appended duplicates and skewed every later
+offset. The lock is released by `release()`/`close()` or by the owner's death.
+
 Not thread-safe: one owner (the log follower task) appends; readers run on the same
 event loop. No Textual here: the core never imports it.
 """
@@ -21,6 +29,7 @@ event loop. No Textual here: the core never imports it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 from array import array
@@ -73,6 +82,10 @@ def _split_lines(raw: bytes) -> list[str]:
         return [p.decode("utf-8", errors="replace") for p in parts]
 
 
+class SpoolNotOwned(RuntimeError):
+    """An append to a spool whose lock another process holds."""
+
+
 class LogSpool:
     """A local, append-only copy of a remote log, with a line index.
 
@@ -82,15 +95,73 @@ class LogSpool:
     `file[_starts[i] : _starts[i+1] - 1]`.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, lock: bool = True) -> None:
+        """`lock`: try to become the owner (the default); False opens it as a reader."""
         self.path = Path(path)
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # Raw fd, O_APPEND: every append is one write(2) at the end, visible to pread at
         # once; no Python buffer that a crash could lose after we reported the lines.
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)  # private
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)  # private
+        self._lock_fd = -1
         self._starts = array("Q", [0])
         self._size = 0
         self._rebuild_index()
+        if lock:
+            self.try_lock()
+
+    # ----------------------------------------------------------------- ownership
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    @property
+    def owner(self) -> bool:
+        """Whether this process holds the spool's lock (and so may append)."""
+        return self._lock_fd >= 0
+
+    def try_lock(self) -> bool:
+        """Become the owner if no other process (or other open spool) is; True if so.
+        A reader that becomes owner should first `refresh()` (catch up with what the old
+        owner wrote) before it appends."""
+        if self._lock_fd >= 0:
+            return True
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._lock_fd = fd
+        return True
+
+    def release(self) -> None:
+        """Give up ownership (another console may then take over); reading goes on."""
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # closing the descriptor drops the flock
+            self._lock_fd = -1
+
+    def refresh(self, max_bytes: int = 4 * CHUNK) -> list[str]:
+        """Index what another process appended since we last looked (at most
+        `max_bytes` of it per call: memory stays bounded however far behind); the lines
+        that completed. A reader's way of following the owner's spool."""
+        size = min(os.fstat(self._fd).st_size, self._size + max(1, max_bytes))
+        if size <= self._size:
+            return []
+        old = self._size
+        pending_start = self._starts[-1]
+        off = old
+        while off < size:
+            buf = os.pread(self._fd, min(CHUNK, size - off), off)
+            if not buf:
+                break
+            self._starts.extend(_newline_starts(buf, off))
+            off += len(buf)
+        self._size = off
+        end = self._starts[-1]
+        if end <= pending_start:
+            return []
+        return _split_lines(os.pread(self._fd, end - pending_start, pending_start))
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -146,7 +217,9 @@ class LogSpool:
         self._size = off
 
     def close(self) -> None:
-        """Close the file. The spool stays on disk for the next session to reopen."""
+        """Close the file (and give up ownership). The spool stays on disk for the next
+        session to reopen."""
+        self.release()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -159,7 +232,8 @@ class LogSpool:
         self.close()
 
     def clear(self) -> None:
-        """Empty the spool (a new job's log starts from byte 0)."""
+        """Empty the spool (a new job's log starts from byte 0). Owner only."""
+        self._require_owner()
         with contextlib.suppress(OSError):
             self.index_path.unlink()
         os.ftruncate(self._fd, 0)
@@ -175,6 +249,7 @@ class LogSpool:
         that completes it, in this session or the next one. Decoding happens only on
         whole lines, so a UTF-8 character cut between two chunks decodes intact.
         """
+        self._require_owner()
         if not data:
             return []
         data = bytes(data)
@@ -199,6 +274,10 @@ class LogSpool:
         if pending_start < old_size:  # the partial line that was waiting for this "\n"
             head = os.pread(self._fd, old_size - pending_start, pending_start)
         return _split_lines((head + data[: last_nl + 1]) if head else data[: last_nl + 1])
+
+    def _require_owner(self) -> None:
+        if self._lock_fd < 0:
+            raise SpoolNotOwned(f"{self.path}: another process writes this spool; this one only reads it")
 
     # ----------------------------------------------------------------- reading
 
