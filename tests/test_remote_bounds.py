@@ -217,3 +217,34 @@ async def test_probe_ray_through_ssh_forward_odd_dashboard(node_server, ssh_kit,
         await s.close()
     _check_state(st_)
     assert json.dumps(st_.jobs and st_.jobs[0].id or "")
+
+
+# ------------------------------------------------------------------ command output
+
+
+async def test_command_output_is_capped_with_a_note(node_server, ssh_kit, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node flooding stdout and stderr: `run` keeps the first RUN_OUTPUT_CAP characters
+    of each and says so (was: everything buffered, +1.6 GiB)."""
+    from tui.core import ssh
+    from tui.core.ssh import CommandTimeout, NodeSession
+
+    monkeypatch.setattr(ssh, "RUN_OUTPUT_CAP", 1 << 20)
+    srv = await node_server()
+    prof = load_profile(DATA / "good_profile.yaml")
+    prof.ssh.known_hosts = str(ssh_kit.known_hosts)
+    s = NodeSession(make_node("n1", srv.address, srv.port, ssh_kit.client_key), prof.ssh)
+    await s.wait_first_attempt(5)
+    try:
+        r = await s.run("head -c 8000000 /dev/zero | tr '\\0' x; head -c 3000000 /dev/zero | tr '\\0' y >&2",
+                        timeout=120)
+        assert r.rc == 0
+        assert r.stdout.startswith("x" * 1000) and len(r.stdout) < (1 << 20) + 200
+        assert "output truncated: 6951424 more characters" in r.stdout
+        assert len(r.stderr) < (1 << 20) + 200 and "output truncated" in r.stderr
+        small = await s.run("echo fine")
+        assert small.stdout == "fine\n"
+        with pytest.raises(CommandTimeout) as ei:  # a node that never stops
+            await s.run("yes", timeout=3)
+        assert len(ei.value.result.stdout) < (1 << 20) + 200
+    finally:
+        await s.close()

@@ -553,17 +553,27 @@ class NodeSession:
                 proc = await conn.create_process(command, encoding="utf-8", errors="replace")
             except (asyncssh.ChannelOpenError, asyncssh.DisconnectError, OSError) as exc:
                 raise NodeDown(self.name, self.reason or f"cannot open a channel: {exc}") from None
+            out_buf, err_buf = _CappedText(RUN_OUTPUT_CAP), _CappedText(RUN_OUTPUT_CAP)
+
+            async def collect() -> None:
+                # Not proc.communicate(): it buffers all a node sends (a flooding node
+                # grew the console by 1.6 GiB). Read both streams, keep the first
+                # RUN_OUTPUT_CAP characters of each, count and drop the rest.
+                await asyncio.gather(out_buf.pump(proc.stdout), err_buf.pump(proc.stderr))
+                await proc.wait_closed()
+
             try:
                 if input is not None:
                     proc.stdin.write(input)
                 proc.stdin.write_eof()
                 if timeout and timeout > 0:
-                    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+                    await asyncio.wait_for(collect(), timeout)
                 else:
-                    out, err = await proc.communicate()
+                    await collect()
+                out, err = out_buf.text(), err_buf.text()
             except asyncio.TimeoutError:
                 self._end(proc)
-                out, err = proc.collect_output()
+                out, err = out_buf.text(), err_buf.text()
                 res = Result(-1, out or "", err or "", "TERM", time.monotonic() - t0)
                 log.info("%s: timeout after %.1fs", self.name, res.duration_s)
                 raise CommandTimeout(self.name, command, timeout or 0, res) from None
@@ -699,6 +709,45 @@ PREFERRED_CIPHERS: list[str] = [
 """asyncssh's own list, with AES-GCM first: its ChaCha20-Poly1305 builds a cipher context
 per packet in Python, AES-GCM is one call into OpenSSL (AES-NI); profiled, this is a
 third of a cold 64-node `status`. Every cipher here is one OpenSSH offers by default."""
+
+RUN_OUTPUT_CAP = 32 << 20
+"""Characters of one command's stdout (and of its stderr) that `run` keeps: what a
+node sends is untrusted; beyond this the rest is read and dropped, and the kept text
+ends with TRUNCATED_NOTE. Every command the console runs prints far less."""
+
+TRUNCATED_NOTE = "\n[rlconsole: output truncated: {dropped} more characters not kept (limit {cap})]\n"
+
+
+class _CappedText:
+    """A command's output, kept up to `cap` characters; the rest is counted only."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.parts: list[str] = []
+        self.kept = 0
+        self.dropped = 0
+
+    def add(self, chunk: str) -> None:
+        room = self.cap - self.kept
+        if room > 0:
+            piece = chunk[:room]
+            self.parts.append(piece)
+            self.kept += len(piece)
+        self.dropped += max(0, len(chunk) - max(room, 0))
+
+    async def pump(self, reader: Any) -> None:
+        while True:
+            chunk = await reader.read(65536)
+            if not chunk:
+                return
+            self.add(chunk)
+
+    def text(self) -> str:
+        out = "".join(self.parts)
+        if self.dropped:
+            out += TRUNCATED_NOTE.format(dropped=self.dropped, cap=self.cap)
+        return out
+
 
 STREAM_LINE_CAP = 1 << 20
 """A streamed line longer than this (1 MiB) is handed on in pieces of this size: what a
