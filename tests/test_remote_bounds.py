@@ -248,3 +248,37 @@ async def test_command_output_is_capped_with_a_note(node_server, ssh_kit, monkey
         assert len(ei.value.result.stdout) < (1 << 20) + 200
     finally:
         await s.close()
+
+
+# ------------------------------------------------------------------ event files
+
+
+def test_event_frame_claiming_a_tebibyte_is_not_reread(tmp_path: Path) -> None:
+    """A corrupt (or hostile) event file: after good frames, a header whose length (with
+    a valid checksum) claims 1 TiB. Before: the reader waited for that frame to
+    complete and re-read the file's rest on every update. Now the file is marked bad
+    once; its good scalars stay; later updates read nothing of it."""
+    import struct as _struct
+
+    from tui.core.tbreader import ScalarReader, masked_crc32c
+    from tui.core.tbwrite import ScalarWriter
+
+    w = ScalarWriter(str(tmp_path / "tb"), sync=True)
+    for step in range(1, 4):
+        w.add_scalars(step, {"a": float(step)})
+    w.flush()
+    w.close()
+    [f] = list((tmp_path / "tb").rglob("*tfevents*"))
+    hdr = _struct.pack("<Q", 1 << 40)
+    with f.open("ab") as fh:
+        fh.write(hdr + _struct.pack("<I", masked_crc32c(hdr)) + b"\0" * 100_000)
+    r = ScalarReader(tmp_path / "tb")
+    r.update()
+    assert [row["step"] for row in r.rows()] == [1, 2, 3]
+    assert any("claims" in e for e in r.errors.values())
+    read = r.bytes_read
+    with f.open("ab") as fh:
+        fh.write(b"\0" * 100_000)
+    for _ in range(3):
+        r.update()
+    assert r.bytes_read == read

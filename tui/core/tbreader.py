@@ -48,6 +48,16 @@ __all__ = [
 
 EVENT_FILE_MARKER = "events.out.tfevents."
 
+MAX_FRAME = 32 << 20
+"""Largest event frame accepted. A scalar run's frames are tens of bytes to a few KB;
+a frame header (with a valid length checksum) claiming more is corruption or an
+attack: the file is marked bad instead of being re-read on every update while the
+reader waits for a 1 TiB frame to "complete"."""
+
+READ_MAX = 64 << 20
+"""Bytes a LocalSource reads at a time (the reader loops): memory stays bounded on a
+huge event file. Larger than MAX_FRAME, so every acceptable frame fits in one read."""
+
 # ---------------------------------------------------------------------------------------
 # CRC-32C (Castagnoli), only ever applied to 8-byte frame headers (and cached).
 
@@ -119,7 +129,7 @@ class LocalSource:
             with open(path, "rb") as f:
                 if offset:
                     f.seek(offset)
-                return f.read()
+                return f.read(READ_MAX)
         except FileNotFoundError:
             return b""
 
@@ -309,15 +319,16 @@ class ScalarReader:
                     rel = self.source.relative_dir(path)
                     prefix = rel + "/" if rel else ""
                 st = self._files[path] = _FileState(prefix)
-            if st.error is not None:
-                continue
-            data = self.source.read(path, st.offset)
-            if not data:
-                continue
-            self.bytes_read += len(data)
-            consumed, count = self._consume(data, st, path)
-            st.offset += consumed
-            new += count
+            while st.error is None:
+                data = self.source.read(path, st.offset)
+                if not data:
+                    break
+                self.bytes_read += len(data)
+                consumed, count = self._consume(data, st, path)
+                st.offset += consumed
+                new += count
+                if consumed == 0 or len(data) < READ_MAX:
+                    break  # up to date (or waiting for a frame to complete)
         if new:
             self._scalars = None
         return new
@@ -463,6 +474,11 @@ class ScalarReader:
                 self._bad_frame(path, st, pos)
                 break
             length = unpack_q(hdr)[0]
+            if length > MAX_FRAME:
+                st.error = (f"{path}: frame at byte {st.offset + pos} claims {length} bytes "
+                            f"(over {MAX_FRAME}); file no longer read")
+                self.errors[path] = st.error
+                break
             start = pos + 12
             end = start + length
             if end + 4 > n:
