@@ -307,3 +307,23 @@ def test_logs_and_metrics_refuse_unsafe_job_ids(tmp_path: Path) -> None:
             run_logs(prof, job_id=bad)
         with pytest.raises(MetricsSourceError, match="not a job id"):
             spool_log_for_job(bad)
+
+
+def test_history_record_with_integer_job_id_is_skipped(tmp_path: Path) -> None:
+    """A runs.jsonl line whose job_id is an integer raised (TypeError joining it onto the
+    spool dir) from `status`/the console; it is skipped like any foreign line."""
+    import json
+
+    from tui.core.history import history_path, last_run, runs
+    from tui.core.jobwatch import find_job
+
+    prof = load_profile(DATA / "good_profile.yaml")
+    base = {"profile": prof.name, "profile_path": "p.yaml", "submitted_at": 1.0, "entrypoint": [],
+            "runtime_env": {}}
+    path = history_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**base, "job_id": "raysubmit_ok"}) + "\n"
+                    + json.dumps({**base, "job_id": 12345}) + "\n")
+    assert [r.job_id for r in runs(prof.name)] == ["raysubmit_ok"]
+    assert last_run(prof.name).job_id == "raysubmit_ok"
+    assert asyncio.run(find_job(prof, None, [])) == ("raysubmit_ok", "UNKNOWN")

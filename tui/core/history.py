@@ -76,6 +76,8 @@ def runs(profile_name: str | None = None) -> list[RunRecord]:
             rec = RunRecord(**d)
         except (ValueError, TypeError):
             continue  # a torn or foreign line must not hide the others
+        if not (isinstance(rec.job_id, str) and isinstance(rec.profile, str)):
+            continue  # e.g. an integer job_id (hand-edited, foreign): it names a spool dir
         if profile_name is None or rec.profile == profile_name:
             out.append(rec)
     return out
