@@ -327,3 +327,10 @@ def test_history_record_with_integer_job_id_is_skipped(tmp_path: Path) -> None:
     assert [r.job_id for r in runs(prof.name)] == ["raysubmit_ok"]
     assert last_run(prof.name).job_id == "raysubmit_ok"
     assert asyncio.run(find_job(prof, None, [])) == ("raysubmit_ok", "UNKNOWN")
+
+
+def test_confined_symlink_loop_is_unsafe(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(UnsafeName):
+        confined(tmp_path, "a/x", max_parts=2)

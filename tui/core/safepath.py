@@ -76,9 +76,12 @@ def confined(base: Path | str, name: object, *, max_parts: int = 1) -> Path:
     path is the unresolved join (what the caller named), known to be inside today; a
     caller that then opens it should use `open_confined` (no symlink at the last step)."""
     name = check_name(name, max_parts=max_parts)
-    root = Path(base).resolve()
     path = Path(base) / name
-    real = path.resolve()
+    try:
+        root = Path(base).resolve()
+        real = path.resolve()
+    except (OSError, RuntimeError) as e:  # a symlink loop (RuntimeError before 3.13)
+        raise UnsafeName(f"{name!r} cannot be resolved under {base}: {e}") from None
     if real != root and root not in real.parents:
         raise UnsafeName(f"{name!r} leads outside {base} (to {real})")
     if real == root:
