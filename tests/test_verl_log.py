@@ -525,3 +525,16 @@ def test_metrics_cli_on_a_huge_step_number(tmp_path) -> None:  # type: ignore[no
     log = tmp_path / "driver.log"
     log.write_text(f"step:{'1' * 5000} - a:1\nstep:5 - a:5\n")
     assert main(["metrics", str(log)]) == 0
+
+
+def test_feed_text_without_newlines_stays_bounded() -> None:
+    """A stream that never ends its line: the kept tail is bounded (each chunk used to
+    copy the whole growing tail), and what follows still parses."""
+    from tui.core.verl_log import MAX_LINE, LogMetricsParser
+
+    p = LogMetricsParser(clock=None)
+    for _ in range(3000):
+        p.feed_text("x" * 1000)
+        assert len(p._tail) <= MAX_LINE
+    p.feed_text("\nstep:7 - a:1\n")
+    assert p.steps == {7: {"a": 1.0}}

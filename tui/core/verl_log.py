@@ -65,6 +65,9 @@ _TQDM_RE = re.compile(
 )
 _TOTAL_RE = re.compile(r"Total training steps:\s*(\d{1,18})(?!\d)")
 _CKPT_RE = re.compile(r"global_step_(\d{1,18})(?!\d)")
+MAX_LINE = 1 << 20
+"""A partial line `feed_text` keeps waiting for its newline, at most (1 MiB)."""
+
 MAX_SEGMENT = 4096
 """Longest last segment a continuation may extend: a `key:value` is well under 200
 characters; a run of lines each ending in a cut segment is not one metric."""
@@ -376,6 +379,11 @@ class LogMetricsParser:
         text = self._tail + chunk
         lines = text.split("\n")
         self._tail = lines.pop()
+        if len(self._tail) > MAX_LINE:
+            # a stream that never ends its line: hand it on in pieces (as the SSH layer
+            # does), or every chunk would copy the whole growing tail (quadratic)
+            lines.append(self._tail)
+            self._tail = ""
         return self.feed_many(lines)
 
     def flush(self) -> int:
