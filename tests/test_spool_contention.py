@@ -316,3 +316,18 @@ async def test_live_follow_sees_replacement_once(node_server, ssh_kit, tmp_path:
     assert got[:2] == ["first 1", "first 2"]
     assert got[2] == "partial" and "replaced" in got[3]  # the cut line ends before the marker
     assert got[4:] == ["second 1", "second 2", "second 3"]
+
+
+def test_a_dropped_spool_gives_its_lock_back(tmp_path: Path) -> None:
+    """A spool dropped without close() (a one-shot `status` run in-process, a watcher
+    replaced) must not keep the job's lock for the process's life: the next one owns."""
+    import gc
+
+    path = tmp_path / "driver.log"
+    first = LogSpool(path)
+    assert first.owner
+    del first
+    gc.collect()
+    second = LogSpool(path)
+    assert second.owner
+    second.close()

@@ -27,6 +27,7 @@ async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | 
         except UnsafeName as e:
             raise ActionError(f"--job {job_id!r}: not a job id ({e})") from None
     pool = SessionPool(profile)
+    w: JobWatcher | None = None
     try:
         await pool.open()
         if not pool.head.connected:
@@ -60,6 +61,8 @@ async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | 
         await w.follow_log(once=not follow)
         return 0
     finally:
+        if w is not None:
+            w.spool.close()  # give the job's spool lock back at once
         await pool.close()
 
 

@@ -224,6 +224,12 @@ class LogSpool:
             os.close(self._fd)
             self._fd = -1
 
+    def __del__(self) -> None:
+        # os.open descriptors are not closed by garbage collection: a spool dropped
+        # without close() would keep its lock (and the job's spool) for the process's life
+        with contextlib.suppress(Exception):
+            self.close()
+
     def __enter__(self) -> LogSpool:
         return self
 

@@ -156,27 +156,30 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     job_id, status = found
     w = JobWatcher(profile, pool, job_id, wall_clock=False)
     w.status = status
-    # Ray answered (or is not running on a reachable head) without this job: it is a
-    # run from the history, shown as the last run, never as current.
-    w.on_cluster = job_on_cluster(st.ray, job_id)
-    # the parse cache (saved by the console, or by an earlier status) leaves only the
-    # lines after it to parse; old failures are not re-diagnosed here
-    await asyncio.to_thread(w.reattach, 0)
-    if w.on_cluster:
-        await w.follow_log(once=True)
-        # the log's step lines carry every metric; event files only when it has none
-        await w.poll_scalars_once(read_scalars=not w.parser.steps)
-    st.job = w.job_state()
-    if w.status == "FAILED":
-        from .alerts import diagnose_failure
+    try:
+        # Ray answered (or is not running on a reachable head) without this job: it is a
+        # run from the history, shown as the last run, never as current.
+        w.on_cluster = job_on_cluster(st.ray, job_id)
+        # the parse cache (saved by the console, or by an earlier status) leaves only the
+        # lines after it to parse; old failures are not re-diagnosed here
+        await asyncio.to_thread(w.reattach, 0)
+        if w.on_cluster:
+            await w.follow_log(once=True)
+            # the log's step lines carry every metric; event files only when it has none
+            await w.poll_scalars_once(read_scalars=not w.parser.steps)
+        st.job = w.job_state()
+        if w.status == "FAILED":
+            from .alerts import diagnose_failure
 
-        n = w.spool.line_count
-        message = next((j.message for j in st.ray.jobs if j.id == job_id), None)
-        f = diagnose_failure(w.spool.lines(max(0, n - 300), n), max(0, n - 300), message)
-        if f is not None:
-            st.job.diagnosis = {"id": f.signature.id, "title": f.title, "fix": f.fix, "line": f.line_no}
-    if w.spool.line_count - w._cached_lines >= w.CACHE_EVERY_LINES:
-        await w.save_cache()
+            n = w.spool.line_count
+            message = next((j.message for j in st.ray.jobs if j.id == job_id), None)
+            f = diagnose_failure(w.spool.lines(max(0, n - 300), n), max(0, n - 300), message)
+            if f is not None:
+                st.job.diagnosis = {"id": f.signature.id, "title": f.title, "fix": f.fix, "line": f.line_no}
+        if w.spool.line_count - w._cached_lines >= w.CACHE_EVERY_LINES:
+            await w.save_cache()
+    finally:
+        w.spool.close()  # the spool's lock goes back at once (a console may own it next)
 
 
 def run_status(profile: Profile, json: bool = False, out: TextIO | None = None) -> int:
