@@ -299,7 +299,9 @@ class JobWatcher:
         import json
 
         tmp = self._seg_path.with_name(self._seg_path.name + ".tmp")
-        tmp.write_text(json.dumps({"base": base, "inode": inode}))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps({"base": base, "inode": inode}))
         os.replace(tmp, self._seg_path)
 
     async def _remote_identity(self, sess: Any, path: str) -> tuple[int, int, bytes] | None:
