@@ -331,3 +331,37 @@ def test_a_dropped_spool_gives_its_lock_back(tmp_path: Path) -> None:
     second = LogSpool(path)
     assert second.owner
     second.close()
+
+
+async def test_tb_mirror_has_one_writer(node_server, ssh_kit, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TensorBoard mirror sits next to the spool and follows the same rule: only the
+    spool's owner fetches; another console reads the owner's copy (two appending the
+    same remote bytes would double the mirror)."""
+    from tui.core import jobwatch
+    from tui.core.tbwrite import ScalarWriter
+
+    monkeypatch.setattr(jobwatch, "_is_local", lambda profile: False)  # a console elsewhere
+    srv = await node_server()
+    prof = _profile(srv, ssh_kit, tmp_path)
+    tb = tmp_path / "remote-tb"
+    prof.env["TENSORBOARD_DIR"] = str(tb)
+    w = ScalarWriter(str(tb), sync=True)
+    for step in range(1, 6):
+        w.add_scalars(step, {"critic/rewards/mean": step / 10})
+    w.flush()
+    w.close()
+    root = tmp_path / "spool"
+    async with SessionPool(prof) as pool:
+        owner = JobWatcher(prof, pool, JOB, root=root)
+        reader = JobWatcher(prof, pool, JOB, root=root)
+        assert owner.spool.owner and not reader.spool.owner
+        await reader.poll_scalars_once()
+        assert not list((root / JOB / "tb").rglob("*tfevents*"))  # the reader wrote nothing
+        await owner.poll_scalars_once()
+        await reader.poll_scalars_once()
+        assert sorted(reader._reader.by_step) == [1, 2, 3, 4, 5]
+        for f in tb.rglob("*tfevents*"):
+            assert (root / JOB / "tb" / f.relative_to(tb)).read_bytes() == f.read_bytes()
+        owner.spool.close()
+        reader.spool.close()

@@ -426,7 +426,9 @@ class JobWatcher:
             self.last_checkpoint = ckpt
         if reader is None:
             return
-        if self._mirror is not None:
+        # the mirror, like the spool, has one writer: the console that owns the job's
+        # spool; another reads the owner's mirror (two appending would double it)
+        if self._mirror is not None and self.spool.try_lock():
             await self._mirror.fetch(sizes)
         await asyncio.to_thread(reader.update)
 
