@@ -37,7 +37,7 @@ class RlconsoleApp(App[int]):
     TITLE = "rlconsole"
     COMMANDS = App.COMMANDS | {RlconsoleCommands}
 
-    def __init__(self, backend: "Backend", bell: bool | None = None, **kw: Any) -> None:
+    def __init__(self, backend: Backend, bell: bool | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.backend = backend
         # the terminal bell on error alerts: the profile's `console.bell` unless told
@@ -142,7 +142,7 @@ STATIC_BACKEND_ENV = "RLCONSOLE_STATIC_BACKEND"
 tmux smoke test drive the real terminal path (driver, keys, screen) without a cluster."""
 
 
-def static_backend(profile: "Profile") -> "Backend":
+def static_backend(profile: Profile) -> Backend:
     """A StaticBackend over `profile` with the deterministic demo data (see
     tui/backend.py `demo_backend`, which builds the same for the packaged profile)."""
     from .backend import StaticBackend, demo_log, demo_metrics, demo_state
@@ -155,7 +155,7 @@ def static_backend(profile: "Profile") -> "Backend":
                          warmup=[demo_state(profile, s) for s in range(step - 10, step)])
 
 
-def run_app(profile: "Profile", bell: bool | None = None) -> int:
+def run_app(profile: Profile, bell: bool | None = None) -> int:
     """`rlconsole [--profile P] [--no-bell]`: the console on the live cluster (or on fixed
     demo data when RLCONSOLE_STATIC_BACKEND=1). `bell` None: the profile decides."""
     if os.environ.get(STATIC_BACKEND_ENV) == "1":

@@ -39,14 +39,6 @@ LogCallback = Callable[[list[str]], None]
 MetricsCallback = Callable[[dict[str, Any], Series], None]
 AlertCallback = Callable[[Alert], None]
 
-ACTION_NAMES = ("containers", "model", "convert", "setup-ray", "submit", "stop", "check")
-"""Names `run_action` accepts. Options the app passes: convert(force=True),
-stop(cluster=True). "check" is the preflight."""
-
-SERIES_KEYS = ("reward", "throughput", "response_length")
-"""Series the metrics pane plots: `throughput` is tokens/s per node."""
-
-
 class MetricsSummary(TypedDict, total=False):
     """What the metrics pane reads from the summary dict (all optional; a missing key
     shows as "—"). Units are fixed here so that every backend agrees on them."""
@@ -90,13 +82,15 @@ class Backend(Protocol):
 
     def subscribe_metrics(self, cb: MetricsCallback) -> None:
         """`cb(summary, series)`: summary as in `MetricsSummary`, series keyed by
-        `SERIES_KEYS` as (step, value) lists, already thinned to a few hundred points."""
+        the plotted series (reward, throughput in tokens/s per node, response_length) as
+        (step, value) lists, already thinned to a few hundred points."""
 
     def subscribe_alerts(self, cb: AlertCallback) -> None:
         """`cb(alert)` once per new alert."""
 
     def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
-        """Run one of `ACTION_NAMES` and stream its progress. It ends with a `done`,
+        """Run one of `tui.core.actions.registry.ACTIONS` (options the app passes:
+        convert(force=True), stop(cluster=True)) and stream its progress. It ends with a `done`,
         `fail` or `skip` event; an exception is shown as a failure. For "check" each
         result is one event made by `core.checks.check_event` (`data["check"]` the
         check's id, `status` pass/fail/warn/skip, `data["result"]` the whole

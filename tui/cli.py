@@ -291,19 +291,18 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("status", cmd_status, "one-shot snapshot of nodes, cards, containers, Ray, job")
     sp.add_argument("--json", action="store_true", help="the snapshot as JSON (the README documents its fields)")
 
-    sp = add("check", cmd_check, "preflight checks (exit 0 pass, 1 a check failed, 2 bad profile)")
+    from .core.actions.registry import ACTION_TABLE
+
+    specs = {a.name: a for a in ACTION_TABLE}
+    sp = add("check", cmd_check, specs["check"].help)
     sp.add_argument("--json", action="store_true", help="results as JSON")
     sp.add_argument("--static", action="store_true", help="only checks that open no connection")
 
-    for name, help in [
-        ("containers", "create/start the profile's container on every node"),
-        ("model", "download the HF model on the head node when absent"),
-        ("convert", "convert the HF model to a Megatron MCore checkpoint"),
-        ("setup-ray", "(re)start the Ray cluster on every node"),
-        ("submit", "submit the training job through Ray's job API"),
-        ("stop", "stop the running job (and with --cluster, Ray itself)"),
-    ]:
-        sp = add(name, cmd_action, help)
+    for spec in ACTION_TABLE:
+        if spec.name == "check":
+            continue  # its own sub-command above: it prints results, not progress
+        name = spec.name
+        sp = add(name, cmd_action, spec.help)
         sp.add_argument("--yes", "-y", action="store_true", help="do not ask; needed headless")
         sp.add_argument("--json", action="store_true", help="print progress events as JSON lines")
         if name == "convert":

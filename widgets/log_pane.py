@@ -190,7 +190,7 @@ class SearchLog(Log):
         if pane is not None:
             self.run_worker(pane.search_step(backwards=True), group="log-search", exclusive=True)
 
-    def _pane(self) -> "LogPane | None":
+    def _pane(self) -> LogPane | None:
         for anc in self.ancestors:
             if isinstance(anc, LogPane):
                 return anc

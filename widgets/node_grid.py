@@ -223,12 +223,12 @@ class GridLayout:
     dense: bool = False
 
     @classmethod
-    def dense_for(cls, width: int, cards: int) -> "GridLayout":
+    def dense_for(cls, width: int, cards: int) -> GridLayout:
         """One line per node: the header shortened and each card's utilisation."""
         return cls(width, 0, 0, max(1, cards), 1, dense=True)
 
     @classmethod
-    def for_width(cls, width: int, cards: int) -> "GridLayout":
+    def for_width(cls, width: int, cards: int) -> GridLayout:
         """Full-size cards when they all fit; narrower two-line cards otherwise (80
         columns); wrap onto more lines only when even those do not fit."""
         cards = max(1, cards)

@@ -122,7 +122,7 @@ class Thresholds:
     step_time_s: tuple[float, float] | None = None
 
     @classmethod
-    def from_monitoring(cls, m: "Monitoring") -> "Thresholds":
+    def from_monitoring(cls, m: Monitoring) -> Thresholds:
         st = m.step_time_min
         return cls(hot_c=m.hot_c, mem_full_pct=m.mem_full_pct, stall_factor=m.stall_factor,
                    out_of_range_steps=m.out_of_range_steps, mfu_pct=m.mfu_pct,
@@ -166,7 +166,7 @@ class AlertRules:
         self._range_step: int | None = None
 
     @classmethod
-    def for_profile(cls, profile: "Profile") -> "AlertRules":
+    def for_profile(cls, profile: Profile) -> AlertRules:
         return cls(Thresholds.from_monitoring(profile.monitoring),
                    {n.name: n.gpus for n in profile.nodes})
 
@@ -192,7 +192,7 @@ class AlertRules:
 
     # ------------------------------------------------------------------ cluster
 
-    def observe_state(self, st: "ClusterState", now: float | None = None) -> list[Alert]:
+    def observe_state(self, st: ClusterState, now: float | None = None) -> list[Alert]:
         """Node down/back, card hot / memory near full / missing, Ray node lost."""
         at = time.time() if now is None else now
         out: list[Alert] = []
@@ -268,7 +268,7 @@ class AlertRules:
 
     # ------------------------------------------------------------------ job
 
-    def observe_job(self, job: "JobState | None", summary: Mapping[str, Any] | None = None,
+    def observe_job(self, job: JobState | None, summary: Mapping[str, Any] | None = None,
                     now: float | None = None, log_tail: list[str] | None = None,
                     tail_start: int = 0, job_message: str | None = None) -> list[Alert]:
         """Job state changes, steps stalled, throughput/MFU out of range.
@@ -363,7 +363,7 @@ class AlertRules:
             return self.t.step_time_s[1]
         return None
 
-    def _ranges(self, job: "JobState", summary: Mapping[str, Any], step: Any, at: float) -> list[Alert]:
+    def _ranges(self, job: JobState, summary: Mapping[str, Any], step: Any, at: float) -> list[Alert]:
         checks = [("throughput", "throughput", summary.get("throughput_per_node"), self.t.throughput_per_node,
                    "tokens/s per node"),
                   ("mfu", "MFU", summary.get("mfu_pct"), self.t.mfu_pct, "%")]
@@ -405,7 +405,7 @@ def diagnose_tail(lines: list[str], start: int) -> Alert | None:
     return found.alert() if found is not None else None
 
 
-def diagnose_failure(lines: list[str], start: int, job_message: str | None = None) -> "Finding | None":
+def diagnose_failure(lines: list[str], start: int, job_message: str | None = None) -> Finding | None:
     """Why a job FAILED: the log's last known failure, else what Ray's job message names
     (its first line; a SIGKILLed driver writes nothing to the log)."""
     f = diagnose_tail_finding(lines, start)
@@ -416,7 +416,7 @@ def diagnose_failure(lines: list[str], start: int, job_message: str | None = Non
     return f
 
 
-def diagnose_tail_finding(lines: list[str], start: int) -> "Finding | None":
+def diagnose_tail_finding(lines: list[str], start: int) -> Finding | None:
     """`diagnose_tail`'s finding (signature id, groups, line), for `status --json`."""
     if not lines:
         return None

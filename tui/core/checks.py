@@ -68,7 +68,7 @@ class CheckResult:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "CheckResult":
+    def from_json(cls, d: dict[str, Any]) -> CheckResult:
         return cls(id=str(d["id"]), status=CheckStatus(d["status"]), message=str(d.get("message", "")),
                    fix=d.get("fix"), node=d.get("node"), cause=d.get("cause"))
 
@@ -417,7 +417,7 @@ class _Run:
     python_broken: str | None = None
     deps_missing: str | None = None
     ready: dict[str, asyncio.Event] = field(default_factory=dict)
-    _missing: dict[str, "asyncio.Task[list[str] | None]"] = field(default_factory=dict)
+    _missing: dict[str, asyncio.Task[list[str] | None]] = field(default_factory=dict)
 
     @property
     def head(self) -> str:
@@ -461,7 +461,7 @@ class _Run:
         else:
             self.python_broken = self.python_broken or f"is unknown ({why})"
 
-    def paths_missing(self, node: str) -> "Awaitable[list[str] | None]":
+    def paths_missing(self, node: str) -> Awaitable[list[str] | None]:
         """The profile's paths that do not exist on `node` (in the container), asked once
         per node and shared by the checks that want it; None when the probe failed."""
         if node not in self._missing:

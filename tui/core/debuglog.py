@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 from logging.handlers import RotatingFileHandler
 from pathlib import Path

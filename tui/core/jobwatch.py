@@ -244,7 +244,6 @@ class JobWatcher:
         self._reader_local = False
         self._mirror: RemoteTbMirror | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self.connected_log = False
         rec = next((r for r in reversed(runs(profile.name)) if r.job_id == job_id), None)
         self.tb_remote = (rec.tensorboard_dir if rec and rec.tensorboard_dir else
                           profile.env.get("TENSORBOARD_DIR", profile.paths.tensorboard_dir))
@@ -376,7 +375,6 @@ class JobWatcher:
                 status = StreamStatus()
                 cmd = ["sh", "-c", FOLLOW_SCRIPT, "sh", path, str(offset), str(ident[0]),
                        "1" if once else "0", str(FOLLOW_POLL_S)]
-                self.connected_log = True
                 # aclosing: whatever ends the loop (an error in a callback included)
                 # ends the remote tail and gives its channel back at once. An
                 # abandoned stream holds one of the node's few channel slots until
@@ -395,7 +393,6 @@ class JobWatcher:
                 raise
             except Exception as e:  # noqa: BLE001 - a dropped link is retried, never fatal
                 log.info("log follow of %s interrupted: %s", self.job_id, e)
-            self.connected_log = False
             if once:
                 return
             await asyncio.sleep(backoff)

@@ -385,7 +385,7 @@ class LogSpool:
             i = self._chunk_start(j)
             text = self._read_text(i, j)
             last = None
-            for last in rx.finditer(text):
+            for last in rx.finditer(text):  # noqa: B007 - the last match is the one kept
                 pass
             if last is not None:
                 return i + text.count("\n", 0, last.start())

@@ -82,8 +82,8 @@ async def _run_command(cmd: str, body: bytes, timeout: float) -> None:
 @dataclass
 class _Target:
     spec: str
-    queue: "asyncio.Queue[dict[str, Any]]" = field(default_factory=lambda: asyncio.Queue(QUEUE_MAX))
-    task: "asyncio.Task[None] | None" = None
+    queue: asyncio.Queue[dict[str, Any]] = field(default_factory=lambda: asyncio.Queue(QUEUE_MAX))
+    task: asyncio.Task[None] | None = None
     sent: int = 0
     failures: int = 0
 

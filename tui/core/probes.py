@@ -29,7 +29,7 @@ import logging
 import re
 import shlex
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 from .parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
 from .parsers.docker import parse_docker_inspect
@@ -443,7 +443,6 @@ class ClusterMonitor:
         )
         self._by_name = {n.name: n for n in self.state.nodes}
         self._subs: list[Subscriber] = []
-        self._queues: list[asyncio.Queue[ClusterState]] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._wake: dict[str, asyncio.Event] = {n.name: asyncio.Event() for n in profile.nodes}
         self._last_sample: dict[str, float] = {}
@@ -464,12 +463,6 @@ class ClusterMonitor:
         self._subs.append(callback)
         return lambda: self._subs.remove(callback) if callback in self._subs else None
 
-    def queue(self, maxsize: int = 1) -> asyncio.Queue[ClusterState]:
-        """A queue receiving the state on change (old items dropped when full)."""
-        q: asyncio.Queue[ClusterState] = asyncio.Queue(maxsize)
-        self._queues.append(q)
-        return q
-
     def _changed(self) -> None:
         if self._notify_handle is None and self.running:
             self._notify_handle = asyncio.get_running_loop().call_later(self.notify_delay_s, self._notify)
@@ -484,11 +477,6 @@ class ClusterMonitor:
                     asyncio.ensure_future(res)
             except Exception:  # noqa: BLE001
                 log.exception("monitor subscriber failed")
-        for q in self._queues:
-            if q.full():
-                with contextlib.suppress(asyncio.QueueEmpty):
-                    q.get_nowait()
-            q.put_nowait(self.state)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -519,7 +507,7 @@ class ClusterMonitor:
         if self._own_pool:
             await self.pool.close()
 
-    async def __aenter__(self) -> "ClusterMonitor":
+    async def __aenter__(self) -> ClusterMonitor:
         await self.start()
         return self
 
@@ -651,14 +639,3 @@ class ClusterMonitor:
             self._ray_kick.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._ray_kick.wait(), self.ray_refresh_s)
-
-
-async def run_monitor_for(profile: Profile, seconds: float,
-                          on_state: Callable[[ClusterState], Awaitable[None] | None] | None = None) -> ClusterState:
-    """Run a monitor for a while and return its last state (tests, benchmarks)."""
-    mon = ClusterMonitor(profile)
-    if on_state:
-        mon.subscribe(on_state)
-    async with mon:
-        await asyncio.sleep(seconds)
-    return mon.state

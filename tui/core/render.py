@@ -105,7 +105,7 @@ class RenderedJob:
     def entrypoint_str(self) -> str:
         return shlex.join(self.entrypoint)
 
-    def masked(self) -> "RenderedJob":
+    def masked(self) -> RenderedJob:
         """The same job with credentials masked (secrets.py's rule): what `render`
         prints unless --show-secrets, and what the run history stores."""
         from .secrets import mask_argv, mask_data, mask_secrets

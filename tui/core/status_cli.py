@@ -60,7 +60,7 @@ def render_table(st: ClusterState, width: int = WIDTH) -> str:
     lines = [f"{title:<{width - len(when) - 1}} {when}"]
     if st.simulated:
         lines.append("simulated cluster: card figures come from the sim, not from hardware")
-    hdr = f"{'NODE':<10}{'ROLE':<7}{'SSH':<6}{'CONTAINER':<12}{'CARDS':<9}{'UTIL avg/max':<14}{'MEM GiB':<11}{'TEMP':<6}{'POWER':>5}"
+    hdr = f"{'NODE':<10}{'ROLE':<7}{'SSH':<6}{'CONTAINER':<12}{'CARDS':<9}{'UTIL avg/max':<14}{'MEM GiB':<11}{'TEMP':<6}{'POWER':>5}"  # noqa: E501
     lines += [hdr, "-" * min(width, len(hdr) + 1)]
     reachable = 0
     for n in st.nodes:

@@ -2,8 +2,8 @@
 
 Why not tbparse or tensorboard's `EventFileLoader`? Both re-read every file from the
 start, and both are slow: for the reference run's 2710 steps x 120 tags tbparse takes
-3-5 s and `EventFileLoader` 6-11 s (measured on a 2-core machine; BENCHMARKS.md has this project's figures). A console that refreshes
-every few seconds needs the first load in about a second and each refresh in
+3-5 s and `EventFileLoader` 6-11 s (measured on a 2-core machine; BENCHMARKS.md has this
+project's figures). A console that refreshes every few seconds needs the first load in about a second and each refresh in
 milliseconds. Event files are append-only, so this reader keeps a byte offset per file
 and decodes only the TFRecord frames that were added since the last `update()`.
 

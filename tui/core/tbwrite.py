@@ -61,8 +61,7 @@ class _SyncEventFileWriter:
         while True:
             self._file_name = os.path.join(
                 logdir,
-                "events.out.tfevents.%010d.%s.%s.%s"
-                % (time.time(), socket.gethostname(), os.getpid(), next_uid()),
+                f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{next_uid()}",
             ) + filename_suffix
             try:
                 self._file = open(self._file_name, "xb")  # noqa: SIM115 - closed in close()

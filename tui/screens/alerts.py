@@ -1,5 +1,5 @@
-"""All alerts, newest first (the history: raised and ended episodes, events). Choosing one that came from the log dismisses with its line
-so the main screen can jump the log there."""
+"""All alerts, newest first (the history: raised and ended episodes, events). Choosing one
+that came from the log dismisses with its line so the main screen can jump the log there."""
 
 from __future__ import annotations
 

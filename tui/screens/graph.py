@@ -68,7 +68,7 @@ def parse_range(text: str) -> tuple[int | None, int | None] | None | bool:
     return a, b
 
 
-def expected_band(name: str, points: list[Point], mon: "Monitoring | None") -> tuple[float, float] | None:
+def expected_band(name: str, points: list[Point], mon: Monitoring | None) -> tuple[float, float] | None:
     """The profile's expected range for scalar `name`, in the scalar's own units."""
     if mon is None:
         return None
@@ -107,7 +107,7 @@ class GraphScreen(Screen[None]):
         Binding("e", "export", "Export CSV"),
     ]
 
-    def __init__(self, source: Callable[[], dict[str, list[Point]]], monitoring: "Monitoring | None" = None,
+    def __init__(self, source: Callable[[], dict[str, list[Point]]], monitoring: Monitoring | None = None,
                  export_dir: Path | None = None, run_name: str = "run") -> None:
         super().__init__()
         self.source = source

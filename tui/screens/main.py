@@ -60,7 +60,7 @@ class MainScreen(Screen[None]):
         Binding(k.key, k.action, k.label, show=k.footer, key_display=k.display) for k in KEYS
     ]
 
-    def __init__(self, backend: "Backend") -> None:
+    def __init__(self, backend: Backend) -> None:
         super().__init__()
         self.backend = backend
         self.read_only = backend.profile.console.read_only

@@ -111,7 +111,8 @@ def node_detail_text(node: NodeState, ray: RayNodeState | None, ray_available: b
         t.append(f"  ({len(hist)} samples)\n", style="dim")
         if g.processes:
             for p in g.processes:
-                t.append(f"         pid {p.pid:<8} {_num(None if p.mem_used_mib is None else p.mem_used_mib, '.0f', ' MiB'):>10}  ")
+                mem = _num(None if p.mem_used_mib is None else p.mem_used_mib, '.0f', ' MiB')
+                t.append(f"         pid {p.pid:<8} {mem:>10}  ")
                 t.append(p.name or "?")
                 t.append("\n")
         else:
@@ -144,7 +145,7 @@ class NodeDetailScreen(Screen[None]):
         self._refresh()
         self.set_interval(REFRESH_S, self._refresh)
 
-    def _sources(self) -> tuple[ClusterState | None, "NodeRow | None"]:
+    def _sources(self) -> tuple[ClusterState | None, NodeRow | None]:
         main = getattr(self.app, "main_screen", None)
         state = getattr(main, "state", None)
         row = None

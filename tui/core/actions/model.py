@@ -19,7 +19,7 @@ from ..profile import Profile
 from .base import Remote
 from .events import ActionEvent
 
-LIST_SCRIPT = 'cd "$1" 2>/dev/null || { echo "@@absent"; exit 0; }; ls -A1; echo "@@index"; cat model.safetensors.index.json 2>/dev/null || true'
+LIST_SCRIPT = 'cd "$1" 2>/dev/null || { echo "@@absent"; exit 0; }; ls -A1; echo "@@index"; cat model.safetensors.index.json 2>/dev/null || true'  # noqa: E501
 
 
 @dataclass
@@ -168,7 +168,8 @@ async def convert(profile: Profile, remote: Remote, force: bool = False) -> Asyn
         return
     hf_gap = hf_missing(await list_dir(remote, head, profile.paths.hf_model))
     if hf_gap:
-        yield ActionEvent("convert", "fail", f"the HF model at {profile.paths.hf_model} lacks {', '.join(hf_gap)}: run `model` first")
+        yield ActionEvent("convert", "fail",
+                          f"the HF model at {profile.paths.hf_model} lacks {', '.join(hf_gap)}: run `model` first")
         return
     d = await list_dir(remote, head, out)
     missing = mcore_missing(d)

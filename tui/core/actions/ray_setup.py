@@ -117,7 +117,8 @@ async def stop_everywhere(profile: Profile, remote: Remote, action: str) -> Asyn
             q.put(ActionEvent(action, "node", "Ray stopped", node=n.name, status="ok"))
         else:
             failed.append(n.name)
-            q.put(ActionEvent(action, "fail", f"ray stop exited {r.rc}: {' '.join(r.tail(1).split())}", node=n.name, status="failed"))
+            q.put(ActionEvent(action, "fail", f"ray stop exited {r.rc}: {' '.join(r.tail(1).split())}",
+                              node=n.name, status="failed"))
 
     async for ev in q.drain_while(gather_nodes(profile.nodes, one)):
         yield ev

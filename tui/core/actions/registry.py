@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
 from ..profile import Profile
 from .base import Remote
 from .events import ActionEvent
 
-ACTIONS = ("containers", "model", "convert", "setup-ray", "submit", "stop", "check")
+@dataclass(frozen=True)
+class ActionSpec:
+    """One action as every face names it: the CLI's sub-command and its help, the
+    console's `run_action` name, and whether read-only mode refuses it."""
 
-CHANGING_ACTIONS = ("containers", "model", "convert", "setup-ray", "submit", "stop")
+    name: str
+    help: str
+    changes_cluster: bool = True
+
+
+ACTION_TABLE: tuple[ActionSpec, ...] = (
+    ActionSpec("containers", "create/start the profile's container on every node"),
+    ActionSpec("model", "download the HF model on the head node when absent"),
+    ActionSpec("convert", "convert the HF model to a Megatron MCore checkpoint"),
+    ActionSpec("setup-ray", "(re)start the Ray cluster on every node"),
+    ActionSpec("submit", "submit the training job through Ray's job API"),
+    ActionSpec("stop", "stop the running job (and with --cluster, Ray itself)"),
+    ActionSpec("check", "preflight checks (exit 0 pass, 1 a check failed, 2 bad profile)", changes_cluster=False),
+)
+"""The one list of actions: the CLI builds its sub-commands from it, `run_action` accepts
+exactly these names, and read-only mode refuses the ones that change the cluster."""
+
+ACTIONS = tuple(a.name for a in ACTION_TABLE)
+
+CHANGING_ACTIONS = tuple(a.name for a in ACTION_TABLE if a.changes_cluster)
 """The actions that change the cluster: refused in read-only mode. "check" (the
 preflight) only reads, so a read-only console still offers it."""
 

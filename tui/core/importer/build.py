@@ -188,7 +188,8 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
     for ln, how in launch.dropped_breaks:
         findings.append(Finding(ln, f"a {how} inside the backslash continuation ends the command: bash "
                                     f"drops the {len(dropped)} overrides after it "
-                                    f"({'kept, --keep-dropped' if keep_dropped else 'left out, as bash does; --keep-dropped keeps them'})",
+                                    + ("(kept, --keep-dropped)" if keep_dropped
+                                       else "(left out, as bash does; --keep-dropped keeps them)"),
                                 unresolved=True))
     for d in dropped:
         findings.append(Finding(d.line, f"dropped by bash: {d.raw}"))
@@ -284,7 +285,7 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
     if found_env:
         findings.append(Finding(0, f"env the launch sees: {', '.join(found_env)}"))
     findings.append(Finding(config_path[1], f"config: {config_path[0]} / {config_name[0]}"))
-    for f, (v, ln, src) in paths.items():
+    for f, (v, _ln, src) in paths.items():
         if src == "placeholder":
             findings.append(Finding(0, f"paths.{f}: the script does not say; placeholder {v} (fill it in)", True))
     adds = [k for k in RENDER_ADDS if k not in launch.env]
@@ -330,8 +331,9 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
                 h.gpus = gpn
         if len(hosts) != nn:
             findings.append(Finding(ov["trainer.nnodes"].line if "trainer.nnodes" in ov else 0,
-                                    f"trainer.nnodes={nn}{'' if nn_v is not None else ' (VeRL default: the launch does not pass it)'}"
-                                    f" but the hostfile lists {len(hosts)} hosts", True))
+                                    f"trainer.nnodes={nn}"
+                                    + ("" if nn_v is not None else " (VeRL default: the launch does not pass it)")
+                                    + f" but the hostfile lists {len(hosts)} hosts", True))
         odd = [h for h in hosts if h.gpus != gpn]
         if odd:
             findings.append(Finding(ov["trainer.n_gpus_per_node"].line if "trainer.n_gpus_per_node" in ov else 0,

@@ -233,7 +233,7 @@ def parse_launch(cmd: Command, kind: str, start: int, base_dir: Path) -> Launch:
             else:
                 launch.other_args.append(Arg(a, w.line))
         i += 1
-    for raw, words in cmd.dropped:
+    for _raw, words in cmd.dropped:
         launch.dropped.extend(Arg(w.text, w.line) for w in words)
     rc = cmd.raw
     if rc.broken_by:

@@ -35,7 +35,6 @@ __all__ = [
 ]
 
 SOURCE = "ray status"
-JOB_STATUSES = ("PENDING", "RUNNING", "STOPPED", "SUCCEEDED", "FAILED")
 
 _SECTION_RE = re.compile(
     r"^(Active|Idle|Pending|Recent failures|Usage|Total Usage|Total Constraints|"

@@ -950,7 +950,7 @@ class _Daemon:
         _wait_gone([p for uc in self.ns_procs.values() for p in uc], 5)
         for u, _ in self.ns_procs.values():
             with contextlib.suppress(Exception):
-                os.waitpid(u, os.WNOHANG)
+                os.waitpid(u, os.WNOHANG)  # noqa: ASYNC222 - WNOHANG: never blocks
         if self.dockerd is not None:
             from .dockerd import stop_dockerd
 

@@ -226,4 +226,4 @@ if [ "$#" -eq 4 ] && [ "$1" = inspect ] && [ "$2" = --type ] && [ "$3" = contain
   esac
 fi
 exec '{python}' -IS -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); from tui.core.sim.dockerwrap import main; sys.exit(main(*sys.argv.pop(1).split("|"), privileged=sys.argv.pop(1) == "1"))' '{repo_root}' '{node}|{real}|{host}|{config_dir}' '{1 if privileged else 0}' "$@"
-"""
+"""  # noqa: E501 - one exec line of a generated shell script

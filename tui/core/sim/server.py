@@ -41,7 +41,7 @@ def _killpg(pgid: int, sig: int) -> None:
 
 
 class _Server(asyncssh.SSHServer):
-    def __init__(self, owner: "SimNodeServer") -> None:
+    def __init__(self, owner: SimNodeServer) -> None:
         self._owner = owner
         self._conn: asyncssh.SSHServerConnection | None = None
 
