@@ -22,6 +22,9 @@ from .core.profile import Profile
 from .core.jobwatch import NOT_ON_CLUSTER
 from .core.state import ClusterState, JobState, NodeState
 
+_ACTIVE = ("RUNNING", "PENDING", "UNKNOWN")
+"""Watched-job states that are not an end (UNKNOWN: not yet seen by Ray's job API)."""
+
 log = logging.getLogger("rlconsole.live")
 
 
@@ -79,6 +82,7 @@ class LiveBackend:
         self._metric_cbs: list[MetricsCallback] = []
         self._alert_cbs: list[AlertCallback] = []
         self._tasks: list[asyncio.Task[Any]] = []
+        self._stopping = False
         self.rules = AlertRules.for_profile(profile)  # the alert rule set, fed every refresh
         self._kick = asyncio.Event()
         self._attach_lock = asyncio.Lock()
@@ -117,6 +121,7 @@ class LiveBackend:
 
     def _on_state(self, st: ClusterState) -> None:
         w = self.watcher
+        was = w.status if w is not None else None
         if w is not None:
             ray_job = next((j for j in st.ray.jobs if j.id == w.job_id), None)
             if ray_job is not None:
@@ -135,6 +140,14 @@ class LiveBackend:
                 st.job = self._job
             else:
                 st.job = self._job = w.job_state()
+        if w is not None and w.status != was and w.status not in _ACTIVE:
+            # The job just ended: say so now, from this state, not at the job loop's next
+            # turn (which may be a refresh away, or never if that loop is wedged on a
+            # slow head); the alert rules fire once per episode either way.
+            try:
+                self.refresh_metrics(w)
+            except Exception as e:  # noqa: BLE001 - the state must still reach the screen
+                log.info("job end: %s", e)
         self._mark_stale(st)
         for a in self.rules.observe_state(st):
             self._alert(a)
@@ -173,6 +186,7 @@ class LiveBackend:
     async def stop(self) -> None:
         """Stop watching: the job loop, the watcher's streams, the probes, the SSH
         connections, in that order. Never touches the job or Ray."""
+        self._stopping = True
         for t in self._tasks:
             t.cancel()
         parts: list[tuple[str, Any]] = [("job loop", asyncio.gather(*self._tasks, return_exceptions=True))]
@@ -241,7 +255,7 @@ class LiveBackend:
             try:
                 if self.head_up():
                     w = self.watcher
-                    active = w is not None and w.status in ("RUNNING", "PENDING", "UNKNOWN")
+                    active = w is not None and w.status in _ACTIVE
                     if not active:
                         # the monitor's job list when it has one: no second job API call
                         ray = self.state.ray if self.state is not None else None
@@ -254,7 +268,11 @@ class LiveBackend:
                     last_push = time.monotonic()
                     self.refresh_metrics(w)
             except asyncio.CancelledError:
-                raise
+                if self._stopping:
+                    raise
+                # a cancelled inner await (a watcher being replaced, a connection torn
+                # down) must not end the loop that raises the job's alerts for 20 hours
+                log.info("job loop: an inner task was cancelled; going on")
             except Exception as e:  # noqa: BLE001 - the loop must outlive any one failure
                 log.info("job loop: %s", e)
             with contextlib.suppress(asyncio.TimeoutError):
