@@ -133,6 +133,19 @@ def test_job_succeeded_or_stopped(status: str, level: str) -> None:
     assert msgs(a) == [(level, f"job raysubmit_1 PENDING -> {status} at step 5", False)]
 
 
+@pytest.mark.parametrize("gap", ["UNKNOWN", "NOT_ON_CLUSTER"])
+def test_a_refresh_that_could_not_tell_does_not_swallow_the_end(gap: str) -> None:
+    """A dashboard that did not answer for one refresh (the job then reads UNKNOWN or not
+    in Ray's list) between RUNNING and FAILED: the end of the watched run is still news,
+    once (seen on the live path under load: Ray said FAILED, no alert came)."""
+    r = rules()
+    r.observe_job(job("RUNNING"), {"step": 5}, now=0)
+    assert r.observe_job(job(gap), {"step": 5}, now=1) == []
+    a = r.observe_job(job("FAILED"), {"step": 5}, now=2, log_tail=["Traceback (most recent call last):"])
+    assert [x.key for x in a] == ["job-end"] and a[0].message.startswith("job raysubmit_1 RUNNING -> FAILED")
+    assert r.observe_job(job("FAILED"), {"step": 5}, now=3) == []
+
+
 def test_an_old_jobs_end_is_not_news() -> None:
     """Attaching to a job that already ended is not a state change."""
     assert rules().observe_job(job("FAILED"), {}, now=0, log_tail=["Traceback"]) == []

@@ -158,6 +158,7 @@ class AlertRules:
         self.diagnose = diagnose if diagnose is not None else diagnose_tail
         self.open: dict[str, Alert] = {}
         self.job_status: dict[str, str] = {}  # the last status seen per job id
+        self._last_active: dict[str, str] = {}  # per job id: its last active status, until its end is told
         self._job_id: str | None = None
         self._last_step: int | None = None
         self._last_step_at: float | None = None
@@ -290,13 +291,18 @@ class AlertRules:
             self._intervals.clear()
 
         # -- state changes: only a change seen while watching, never an old job's end
-        prev = self.job_status.get(job.id)
         self.job_status[job.id] = job.status
+        if job.status in ACTIVE_JOB_STATES:
+            self._last_active[job.id] = job.status
         end: dict[str, Condition] = {}
         keep_end: list[str] = []
         diag_id: str | None = None
         if job.status in TERMINAL_JOB_STATES:
-            if prev in ACTIVE_JOB_STATES:
+            # An end is news when this job was seen active, even if a refresh in between
+            # could not tell (UNKNOWN, or not in Ray's list while its dashboard did not
+            # answer): such a gap must not swallow the end of a run that was watched.
+            prev = self._last_active.pop(job.id, None)
+            if prev is not None:
                 msg = f"job {job.id} {prev} -> {job.status}"
                 if job.step is not None:
                     msg += f" at step {job.step}"
