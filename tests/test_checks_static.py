@@ -66,3 +66,18 @@ def _with(overrides: str) -> list:
 def test_planted_static_faults(overrides: str, check: str, status: str) -> None:
     r = _by_id(_with(overrides))
     assert r[check].status == status, r[check].message
+
+
+def test_check_output_is_masked_in_text_and_json() -> None:
+    """A check quotes what a node printed or what the profile says: the CLI's text and
+    `--json` go through the one masking rule, like render, the log and the screen."""
+    from tui.core.checks import CheckResult, format_results, results_json
+
+    secret = "hunter2-abcdef123456"
+    r = CheckResult("code.python", "fail", f"job env has WANDB_API_KEY={secret} and HF_TOKEN={secret}",
+                    f"unset OPENAI_API_KEY={secret}")
+    text = "\n".join(format_results([r]))
+    assert secret not in text and "WANDB_API_KEY=" in text and "fix:" in text
+    p = load_profile(SEED)
+    doc = results_json(p, [r], static=True)
+    assert secret not in json.dumps(doc) and doc["results"][0]["id"] == "code.python"

@@ -26,7 +26,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Literal
 
 from .actions.events import ActionEvent
 from .profile import Node, Profile
-from .secrets import mask_data
+from .secrets import mask_data, mask_secrets
 
 log = logging.getLogger("rlconsole.checks")
 
@@ -961,7 +961,7 @@ def results_json(p: Profile, results: list[CheckResult], static: bool) -> dict[s
     """`check --json`: the contract's `profile`, `static`, `results` (id, status, message,
     fix, node; plus `cause` on a skip) and `failed`; `warnings`, `passed`, `skipped` added."""
     c = counts(results)
-    return {"profile": p.name, "static": static, "results": [r.to_json() for r in results],
+    return {"profile": p.name, "static": static, "results": mask_data([r.to_json() for r in results]),
             "failed": c[CheckStatus.FAIL], "warnings": c[CheckStatus.WARN], "passed": c[CheckStatus.PASS],
             "skipped": c[CheckStatus.SKIP]}
 
@@ -1018,9 +1018,10 @@ def format_results(results: list[CheckResult], colour: bool = False) -> list[str
         if colour and r.status in _COLOUR:
             sym = f"{_COLOUR[r.status]}{sym}\x1b[0m"
         because = f" (see {r.cause})" if r.cause else ""
-        lines.append(f"{sym} {r.id}{where}: {r.message}{because}")
+        # masked like every other face: a check quotes what a node printed or the profile says
+        lines.append(f"{sym} {r.id}{where}: {mask_secrets(r.message)}{because}")
         if r.fix and r.status in (CheckStatus.FAIL, CheckStatus.WARN):
-            lines.append(f"     fix: {r.fix}")
+            lines.append(f"     fix: {mask_secrets(r.fix)}")
         i = j
     lines.append(summary(results))
     return lines
