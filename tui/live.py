@@ -82,7 +82,6 @@ class LiveBackend:
         self._metric_cbs: list[MetricsCallback] = []
         self._alert_cbs: list[AlertCallback] = []
         self._tasks: list[asyncio.Task[Any]] = []
-        self._stopping = False
         self.rules = AlertRules.for_profile(profile)  # the alert rule set, fed every refresh
         self._kick = asyncio.Event()
         self._attach_lock = asyncio.Lock()
@@ -186,7 +185,6 @@ class LiveBackend:
     async def stop(self) -> None:
         """Stop watching: the job loop, the watcher's streams, the probes, the SSH
         connections, in that order. Never touches the job or Ray."""
-        self._stopping = True
         for t in self._tasks:
             t.cancel()
         parts: list[tuple[str, Any]] = [("job loop", asyncio.gather(*self._tasks, return_exceptions=True))]
@@ -268,11 +266,7 @@ class LiveBackend:
                     last_push = time.monotonic()
                     self.refresh_metrics(w)
             except asyncio.CancelledError:
-                if self._stopping:
-                    raise
-                # a cancelled inner await (a watcher being replaced, a connection torn
-                # down) must not end the loop that raises the job's alerts for 20 hours
-                log.info("job loop: an inner task was cancelled; going on")
+                raise
             except Exception as e:  # noqa: BLE001 - the loop must outlive any one failure
                 log.info("job loop: %s", e)
             with contextlib.suppress(asyncio.TimeoutError):
