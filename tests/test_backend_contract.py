@@ -147,8 +147,9 @@ async def _drain(b: Any, name: str, **opts: Any) -> list[Any]:
 
 async def _eta_agrees_with_tqdm(rec: Recorder) -> None:
     """The pane's ETA (wall-clock cadence of the recent steps) agrees with tqdm's own
-    estimate in the log within 10%: the median over several refreshes, each compared
-    with the tqdm bar of the same step (the sim's trainer draws a tqdm-style bar)."""
+    estimate in the log within a third (both are wall-clock rates, so the bound tolerates
+    load): the median over several refreshes, each compared with the tqdm bar of the same
+    step (the sim's trainer draws a tqdm-style bar)."""
     from tui.core.verl_log import parse_tqdm
 
     ratios: list[float] = []
