@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 import shlex
@@ -35,6 +34,19 @@ from .parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
 from .parsers.docker import parse_docker_inspect
 from .parsers.raystatus import parse_ray_status
 from .profile import Node, Profile
+from .rayapi import (  # noqa: F401 - HTTP_BODY_MAX, RAY_MESSAGE_MAX, _dechunk, _text: re-exported
+    HTTP_BODY_MAX,
+    RAY_MESSAGE_MAX,
+    _d,
+    _dechunk,
+    _l,
+    _num,
+    _pair_first,
+    _text,
+    dashboard_connect_host,
+    http_get_json,
+    jobs_from_api,
+)
 from .ssh import CommandTimeout, NodeDown, NodeSession, SessionPool, SshError
 from .state import (
     ClusterState,
@@ -42,7 +54,6 @@ from .state import (
     GpuReport,
     JobState,
     NodeState,
-    RayJobState,
     RayNodeState,
     RayState,
 )
@@ -165,116 +176,8 @@ async def probe_node(session: NodeSession, profile: Profile, timeout: float | No
 # --------------------------------------------------------------------------- ray
 
 
-HTTP_BODY_MAX = 16 << 20
-"""Bytes of one dashboard answer read at most. A 64-node cluster's node list with
-details is well under 1 MiB; a dashboard (or whatever listens on its port) that
-sends more is cut off with an error instead of filling the console's memory."""
-
-
-async def http_get_json(port: int, path: str, timeout: float = 5.0, host: str = "127.0.0.1") -> Any:
-    """GET http://host:port/path and decode JSON. Deliberately tiny: the dashboard
-    speaks plain HTTP/1.1 on a forwarded loopback port, and aiohttp or `import ray`
-    would cost more start-up time than the request itself.
-
-    The answer is untrusted: at most HTTP_BODY_MAX bytes are read (beyond: a
-    ConnectionError saying the answer was truncated), and any malformed answer (status
-    line, chunking, JSON nested too deep, numbers too long) is a ConnectionError or
-    ValueError, never another exception type."""
-
-    async def go() -> Any:
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nAccept: application/json\r\n"
-                         "Connection: close\r\n\r\n".encode())
-            await writer.drain()
-            buf = bytearray()
-            while True:
-                chunk = await reader.read(1 << 16)
-                if not chunk:
-                    break
-                buf += chunk
-                if len(buf) > HTTP_BODY_MAX:
-                    raise ConnectionError(f"answer for {path} over {HTTP_BODY_MAX >> 20} MiB: "
-                                          "output truncated, not parsed")
-            data = bytes(buf)
-        finally:
-            writer.close()
-        head, _, body = data.partition(b"\r\n\r\n")
-        status_line = head.split(b"\r\n", 1)[0].decode(errors="replace")
-        if not status_line.startswith("HTTP/"):
-            raise ConnectionError("no HTTP answer (is the dashboard listening?)")
-        fields = status_line.split()
-        if len(fields) < 2 or not fields[1].isdigit() or len(fields[1]) != 3:
-            raise ConnectionError(f"malformed HTTP status line for {path}: {status_line[:80]!r}")
-        code = int(fields[1])
-        if code != 200:
-            raise ConnectionError(f"HTTP {code} for {path}")
-        if b"transfer-encoding: chunked" in head.lower():
-            body = _dechunk(body)
-        try:
-            return json.loads(body)
-        except RecursionError:
-            raise ValueError(f"answer for {path}: JSON nested too deep") from None
-
-    return await asyncio.wait_for(go(), timeout)
-
-
-def _dechunk(body: bytes) -> bytes:
-    """HTTP/1.1 chunked transfer coding -> the body; ValueError on a malformed size."""
-    out, rest = bytearray(), body
-    while rest:
-        size_line, _, rest = rest.partition(b"\r\n")
-        raw = size_line.split(b";")[0].strip() or b"0"
-        if len(raw) > 16:
-            raise ValueError("malformed chunk size")
-        size = int(raw, 16)
-        if size == 0:
-            break
-        out += rest[:size]
-        rest = rest[size + 2:]
-    return bytes(out)
-
-
-# -- dashboard JSON: any shape -------------------------------------------------------
-# The dashboard's answers are remote data: every field is read through these, which
-# return the expected type or a neutral value, so an unexpected shape gives a partial
-# state, never an AttributeError/TypeError out of the probe (`status` printed one).
-
-def _d(x: Any) -> dict[str, Any]:
-    return x if isinstance(x, dict) else {}
-
-
-def _l(x: Any) -> list[Any]:
-    return x if isinstance(x, list) else []
-
-
-def _num(x: Any, default: float = 0.0) -> float:
-    """A finite float from a JSON number (or numeric string), else `default`."""
-    if isinstance(x, bool):
-        return default
-    if isinstance(x, (int, float)) or (isinstance(x, str) and len(x) <= 40):
-        try:
-            v = float(x)
-        except (ValueError, OverflowError):
-            return default
-        return v if v == v and v not in (float("inf"), float("-inf")) else default
-    return default
-
-
-def _text(x: Any, limit: int = 200) -> str:
-    """A JSON string, bounded; anything else is empty."""
-    return x[:limit] if isinstance(x, str) else ""
-
-
-def _pair_first(x: Any, default: float) -> float:
-    """Ray's usage pairs are `[used, total]`: the first, if there is one."""
-    seq = _l(x)
-    return _num(seq[0], default) if seq else default
-
-
-RAY_MESSAGE_MAX = 500
-"""Characters kept of a Ray node's state_message (remote text: bounded)."""
-
+# The HTTP client, the limits and the any-shape readers live in `rayapi` (the one
+# client for Ray's dashboard); they are re-exported here for the probes' callers.
 
 def _state_message(row: dict[str, Any]) -> str | None:
     """A Ray node's last error: the API's `state_message` (set when a node dies, e.g.
@@ -313,17 +216,7 @@ def ray_state_from_api(nodes_doc: Any, status_doc: Any, jobs_doc: Any) -> RaySta
             st.nodes_dead += 1
     if not usage_by_node:
         st.gpus_used = sum(n.gpus_used for n in st.nodes)
-    for j in _l(jobs_doc):
-        if not isinstance(j, dict):
-            continue
-        jid = _text(j.get("submission_id")) or _text(j.get("job_id"))
-        start, end = _num(j.get("start_time")), _num(j.get("end_time"))
-        st.jobs.append(RayJobState(
-            id=jid, status=_text(j.get("status"), 40) or "UNKNOWN", entrypoint=_text(j.get("entrypoint"), 4000),
-            start_time=start / 1000 if start else None,
-            end_time=end / 1000 if end else None,
-            message=_text(j.get("message"), RAY_MESSAGE_MAX) or None))
-    st.jobs.sort(key=lambda j: j.start_time or 0)
+    st.jobs.extend(jobs_from_api(jobs_doc))
     return st
 
 
@@ -337,8 +230,7 @@ def current_job(ray: RayState) -> JobState | None:
 
 
 def _dashboard_host(profile: Profile) -> str:
-    h = profile.ray.dashboard_host
-    return "127.0.0.1" if h in ("0.0.0.0", "::", "") else h
+    return dashboard_connect_host(profile.ray.dashboard_host)
 
 
 async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = True,
