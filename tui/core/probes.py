@@ -250,7 +250,7 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
         )
         return ray_state_from_api(nodes_doc, status_doc, jobs_doc)
     except (OSError, ConnectionError, asyncio.TimeoutError, ValueError, SshError) as e:
-        api_error = f"dashboard {host}:{port} on {session.name}: {e or type(e).__name__}"
+        api_error = f"dashboard {host}:{port} on {session.name}: {str(e) or type(e).__name__}"
     gcs = f"{profile.head.address}:{profile.ray.head_port}"
     try:
         gcs_up = await session.tcp_reachable(profile.head.address, profile.ray.head_port)
@@ -259,7 +259,7 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
     if not gcs_up:
         return RayState(available=False, error=f"Ray is not running (nothing listens on {gcs})")
     if not allow_cli:
-        return RayState(available=False, error=api_error)
+        return RayState(available=False, error=api_error, unconfirmed=True)
     try:
         r = await session.run([profile.ray.binary, "status", f"--address={gcs}"], container=True, timeout=60)
     except (NodeDown, CommandTimeout, SshError) as e:
@@ -343,6 +343,8 @@ class ClusterMonitor:
         self.parsed = 0
         self._notify_handle: asyncio.TimerHandle | None = None
         self._ray_kick = asyncio.Event()
+        self._ray_misses = 0
+        self.ray_timeout_s = 5.0
         self._last_cli = 0.0
         self.samples = 0
         self.running = False
@@ -506,28 +508,43 @@ class ClusterMonitor:
                     checking.add(sess.name)
                     asyncio.ensure_future(check(sess))
 
+    RAY_MISSES_KEPT = 3
+    """Dashboard polls in a row that may miss (while Ray's GCS still listens and the
+    `ray status` fallback is not due) before the monitor says Ray is unavailable. A
+    single slow answer made the watched job NOT_ON_CLUSTER for one refresh."""
+
+    async def poll_ray(self, allow_cli: bool) -> None:
+        """One Ray poll applied to the state (the poller's body; a test drives it)."""
+        try:
+            st = await probe_ray(self.pool.head, self.profile, allow_cli=allow_cli, timeout=self.ray_timeout_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            st = RayState(available=False, error=f"ray probe failed: {e}")
+        if st.source == "ray status" or (not st.available and allow_cli and "dashboard" in (st.error or "")):
+            self._last_cli = time.monotonic()
+        self._ray_misses = self._ray_misses + 1 if st.unconfirmed else 0
+        if not st.available and not allow_cli and self.state.ray.source == "ray status":
+            st = self.state.ray  # keep the last `ray status` answer between CLI runs
+        elif st.unconfirmed and self.state.ray.available and self._ray_misses <= self.RAY_MISSES_KEPT:
+            # One dashboard timeout is not "Ray lost the job": keep the last good answer
+            # (its job list) until the `ray status` fallback has failed too, or the
+            # dashboard has missed RAY_MISSES_KEPT polls in a row.
+            log.info("dashboard miss %d kept the last Ray state: %s", self._ray_misses, st.error)
+            st = self.state.ray
+        if st != self.state.ray:
+            self.state.ray = st
+            job = current_job(st)
+            if job is not None and self.state.job is not None and self.state.job.id == job.id:
+                self.state.job.status = job.status  # keep step/metrics others filled in
+            elif job is not None or st.available:
+                self.state.job = job
+            self._changed()
+
     async def _ray_loop(self) -> None:
-        head = self.pool.head
         while self.running:
             allow_cli = time.monotonic() - self._last_cli >= self.ray_cli_every_s
-            try:
-                st = await probe_ray(head, self.profile, allow_cli=allow_cli)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001
-                st = RayState(available=False, error=f"ray probe failed: {e}")
-            if st.source == "ray status" or (not st.available and allow_cli and "dashboard" in (st.error or "")):
-                self._last_cli = time.monotonic()
-            if not st.available and not allow_cli and self.state.ray.source == "ray status":
-                st = self.state.ray  # keep the last `ray status` answer between CLI runs
-            if st != self.state.ray:
-                self.state.ray = st
-                job = current_job(st)
-                if job is not None and self.state.job is not None and self.state.job.id == job.id:
-                    self.state.job.status = job.status  # keep step/metrics others filled in
-                elif job is not None or st.available:
-                    self.state.job = job
-                self._changed()
+            await self.poll_ray(allow_cli)
             self._ray_kick.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._ray_kick.wait(), self.ray_refresh_s)

@@ -37,6 +37,12 @@ async def list_jobs(client: RayJobClient) -> list[RayJobState]:
     return await client.list_jobs()
 
 
+def _first_line(e: BaseException) -> str:
+    """An error as one line for a 'fail' event: its message's first line, or its type
+    when it has none (a bare TimeoutError)."""
+    return next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+
+
 LOCK_STALE_S = 300
 """A submit lock older than this is a console that died mid-submit: it is broken. A
 submit holds the lock for seconds (list the jobs, submit one)."""
@@ -139,7 +145,7 @@ async def _submit_locked(profile: Profile, remote: Remote, job: Any, force: bool
         job_id = await client.submit(job.entrypoint_str, submission_id=job.submission_id,
                                      runtime_env=job.runtime_env)
     except Exception as e:  # noqa: BLE001 - a refusal, a timeout or a hostile answer: one line
-        yield ActionEvent("submit", "fail", f"Ray refused the job: {str(e).splitlines()[0] if str(e) else e!r}")
+        yield ActionEvent("submit", "fail", f"Ray refused the job: {_first_line(e)}")
         return
     try:
         record_run(RunRecord(
@@ -215,7 +221,7 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         await client.stop(job_id)
         status = await _wait_status(client, job_id, {"STOPPED", "SUCCEEDED", "FAILED"}, wait_s)
     except Exception as e:  # noqa: BLE001 - a refusal, a timeout or a hostile answer: one line
-        yield ActionEvent("stop", "fail", f"Ray did not stop {job_id}: {str(e).splitlines()[0] if str(e) else e!r}")
+        yield ActionEvent("stop", "fail", f"Ray did not stop {job_id}: {_first_line(e)}")
         return
     if status in ACTIVE:
         yield ActionEvent("stop", "fail", f"{job_id} is still {status} after {wait_s:.0f} s")

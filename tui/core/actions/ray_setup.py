@@ -16,7 +16,7 @@ from typing import AsyncIterator
 
 from ..parsers.raystatus import parse_ray_status
 from ..profile import Node, Profile
-from ..rayapi import dashboard_connect_host, dashboard_exposed
+from ..rayapi import _d, _l, _text, dashboard_connect_host, dashboard_exposed
 from ..state import RayState
 from .base import CmdResult, EventQueue, Remote, gather_nodes
 from .events import ActionEvent
@@ -78,10 +78,15 @@ async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
         return None
     try:
         start = r.stdout.index("[")
-        nodes = json.loads(r.stdout[start:])
-        return {n.get("node_ip") for n in nodes if n.get("state") == "ALIVE"}
-    except (ValueError, AttributeError):
+        doc = json.loads(r.stdout[start:])
+    except (ValueError, RecursionError):
         return None
+    if not isinstance(doc, list):
+        return None
+    # Rows are remote data: read with the dashboard's any-shape readers (a row that is
+    # not an object, or an address that is not text, is left out, never a crash).
+    rows = [_d(n) for n in _l(doc)]
+    return {ip for ip in (_text(n.get("node_ip"), 100) for n in rows if n.get("state") == "ALIVE") if ip}
 
 
 async def _running_jobs(remote: Remote) -> list[str]:
