@@ -8,8 +8,10 @@
   node for the whole session. If it dies it is restarted.
 * Ray: through the head's SSH connection, a local port forward to the dashboard (so it
   never needs to listen beyond the head's loopback) and its HTTP API
-  (`/api/v0/nodes?detail=1`, `/api/cluster_status`, `/api/jobs/`), read with a few
-  lines of asyncio (no `import ray`, no aiohttp on the start-up path). When the
+  (`/api/v0/nodes?detail=1`, `/api/cluster_status`, `/api/jobs/`), read with
+  `rayapi` (a few lines of asyncio, bounded; no `import ray`, no aiohttp on the start-up
+  path). One missed dashboard poll while the GCS listens keeps the last good answer
+  (`ClusterMonitor.RAY_MISSES_KEPT`). When the
   dashboard does not answer, a direct-tcpip probe of the GCS port tells "Ray not
   running" apart from "dashboard off"; only in the latter case does `ray status` run
   over SSH (slow: a Python start) and its text get parsed.
