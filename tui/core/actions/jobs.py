@@ -28,7 +28,7 @@ async def job_client(remote: Remote) -> RayJobClient:
     """A job API client for the head's dashboard (through the SSH forward). Cheap: the
     forward is made once per connection by the SSH layer, and a reconnect gets a new
     forwarded port, hence a new URL and a new client."""
-    url = await remote.dashboard_url()  # type: ignore[attr-defined]
+    url = await remote.dashboard_url()
     return client_for_url(url)
 
 
