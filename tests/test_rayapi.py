@@ -330,3 +330,36 @@ async def test_failed_cli_fallback_ends_the_kept_state(node_server, ssh_kit, das
     finally:
         with contextlib.suppress(Exception):
             await mon.pool.close()
+
+
+@pytest.mark.parametrize("out,want", [
+    ('[{"node_ip": "10.0.0.1", "state": "ALIVE"}, {"node_ip": "10.0.0.2", "state": "DEAD"}]', {"10.0.0.1"}),
+    ('[1, "x", null, {"node_ip": ["a"], "state": "ALIVE"}, {"node_ip": "10.0.0.3", "state": "ALIVE"}]',
+     {"10.0.0.3"}),
+    ('{"node_ip": "10.0.0.1"}', None),
+    ("[" * 100_000, None),
+], ids=["rows", "odd-rows", "not-a-list", "deep"])
+async def test_setup_ray_reads_node_rows_with_the_typed_readers(node_server, ssh_kit, tmp_path: Path,
+                                                                out: str, want: set[str] | None) -> None:
+    """`ray list nodes --format=json` as the head prints it: rows of any shape give the
+    alive addresses or "cannot say" (None), never an exception out of setup-ray."""
+    from tui.core.actions.ray_setup import alive_addresses
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
+
+    (tmp_path / "out.json").write_text("some banner\n" + out + "\n")
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text(f"#!/bin/sh\ncat {tmp_path / 'out.json'}\n")
+    fake_ray.chmod(0o755)
+    srv = await node_server()
+    prof = _one_node_profile(ssh_kit, srv, 1)
+    prof.container.access = "direct"
+    prof.ray.binary = str(fake_ray)
+    pool = SessionPool(prof)
+    pool.start()
+    try:
+        await pool.head.wait_first_attempt(10)
+        got = await asyncio.wait_for(alive_addresses(prof, PoolRemote(pool, prof)), 60)
+    finally:
+        await pool.close()
+    assert got == want
