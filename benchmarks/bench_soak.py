@@ -127,8 +127,8 @@ async def soak(profile_path: Path, a: argparse.Namespace, tmp: Path) -> dict[str
         tb, ck = tmp / "run" / "tb", tmp / "run" / "ckpt"
         entry = (f"{sys.executable} {DRIVER} --steps {a.steps} --tags {a.tags} --bytes-per-step {bytes_per_step} "
                  f"--step-s {a.step_s} --ckpt-every 10 --tb {tb} --ckpt {ck}")
-        job_id = await asyncio.to_thread(client.submit_job, entrypoint=entry,
-                                         runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+        job_id = await asyncio.wait_for(client.submit(entry, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}}),
+                                        120)
         record_run(RunRecord(profile=prof.name, profile_path=str(profile_path), job_id=job_id,
                              submitted_at=time.time(), entrypoint=entry.split(), runtime_env={},
                              tensorboard_dir=str(tb), checkpoint_dir=str(ck)))

@@ -74,7 +74,7 @@ async def drive(profile: Profile, name: str, **opts: Any) -> list[Any]:
 
 async def active_jobs(profile: Profile) -> list[str]:
     async def go(remote: Any) -> list[str]:
-        return [j["id"] for j in await list_jobs(await job_client(remote)) if j["status"] in ACTIVE]
+        return [j.id for j in await list_jobs(await job_client(remote)) if j.status in ACTIVE]
     return await console(profile, go)
 
 

@@ -838,7 +838,7 @@ async def check_ray_jobs(r: _Run, n: Node) -> list[CheckResult]:
         jobs = await list_jobs(await job_client(r.remote))
     except Exception as e:  # noqa: BLE001 - the job API's errors are many; all mean "cannot say"
         return [CheckResult("ray.jobs", "warn", f"cannot list jobs: {e}")]
-    running = [j["id"] for j in jobs if j["status"] in ("PENDING", "RUNNING")]
+    running = [j.id for j in jobs if j.status in ("PENDING", "RUNNING")]
     return [CheckResult("ray.jobs", ("fail" if r.before_submit else "warn") if running else "pass",
                         f"a job is running: {', '.join(running)}" if running else "no job running",
                         "stop it first (x)" if running else None)]

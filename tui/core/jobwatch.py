@@ -669,11 +669,11 @@ async def find_job(profile: Profile, remote: Any, known: list[RayJobState] | Non
     from .safepath import UnsafeName, safe_job_id
 
     jobs: list[dict[str, Any]] = []
+    if known is None:
+        with contextlib.suppress(Exception):
+            known = await list_jobs(await job_client(remote))
     if known is not None:
         jobs = [{"id": j.id, "status": j.status} for j in sorted(known, key=lambda j: j.start_time or 0)]
-    else:
-        with contextlib.suppress(Exception):
-            jobs = await list_jobs(await job_client(remote))
 
     def usable(job_id: Any) -> bool:
         """A job whose id cannot name its spool directory is never watched."""

@@ -8,8 +8,10 @@
   node for the whole session. If it dies it is restarted.
 * Ray: through the head's SSH connection, a local port forward to the dashboard (so it
   never needs to listen beyond the head's loopback) and its HTTP API
-  (`/api/v0/nodes?detail=1`, `/api/cluster_status`, `/api/jobs/`), read with a few
-  lines of asyncio (no `import ray`, no aiohttp on the start-up path). When the
+  (`/api/v0/nodes?detail=1`, `/api/cluster_status`, `/api/jobs/`), read with
+  `rayapi` (a few lines of asyncio, bounded; no `import ray`, no aiohttp on the start-up
+  path). One missed dashboard poll while the GCS listens keeps the last good answer
+  (`ClusterMonitor.RAY_MISSES_KEPT`). When the
   dashboard does not answer, a direct-tcpip probe of the GCS port tells "Ray not
   running" apart from "dashboard off"; only in the latter case does `ray status` run
   over SSH (slow: a Python start) and its text get parsed.
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 import shlex
@@ -35,6 +36,19 @@ from .parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
 from .parsers.docker import parse_docker_inspect
 from .parsers.raystatus import parse_ray_status
 from .profile import Node, Profile
+from .rayapi import (  # noqa: F401 - HTTP_BODY_MAX, RAY_MESSAGE_MAX, _dechunk, _text: re-exported
+    HTTP_BODY_MAX,
+    RAY_MESSAGE_MAX,
+    _d,
+    _dechunk,
+    _l,
+    _num,
+    _pair_first,
+    _text,
+    dashboard_connect_host,
+    http_get_json,
+    jobs_from_api,
+)
 from .ssh import CommandTimeout, NodeDown, NodeSession, SessionPool, SshError
 from .state import (
     ClusterState,
@@ -42,7 +56,6 @@ from .state import (
     GpuReport,
     JobState,
     NodeState,
-    RayJobState,
     RayNodeState,
     RayState,
 )
@@ -165,116 +178,8 @@ async def probe_node(session: NodeSession, profile: Profile, timeout: float | No
 # --------------------------------------------------------------------------- ray
 
 
-HTTP_BODY_MAX = 16 << 20
-"""Bytes of one dashboard answer read at most. A 64-node cluster's node list with
-details is well under 1 MiB; a dashboard (or whatever listens on its port) that
-sends more is cut off with an error instead of filling the console's memory."""
-
-
-async def http_get_json(port: int, path: str, timeout: float = 5.0, host: str = "127.0.0.1") -> Any:
-    """GET http://host:port/path and decode JSON. Deliberately tiny: the dashboard
-    speaks plain HTTP/1.1 on a forwarded loopback port, and aiohttp or `import ray`
-    would cost more start-up time than the request itself.
-
-    The answer is untrusted: at most HTTP_BODY_MAX bytes are read (beyond: a
-    ConnectionError saying the answer was truncated), and any malformed answer (status
-    line, chunking, JSON nested too deep, numbers too long) is a ConnectionError or
-    ValueError, never another exception type."""
-
-    async def go() -> Any:
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nAccept: application/json\r\n"
-                         "Connection: close\r\n\r\n".encode())
-            await writer.drain()
-            buf = bytearray()
-            while True:
-                chunk = await reader.read(1 << 16)
-                if not chunk:
-                    break
-                buf += chunk
-                if len(buf) > HTTP_BODY_MAX:
-                    raise ConnectionError(f"answer for {path} over {HTTP_BODY_MAX >> 20} MiB: "
-                                          "output truncated, not parsed")
-            data = bytes(buf)
-        finally:
-            writer.close()
-        head, _, body = data.partition(b"\r\n\r\n")
-        status_line = head.split(b"\r\n", 1)[0].decode(errors="replace")
-        if not status_line.startswith("HTTP/"):
-            raise ConnectionError("no HTTP answer (is the dashboard listening?)")
-        fields = status_line.split()
-        if len(fields) < 2 or not fields[1].isdigit() or len(fields[1]) != 3:
-            raise ConnectionError(f"malformed HTTP status line for {path}: {status_line[:80]!r}")
-        code = int(fields[1])
-        if code != 200:
-            raise ConnectionError(f"HTTP {code} for {path}")
-        if b"transfer-encoding: chunked" in head.lower():
-            body = _dechunk(body)
-        try:
-            return json.loads(body)
-        except RecursionError:
-            raise ValueError(f"answer for {path}: JSON nested too deep") from None
-
-    return await asyncio.wait_for(go(), timeout)
-
-
-def _dechunk(body: bytes) -> bytes:
-    """HTTP/1.1 chunked transfer coding -> the body; ValueError on a malformed size."""
-    out, rest = bytearray(), body
-    while rest:
-        size_line, _, rest = rest.partition(b"\r\n")
-        raw = size_line.split(b";")[0].strip() or b"0"
-        if len(raw) > 16:
-            raise ValueError("malformed chunk size")
-        size = int(raw, 16)
-        if size == 0:
-            break
-        out += rest[:size]
-        rest = rest[size + 2:]
-    return bytes(out)
-
-
-# -- dashboard JSON: any shape -------------------------------------------------------
-# The dashboard's answers are remote data: every field is read through these, which
-# return the expected type or a neutral value, so an unexpected shape gives a partial
-# state, never an AttributeError/TypeError out of the probe (`status` printed one).
-
-def _d(x: Any) -> dict[str, Any]:
-    return x if isinstance(x, dict) else {}
-
-
-def _l(x: Any) -> list[Any]:
-    return x if isinstance(x, list) else []
-
-
-def _num(x: Any, default: float = 0.0) -> float:
-    """A finite float from a JSON number (or numeric string), else `default`."""
-    if isinstance(x, bool):
-        return default
-    if isinstance(x, (int, float)) or (isinstance(x, str) and len(x) <= 40):
-        try:
-            v = float(x)
-        except (ValueError, OverflowError):
-            return default
-        return v if v == v and v not in (float("inf"), float("-inf")) else default
-    return default
-
-
-def _text(x: Any, limit: int = 200) -> str:
-    """A JSON string, bounded; anything else is empty."""
-    return x[:limit] if isinstance(x, str) else ""
-
-
-def _pair_first(x: Any, default: float) -> float:
-    """Ray's usage pairs are `[used, total]`: the first, if there is one."""
-    seq = _l(x)
-    return _num(seq[0], default) if seq else default
-
-
-RAY_MESSAGE_MAX = 500
-"""Characters kept of a Ray node's state_message (remote text: bounded)."""
-
+# The HTTP client, the limits and the any-shape readers live in `rayapi` (the one
+# client for Ray's dashboard); they are re-exported here for the probes' callers.
 
 def _state_message(row: dict[str, Any]) -> str | None:
     """A Ray node's last error: the API's `state_message` (set when a node dies, e.g.
@@ -313,17 +218,7 @@ def ray_state_from_api(nodes_doc: Any, status_doc: Any, jobs_doc: Any) -> RaySta
             st.nodes_dead += 1
     if not usage_by_node:
         st.gpus_used = sum(n.gpus_used for n in st.nodes)
-    for j in _l(jobs_doc):
-        if not isinstance(j, dict):
-            continue
-        jid = _text(j.get("submission_id")) or _text(j.get("job_id"))
-        start, end = _num(j.get("start_time")), _num(j.get("end_time"))
-        st.jobs.append(RayJobState(
-            id=jid, status=_text(j.get("status"), 40) or "UNKNOWN", entrypoint=_text(j.get("entrypoint"), 4000),
-            start_time=start / 1000 if start else None,
-            end_time=end / 1000 if end else None,
-            message=_text(j.get("message"), RAY_MESSAGE_MAX) or None))
-    st.jobs.sort(key=lambda j: j.start_time or 0)
+    st.jobs.extend(jobs_from_api(jobs_doc))
     return st
 
 
@@ -337,8 +232,7 @@ def current_job(ray: RayState) -> JobState | None:
 
 
 def _dashboard_host(profile: Profile) -> str:
-    h = profile.ray.dashboard_host
-    return "127.0.0.1" if h in ("0.0.0.0", "::", "") else h
+    return dashboard_connect_host(profile.ray.dashboard_host)
 
 
 async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = True,
@@ -358,7 +252,7 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
         )
         return ray_state_from_api(nodes_doc, status_doc, jobs_doc)
     except (OSError, ConnectionError, asyncio.TimeoutError, ValueError, SshError) as e:
-        api_error = f"dashboard {host}:{port} on {session.name}: {e or type(e).__name__}"
+        api_error = f"dashboard {host}:{port} on {session.name}: {str(e) or type(e).__name__}"
     gcs = f"{profile.head.address}:{profile.ray.head_port}"
     try:
         gcs_up = await session.tcp_reachable(profile.head.address, profile.ray.head_port)
@@ -367,7 +261,7 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
     if not gcs_up:
         return RayState(available=False, error=f"Ray is not running (nothing listens on {gcs})")
     if not allow_cli:
-        return RayState(available=False, error=api_error)
+        return RayState(available=False, error=api_error, unconfirmed=True)
     try:
         r = await session.run([profile.ray.binary, "status", f"--address={gcs}"], container=True, timeout=60)
     except (NodeDown, CommandTimeout, SshError) as e:
@@ -451,6 +345,8 @@ class ClusterMonitor:
         self.parsed = 0
         self._notify_handle: asyncio.TimerHandle | None = None
         self._ray_kick = asyncio.Event()
+        self._ray_misses = 0
+        self.ray_timeout_s = 5.0
         self._last_cli = 0.0
         self.samples = 0
         self.running = False
@@ -614,28 +510,43 @@ class ClusterMonitor:
                     checking.add(sess.name)
                     asyncio.ensure_future(check(sess))
 
+    RAY_MISSES_KEPT = 3
+    """Dashboard polls in a row that may miss (while Ray's GCS still listens and the
+    `ray status` fallback is not due) before the monitor says Ray is unavailable. A
+    single slow answer made the watched job NOT_ON_CLUSTER for one refresh."""
+
+    async def poll_ray(self, allow_cli: bool) -> None:
+        """One Ray poll applied to the state (the poller's body; a test drives it)."""
+        try:
+            st = await probe_ray(self.pool.head, self.profile, allow_cli=allow_cli, timeout=self.ray_timeout_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            st = RayState(available=False, error=f"ray probe failed: {e}")
+        if st.source == "ray status" or (not st.available and allow_cli and "dashboard" in (st.error or "")):
+            self._last_cli = time.monotonic()
+        self._ray_misses = self._ray_misses + 1 if st.unconfirmed else 0
+        if not st.available and not allow_cli and self.state.ray.source == "ray status":
+            st = self.state.ray  # keep the last `ray status` answer between CLI runs
+        elif st.unconfirmed and self.state.ray.available and self._ray_misses <= self.RAY_MISSES_KEPT:
+            # One dashboard timeout is not "Ray lost the job": keep the last good answer
+            # (its job list) until the `ray status` fallback has failed too, or the
+            # dashboard has missed RAY_MISSES_KEPT polls in a row.
+            log.info("dashboard miss %d kept the last Ray state: %s", self._ray_misses, st.error)
+            st = self.state.ray
+        if st != self.state.ray:
+            self.state.ray = st
+            job = current_job(st)
+            if job is not None and self.state.job is not None and self.state.job.id == job.id:
+                self.state.job.status = job.status  # keep step/metrics others filled in
+            elif job is not None or st.available:
+                self.state.job = job
+            self._changed()
+
     async def _ray_loop(self) -> None:
-        head = self.pool.head
         while self.running:
             allow_cli = time.monotonic() - self._last_cli >= self.ray_cli_every_s
-            try:
-                st = await probe_ray(head, self.profile, allow_cli=allow_cli)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001
-                st = RayState(available=False, error=f"ray probe failed: {e}")
-            if st.source == "ray status" or (not st.available and allow_cli and "dashboard" in (st.error or "")):
-                self._last_cli = time.monotonic()
-            if not st.available and not allow_cli and self.state.ray.source == "ray status":
-                st = self.state.ray  # keep the last `ray status` answer between CLI runs
-            if st != self.state.ray:
-                self.state.ray = st
-                job = current_job(st)
-                if job is not None and self.state.job is not None and self.state.job.id == job.id:
-                    self.state.job.status = job.status  # keep step/metrics others filled in
-                elif job is not None or st.available:
-                    self.state.job = job
-                self._changed()
+            await self.poll_ray(allow_cli)
             self._ray_kick.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._ray_kick.wait(), self.ray_refresh_s)

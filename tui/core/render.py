@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .profile import Override, Profile
+from .rayapi import dashboard_connect_host
 
 # Characters Hydra accepts in an unquoted value without changing its meaning.
 _BARE_RE = re.compile(r"^[A-Za-z0-9_\-+./:@%*?]+$")
@@ -178,11 +179,9 @@ def submission_id(profile: Profile, now: float | None = None) -> str:
 
 
 def dashboard_address(profile: Profile, local_port: int | None = None) -> str:
-    host = profile.ray.dashboard_host
     if local_port is not None:
         return f"http://127.0.0.1:{local_port}"
-    if host in ("0.0.0.0", "::"):
-        host = profile.head.address
+    host = dashboard_connect_host(profile.ray.dashboard_host, profile.head.address)
     return f"http://{host}:{profile.ray.dashboard_port}"
 
 

@@ -105,6 +105,10 @@ class RayState:
     jobs: list[RayJobState] = field(default_factory=list)
     source: str | None = None  # "api", "ray status"
     error: str | None = None
+    unconfirmed: bool = False
+    """Set with `available` False when only the dashboard missed an answer: Ray's GCS
+    still listens and the `ray status` fallback was not run. Not proof that Ray (or its
+    jobs) went away: the monitor keeps its last good answer over a few of these."""
 
 
 @dataclass

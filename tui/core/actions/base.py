@@ -53,6 +53,11 @@ class Remote(Protocol):
 
     def reachable(self, node: str) -> tuple[bool, str | None]: ...
 
+    async def dashboard_url(self) -> str:
+        """The head's dashboard as `http://127.0.0.1:<port>`, through the SSH connection
+        (a local port forward): the job API client (`rayapi`) talks to this."""
+        ...
+
 
 class StreamHandle(Protocol):
     """Lines as they come; `rc` once the iteration has ended."""

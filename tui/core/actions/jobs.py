@@ -1,9 +1,9 @@
 """`submit` (seed 7 + 8.3) and `stop` (the job), through Ray's job API.
 
 The API is reached at the dashboard on the head through the SSH connection (a local
-port forward), so the dashboard never has to listen beyond loopback. Ray's
-`JobSubmissionClient` is synchronous and slow to import, so it is imported here, lazily,
-and called in a thread: the TUI's event loop never waits on it.
+port forward), so the dashboard never has to listen beyond loopback. It is spoken by
+`rayapi.RayJobClient` (asyncio, bounded reads, typed answers), not by Ray's
+`JobSubmissionClient`, whose `requests` reads are unbounded and whose import is slow.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any, AsyncIterator
 from ..history import RunRecord, last_run, record_run
 from ..parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
 from ..profile import Profile
+from ..rayapi import RayJobClient, client_for_url
+from ..state import RayJobState
 from ..render import render
 from .base import Remote, gather_nodes
 from .events import ActionEvent
@@ -22,39 +24,23 @@ from .events import ActionEvent
 ACTIVE = {"PENDING", "RUNNING"}
 
 
-def _client(url: str) -> Any:
-    from ray.job_submission import JobSubmissionClient
-
-    return JobSubmissionClient(url)
-
-
-_clients: dict[str, Any] = {}
-
-
-async def job_client(remote: Remote) -> Any:
-    """A JobSubmissionClient for the head's dashboard (through the SSH forward). Cached
-    per URL: creating one costs an HTTP round trip, and the console asks every refresh.
-    A reconnect gets a new forwarded port, hence a new URL and a new client."""
-    url = await remote.dashboard_url()  # type: ignore[attr-defined]
-    client = _clients.get(url)
-    if client is None:
-        client = _clients[url] = await asyncio.to_thread(_client, url)
-    return client
+async def job_client(remote: Remote) -> RayJobClient:
+    """A job API client for the head's dashboard (through the SSH forward). Cheap: the
+    forward is made once per connection by the SSH layer, and a reconnect gets a new
+    forwarded port, hence a new URL and a new client."""
+    url = await remote.dashboard_url()
+    return client_for_url(url)
 
 
-async def list_jobs(client: Any) -> list[dict[str, Any]]:
-    jobs = await asyncio.to_thread(client.list_jobs)
-    out = []
-    for j in jobs:
-        out.append({
-            "id": j.submission_id or j.job_id,
-            "status": str(getattr(j.status, "value", j.status)),
-            "entrypoint": j.entrypoint,
-            "start_time": j.start_time,
-            "end_time": j.end_time,
-        })
-    out.sort(key=lambda j: j["start_time"] or 0)
-    return out
+async def list_jobs(client: RayJobClient) -> list[RayJobState]:
+    """Every job Ray knows, oldest first (typed; any answer shape accepted)."""
+    return await client.list_jobs()
+
+
+def _first_line(e: BaseException) -> str:
+    """An error as one line for a 'fail' event: its message's first line, or its type
+    when it has none (a bare TimeoutError)."""
+    return next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
 
 
 LOCK_STALE_S = 300
@@ -148,18 +134,18 @@ async def _submit_locked(profile: Profile, remote: Remote, job: Any, force: bool
     except Exception as e:  # noqa: BLE001 - any failure to reach Ray is the same one-line story
         yield ActionEvent("submit", "fail", f"cannot reach Ray's job API on {profile.head.name}: {e}; run setup-ray first")
         return
-    running = [j for j in jobs if j["status"] in ACTIVE]
+    running = [j for j in jobs if j.status in ACTIVE]
     if running and not force:
-        ids = ", ".join(j["id"] for j in running)
+        ids = ", ".join(j.id for j in running)
         yield ActionEvent("submit", "fail", f"a job is already running on this cluster ({ids}); stop it first or use --force")
         return
     shown = job.masked().entrypoint_str
     yield ActionEvent("submit", "step", "$ " + shown[:300] + ("..." if len(shown) > 300 else ""))
     try:
-        job_id = await asyncio.to_thread(client.submit_job, entrypoint=job.entrypoint_str,
-                                         submission_id=job.submission_id, runtime_env=job.runtime_env)
-    except Exception as e:  # noqa: BLE001
-        yield ActionEvent("submit", "fail", f"Ray refused the job: {str(e).splitlines()[0] if str(e) else e!r}")
+        job_id = await client.submit(job.entrypoint_str, submission_id=job.submission_id,
+                                     runtime_env=job.runtime_env)
+    except Exception as e:  # noqa: BLE001 - a refusal, a timeout or a hostile answer: one line
+        yield ActionEvent("submit", "fail", f"Ray refused the job: {_first_line(e)}")
         return
     try:
         record_run(RunRecord(
@@ -173,11 +159,10 @@ async def _submit_locked(profile: Profile, remote: Remote, job: Any, force: bool
     yield ActionEvent("submit", "done", f"submitted {job_id}", data={"job_id": job_id})
 
 
-async def _wait_status(client: Any, job_id: str, want: set[str], timeout: float) -> str:
+async def _wait_status(client: RayJobClient, job_id: str, want: set[str], timeout: float) -> str:
     deadline = time.monotonic() + timeout
     while True:
-        st = await asyncio.to_thread(client.get_job_status, job_id)
-        s = str(getattr(st, "value", st))
+        s = await client.status(job_id)
         if s in want or time.monotonic() > deadline:
             return s
         await asyncio.sleep(0.5)
@@ -216,24 +201,28 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         yield ActionEvent("stop", "skip", f"Ray's job API does not answer ({e}); no job to stop")
         return
     if job_id is None:
-        running = [j for j in jobs if j["status"] in ACTIVE]
+        running = [j for j in jobs if j.status in ACTIVE]
         rec = last_run(profile.name)
-        pick = [j for j in running if rec and j["id"] == rec.job_id] or running[-1:]
+        pick = [j for j in running if rec and j.id == rec.job_id] or running[-1:]
         if not pick:
             yield ActionEvent("stop", "skip", "no job is running; nothing to stop")
             return
-        job_id = pick[0]["id"]
+        job_id = pick[0].id
     else:
-        known = {j["id"]: j for j in jobs}
+        known = {j.id: j for j in jobs}
         if job_id not in known:
             yield ActionEvent("stop", "fail", f"Ray knows no job {job_id}")
             return
-        if known[job_id]["status"] not in ACTIVE:
-            yield ActionEvent("stop", "skip", f"{job_id} is already {known[job_id]['status']}; nothing to stop")
+        if known[job_id].status not in ACTIVE:
+            yield ActionEvent("stop", "skip", f"{job_id} is already {known[job_id].status}; nothing to stop")
             return
     yield ActionEvent("stop", "step", f"stopping {job_id}")
-    await asyncio.to_thread(client.stop_job, job_id)
-    status = await _wait_status(client, job_id, {"STOPPED", "SUCCEEDED", "FAILED"}, wait_s)
+    try:
+        await client.stop(job_id)
+        status = await _wait_status(client, job_id, {"STOPPED", "SUCCEEDED", "FAILED"}, wait_s)
+    except Exception as e:  # noqa: BLE001 - a refusal, a timeout or a hostile answer: one line
+        yield ActionEvent("stop", "fail", f"Ray did not stop {job_id}: {_first_line(e)}")
+        return
     if status in ACTIVE:
         yield ActionEvent("stop", "fail", f"{job_id} is still {status} after {wait_s:.0f} s")
         return

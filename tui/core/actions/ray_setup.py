@@ -16,6 +16,7 @@ from typing import AsyncIterator
 
 from ..parsers.raystatus import parse_ray_status
 from ..profile import Node, Profile
+from ..rayapi import _d, _l, _text, dashboard_connect_host, dashboard_exposed
 from ..state import RayState
 from .base import CmdResult, EventQueue, Remote, gather_nodes
 from .events import ActionEvent
@@ -69,9 +70,7 @@ async def ray_state(profile: Profile, remote: Remote) -> RayState:
 
 async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
     """Node IPs Ray reports alive, from the state API CLI; None when it cannot say."""
-    dash = profile.ray.dashboard_host
-    if dash in ("0.0.0.0", "::"):
-        dash = profile.head.address
+    dash = dashboard_connect_host(profile.ray.dashboard_host, profile.head.address)
     r = await remote.run(profile.head.name, [profile.ray.binary, "list", "nodes", "--format=json",
                                              f"--address=http://{dash}:{profile.ray.dashboard_port}"],
                          container=True, timeout=60)
@@ -79,10 +78,15 @@ async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
         return None
     try:
         start = r.stdout.index("[")
-        nodes = json.loads(r.stdout[start:])
-        return {n.get("node_ip") for n in nodes if n.get("state") == "ALIVE"}
-    except (ValueError, AttributeError):
+        doc = json.loads(r.stdout[start:])
+    except (ValueError, RecursionError):
         return None
+    if not isinstance(doc, list):
+        return None
+    # Rows are remote data: read with the dashboard's any-shape readers (a row that is
+    # not an object, or an address that is not text, is left out, never a crash).
+    rows = [_d(n) for n in _l(doc)]
+    return {ip for ip in (_text(n.get("node_ip"), 100) for n in rows if n.get("state") == "ALIVE") if ip}
 
 
 async def _running_jobs(remote: Remote) -> list[str]:
@@ -92,7 +96,7 @@ async def _running_jobs(remote: Remote) -> list[str]:
 
     try:
         client = await asyncio.wait_for(job_client(remote), 30)
-        return [j["id"] for j in await asyncio.wait_for(list_jobs(client), 30) if j["status"] in ACTIVE]
+        return [j.id for j in await asyncio.wait_for(list_jobs(client), 30) if j.status in ACTIVE]
     except Exception:  # noqa: BLE001 - no answer: the question still says any job dies
         return []
 
@@ -134,7 +138,7 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
     headless CLI passes it after its y/N prompt or --yes)."""
     want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
     yield ActionEvent(NAME, "start", f"Ray on {want_nodes} nodes, {want_gpus} GPUs, head {profile.head.name}")
-    if profile.ray.dashboard_host in ("0.0.0.0", "::"):
+    if dashboard_exposed(profile.ray.dashboard_host):
         yield ActionEvent(NAME, "warn", f"the dashboard will listen on {profile.ray.dashboard_host}: anyone who "
                                         f"reaches port {profile.ray.dashboard_port} can submit jobs (no authentication)")
     st = await ray_state(profile, remote)

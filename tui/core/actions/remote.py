@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import AsyncIterator
 
 from ..profile import Profile
+from ..rayapi import dashboard_connect_host
 from ..ssh import CommandTimeout, NodeDown, SessionPool, SshError, StreamStatus
 from .base import CmdResult, Command
 
@@ -65,8 +66,6 @@ class PoolRemote:
 
     async def dashboard_url(self) -> str:
         """The head's dashboard, through the SSH connection: http://127.0.0.1:<forwarded>."""
-        host = self.profile.ray.dashboard_host
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"
+        host = dashboard_connect_host(self.profile.ray.dashboard_host)
         port = await self.pool.head.forward_local_port(host, self.profile.ray.dashboard_port)
         return f"http://127.0.0.1:{port}"

@@ -1,0 +1,365 @@
+"""The one client for Ray's job API (tui/core/rayapi.py), issue 11 and issue 15's
+residuals. Real sockets throughout: a loopback HTTP server stands in for the dashboard
+(a recording one, a flooding one, a hostile one, one that stalls once), reached through
+a real SSH port forward (SimNodeServer) where the console does."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import make_node
+from tui.core.profile import Profile, load_profile
+from tui.core.rayapi import (
+    HTTP_BODY_MAX,
+    RayApiError,
+    RayJobClient,
+    dashboard_connect_host,
+    dashboard_exposed,
+    jobs_from_api,
+)
+from tui.core.state import RayJobState
+
+DATA = Path(__file__).resolve().parent / "data"
+
+NODES = json.dumps({"data": {"result": {"result": [
+    {"node_id": "a", "node_ip": "127.0.0.1", "state": "ALIVE", "is_head_node": True,
+     "resources_total": {"GPU": 8}}]}}}).encode()
+JOBS = json.dumps([{"submission_id": "job-1", "status": "RUNNING", "entrypoint": "python -m x",
+                    "start_time": 1_750_000_000_000}]).encode()
+
+
+class Dashboard:
+    """A loopback 'dashboard': answers by (method, path), records every request, and
+    can be told to stall the next N requests (never answer: the client must time out)."""
+
+    def __init__(self) -> None:
+        self.answers: dict[tuple[str, str], tuple[int, bytes]] = {}
+        self.requests: list[tuple[str, str, bytes]] = []
+        self.stall = 0
+        self.flood: set[tuple[str, str]] = set()
+        self.srv: asyncio.AbstractServer | None = None
+        self.port = 0
+        self.sent = 0
+
+    async def start(self) -> None:
+        self.srv = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self.srv.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self.srv is not None:
+            self.srv.close()
+            await self.srv.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            method, path = head.split(b" ")[0].decode(), head.split(b" ")[1].decode()
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            body = await reader.readexactly(length) if length else b""
+            self.requests.append((method, path, body))
+            if self.stall > 0:
+                self.stall -= 1
+                await asyncio.sleep(3600)  # the client's timeout ends this
+                return
+            if (method, path) in self.flood:
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[")
+                chunk = b'"x",' * 16384
+                for _ in range(4096):  # 256 MiB unless the client hangs up
+                    writer.write(chunk)
+                    self.sent += len(chunk)
+                    await writer.drain()
+                return
+            code, out = self.answers.get((method, path), (404, b"Not Found"))
+            reason = {200: b"OK", 404: b"Not Found"}.get(code, b"Error")
+            writer.write(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                         % (code, reason, len(out)) + out)
+            await writer.drain()
+        except (ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def dash() -> AsyncIterator[Dashboard]:
+    d = Dashboard()
+    await d.start()
+    yield d
+    await d.stop()
+
+
+@pytest.fixture
+async def gcs() -> AsyncIterator[int]:
+    """Something listening where Ray's GCS would: the probe's "Ray is running" check."""
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    srv = await asyncio.start_server(accept, "127.0.0.1", 0)
+    yield srv.sockets[0].getsockname()[1]
+    srv.close()
+    await srv.wait_closed()
+
+
+def _one_node_profile(ssh_kit: Any, srv: Any, dash_port: int, gcs_port: int = 1) -> Profile:
+    """good_profile.yaml cut down to one head node: the in-process SSH server."""
+    prof = load_profile(DATA / "good_profile.yaml")
+    prof.ssh.known_hosts = str(ssh_kit.known_hosts)
+    prof.nodes = [make_node("n1", srv.address, srv.port, ssh_kit.client_key)]
+    prof.ray.dashboard_port = dash_port
+    prof.ray.dashboard_host = "127.0.0.1"
+    prof.ray.head_port = gcs_port
+    return prof
+
+
+# ------------------------------------------------------------------ exposure rule
+
+
+@pytest.mark.parametrize("host,exposed,connect", [
+    ("0.0.0.0", True, "127.0.0.1"), ("::", True, "127.0.0.1"), ("", True, "127.0.0.1"),
+    ("127.0.0.1", False, "127.0.0.1"), ("10.1.2.3", False, "10.1.2.3"), ("localhost", False, "localhost"),
+])
+def test_one_dashboard_exposure_rule(host: str, exposed: bool, connect: str) -> None:
+    assert dashboard_exposed(host) is exposed
+    assert dashboard_connect_host(host) == connect
+    assert dashboard_connect_host(host, "192.0.2.7") == ("192.0.2.7" if exposed else connect)
+
+
+def test_every_site_uses_the_one_rule() -> None:
+    """The wildcard test is written once: no other core module spells the addresses."""
+    root = Path(__file__).resolve().parents[1] / "tui" / "core"
+    for path in root.rglob("*.py"):
+        if path.name == "rayapi.py" or "sim" in path.parts:
+            continue
+        text = path.read_text()
+        assert '("0.0.0.0", "::"' not in text, path
+
+
+# ------------------------------------------------------------------ typed readers
+
+
+@pytest.mark.parametrize("doc", [
+    {"a": 1}, None, "jobs", 7, [1, "x", None, [], {"status": []}],
+    [{"submission_id": {"x": 1}, "job_id": 5, "start_time": "never", "end_time": float("nan")}],
+])
+def test_jobs_from_any_shape(doc: Any) -> None:
+    jobs = jobs_from_api(doc)
+    assert isinstance(jobs, list)
+    for j in jobs:
+        assert isinstance(j, RayJobState) and isinstance(j.id, str) and isinstance(j.status, str)
+        assert j.start_time is None and j.end_time is None
+
+
+# ------------------------------------------------------------------ the client
+
+
+async def test_submit_sends_what_job_submission_client_sends(dash: Dashboard) -> None:
+    """The body is the one Ray's own client posts (checked against Ray's client itself,
+    on the same recording server), and the answer's submission id comes back."""
+    dash.answers[("GET", "/api/version")] = (200, json.dumps({"ray_version": "2.60.0", "version": "4",
+                                                                "session_name": "s"}).encode())
+    dash.answers[("POST", "/api/jobs/")] = (200, b'{"submission_id": "run-1", "job_id": null}')
+    env = {"env_vars": {"PYTHONPATH": "/shared/verl", "TENSORBOARD_DIR": "/shared/tb"}}
+
+    def ray_submit() -> str:
+        from ray.job_submission import JobSubmissionClient
+
+        return JobSubmissionClient(f"http://127.0.0.1:{dash.port}").submit_job(
+            entrypoint="python -m verl.trainer.main_ppo a=1", submission_id="run-1", runtime_env=env)
+
+    assert await asyncio.wait_for(asyncio.to_thread(ray_submit), 120) == "run-1"
+    theirs = [json.loads(b) for m, p, b in dash.requests if (m, p) == ("POST", "/api/jobs/")]
+    dash.requests.clear()
+    sid = await RayJobClient(dash.port, timeout=30).submit("python -m verl.trainer.main_ppo a=1",
+                                                          submission_id="run-1", runtime_env=env)
+    assert sid == "run-1"
+    ours = [json.loads(b) for m, p, b in dash.requests if (m, p) == ("POST", "/api/jobs/")]
+    assert len(theirs) == 1 and ours == theirs
+
+
+async def test_list_get_logs_stop(dash: Dashboard) -> None:
+    dash.answers[("GET", "/api/jobs/")] = (200, JOBS)
+    dash.answers[("GET", "/api/jobs/job-1")] = (200, json.dumps(json.loads(JOBS)[0]).encode())
+    dash.answers[("GET", "/api/jobs/job-1/logs")] = (200, json.dumps({"logs": "a\nb\nstep:3\n"}).encode())
+    dash.answers[("POST", "/api/jobs/job-1/stop")] = (200, b'{"stopped": true}')
+    c = RayJobClient(dash.port, timeout=30)
+    jobs = await c.list_jobs()
+    assert [(j.id, j.status, j.start_time) for j in jobs] == [("job-1", "RUNNING", 1_750_000_000.0)]
+    assert (await c.get_job("job-1")) == jobs[0]
+    assert await c.get_job("nope") is None  # 404: Ray knows no such job
+    assert await c.job_logs("job-1", tail_chars=7) == "step:3\n"
+    assert await c.stop("job-1") is True
+
+
+@pytest.mark.parametrize("method,path,call", [
+    ("GET", "/api/jobs/", lambda c: c.list_jobs()),
+    ("POST", "/api/jobs/", lambda c: c.submit("true", submission_id="s")),
+    ("POST", "/api/jobs/job-1/stop", lambda c: c.stop("job-1")),
+], ids=["list", "submit", "stop"])
+async def test_huge_answer_is_cut_off(dash: Dashboard, method: str, path: str,
+                                      call: Callable[[RayJobClient], Any]) -> None:
+    """A dashboard that floods an answer: the client stops at its limit with a clear
+    error instead of buffering everything (JobSubmissionClient read it all)."""
+    dash.flood.add((method, path))
+    with pytest.raises(RayApiError, match="truncated"):
+        await call(RayJobClient(dash.port, timeout=120))
+    assert dash.sent < 8 * HTTP_BODY_MAX
+
+
+@pytest.mark.parametrize("answer", [
+    (200, b"[]"), (200, b'{"submission_id": ["x"]}'), (200, b"[" * 200_000), (200, b"not json"),
+    (500, b"Traceback (most recent call last):\n\x1b[31m[red]boom[/red]" + b"x" * 100_000),
+], ids=["list-shape", "id-not-text", "deep", "not-json", "error-page"])
+async def test_hostile_submit_answer_is_an_error_not_a_crash(dash: Dashboard, answer: tuple[int, bytes]) -> None:
+    dash.answers[("POST", "/api/jobs/")] = answer
+    with pytest.raises((ConnectionError, ValueError)) as ei:
+        await RayJobClient(dash.port, timeout=30).submit("true", submission_id="s")
+    assert len(str(ei.value)) < 1000 and "\x1b" not in str(ei.value)
+
+
+# ------------------------------------------------------------------ the actions, through SSH
+
+
+async def _events(gen: Any) -> list[Any]:
+    return [ev async for ev in gen]
+
+
+async def test_submit_and_stop_actions_report_a_hostile_dashboard(node_server, ssh_kit, dash: Dashboard,
+                                                                 tmp_path: Path) -> None:
+    """The submit and stop actions, through a real SSH port forward to a dashboard
+    whose answers are hostile: each ends with one 'fail' line, never a traceback."""
+    from tui.core.actions.jobs import stop_job, submit
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
+
+    srv = await node_server()
+    prof = _one_node_profile(ssh_kit, srv, dash.port)
+    prof.container.access = "direct"  # the SSH server is the container: the submit lock runs there
+    prof.ray.start_args = [*prof.ray.start_args, f"--temp-dir={tmp_path / 'ray'}"]
+    pool = SessionPool(prof)
+    pool.start()
+    try:
+        await pool.head.wait_first_attempt(10)
+        remote = PoolRemote(pool, prof)
+        dash.answers[("GET", "/api/jobs/")] = (200, b'[{"submission_id": "job-1", "status": "RUNNING"}, 3, "x"]')
+        dash.answers[("POST", "/api/jobs/job-1/stop")] = (500, b"\x1b[2J" + b"y" * 50_000)
+        evs = await asyncio.wait_for(_events(stop_job(prof, remote, "job-1", wait_s=1, settle_s=0)), 120)
+        assert evs[-1].kind == "fail" and "Ray did not stop job-1: HTTP 500" in evs[-1].message
+        assert len(evs[-1].message) < 1000 and "\x1b" not in evs[-1].message
+
+        dash.answers[("GET", "/api/jobs/")] = (200, b"[]")
+        dash.flood.add(("POST", "/api/jobs/"))
+        evs = await asyncio.wait_for(_events(submit(prof, remote)), 180)
+        assert evs[-1].kind == "fail" and "Ray refused the job" in evs[-1].message
+        assert "truncated" in evs[-1].message
+    finally:
+        await pool.close()
+
+
+# ------------------------------------------------------------------ one miss is not "job gone"
+
+
+async def test_one_dashboard_timeout_keeps_the_watched_job(node_server, ssh_kit, dash: Dashboard, gcs: int) -> None:
+    """The monitor's no-CLI poll: ONE dashboard timeout (Ray's GCS still listening)
+    used to give available=False, which the console turned into NOT_ON_CLUSTER for the
+    watched job. The last good answer is kept until the misses pile up."""
+    from tui.core.probes import ClusterMonitor
+    from tui.core.status_cli import job_on_cluster
+
+    dash.answers[("GET", "/api/v0/nodes?detail=1")] = (200, NODES)
+    dash.answers[("GET", "/api/cluster_status")] = (200, b"{}")
+    dash.answers[("GET", "/api/jobs/")] = (200, JOBS)
+    srv = await node_server()
+    mon = ClusterMonitor(_one_node_profile(ssh_kit, srv, dash.port, gcs))
+    mon.ray_timeout_s = 0.5  # the stalled answer never comes: only how long the test waits
+    mon.pool.start()
+    try:
+        await mon.pool.head.wait_first_attempt(10)
+        await asyncio.wait_for(mon.poll_ray(allow_cli=False), 60)
+        assert mon.state.ray.available and job_on_cluster(mon.state.ray, "job-1") is True
+
+        dash.stall = 3  # one poll's three requests hang: one timeout
+        await asyncio.wait_for(mon.poll_ray(allow_cli=False), 60)
+        assert len(dash.requests) >= 6  # the stalled poll did ask
+        assert mon.state.ray.available, mon.state.ray.error
+        assert job_on_cluster(mon.state.ray, "job-1") is True
+        assert mon.state.job is not None and mon.state.job.status == "RUNNING"
+
+        await asyncio.wait_for(mon.poll_ray(allow_cli=False), 60)  # it answers again
+        assert mon.state.ray.available and mon._ray_misses == 0
+
+        dash.stall = 10_000  # the dashboard is gone for good: after the kept misses, say so
+        for _ in range(ClusterMonitor.RAY_MISSES_KEPT + 1):
+            await asyncio.wait_for(mon.poll_ray(allow_cli=False), 60)
+        assert not mon.state.ray.available and "dashboard" in (mon.state.ray.error or "")
+        assert job_on_cluster(mon.state.ray, "job-1") is False
+    finally:
+        await mon.pool.close()
+
+
+async def test_failed_cli_fallback_ends_the_kept_state(node_server, ssh_kit, dash: Dashboard, gcs: int) -> None:
+    """When the `ray status` fallback runs and fails too, Ray is unavailable at once:
+    the keeping is for an unconfirmed miss only."""
+    from tui.core.probes import ClusterMonitor
+
+    dash.answers[("GET", "/api/v0/nodes?detail=1")] = (200, NODES)
+    dash.answers[("GET", "/api/cluster_status")] = (200, b"{}")
+    dash.answers[("GET", "/api/jobs/")] = (200, JOBS)
+    srv = await node_server()
+    prof = _one_node_profile(ssh_kit, srv, dash.port, gcs)
+    prof.ray.binary = "false"  # `ray status` fails
+    mon = ClusterMonitor(prof)
+    mon.ray_timeout_s = 0.5
+    mon.pool.start()
+    try:
+        await mon.pool.head.wait_first_attempt(10)
+        await asyncio.wait_for(mon.poll_ray(allow_cli=True), 60)
+        assert mon.state.ray.available
+        dash.stall = 3
+        await asyncio.wait_for(mon.poll_ray(allow_cli=True), 60)
+        assert not mon.state.ray.available
+    finally:
+        with contextlib.suppress(Exception):
+            await mon.pool.close()
+
+
+@pytest.mark.parametrize("out,want", [
+    ('[{"node_ip": "10.0.0.1", "state": "ALIVE"}, {"node_ip": "10.0.0.2", "state": "DEAD"}]', {"10.0.0.1"}),
+    ('[1, "x", null, {"node_ip": ["a"], "state": "ALIVE"}, {"node_ip": "10.0.0.3", "state": "ALIVE"}]',
+     {"10.0.0.3"}),
+    ('{"node_ip": "10.0.0.1"}', None),
+    ("[" * 100_000, None),
+], ids=["rows", "odd-rows", "not-a-list", "deep"])
+async def test_setup_ray_reads_node_rows_with_the_typed_readers(node_server, ssh_kit, tmp_path: Path,
+                                                                out: str, want: set[str] | None) -> None:
+    """`ray list nodes --format=json` as the head prints it: rows of any shape give the
+    alive addresses or "cannot say" (None), never an exception out of setup-ray."""
+    from tui.core.actions.ray_setup import alive_addresses
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
+
+    (tmp_path / "out.json").write_text("some banner\n" + out + "\n")
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text(f"#!/bin/sh\ncat {tmp_path / 'out.json'}\n")
+    fake_ray.chmod(0o755)
+    srv = await node_server()
+    prof = _one_node_profile(ssh_kit, srv, 1)
+    prof.container.access = "direct"
+    prof.ray.binary = str(fake_ray)
+    pool = SessionPool(prof)
+    pool.start()
+    try:
+        await pool.head.wait_first_attempt(10)
+        got = await asyncio.wait_for(alive_addresses(prof, PoolRemote(pool, prof)), 60)
+    finally:
+        await pool.close()
+    assert got == want
