@@ -154,7 +154,17 @@ def test_profile_overrides_roundtrip(values: dict) -> None:
     import yaml
 
     text = (DATA / "good_profile.yaml").read_text()
-    extra = yaml.safe_dump({"extra": values} if values else {"extra": {"k": 1}}, default_flow_style=False)
+    class Dumper(yaml.SafeDumper):
+        """Writes YAML the profile loader reads back: it reads `1e-6` as a float (YAML 1.2,
+        as users mean it), so a string such as `0E0` must be written quoted."""
+
+    Dumper.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"),
+    )
+    extra = yaml.dump({"extra": values} if values else {"extra": {"k": 1}}, Dumper=Dumper,
+                      default_flow_style=False)
     text = text.replace("    trainer:\n", "".join("    " + ln + "\n" for ln in extra.splitlines()) + "    trainer:\n")
     prof = load_profile_text(text, "x.yaml")
     argv = shlex.split(render(prof).entrypoint_str)
