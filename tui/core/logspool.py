@@ -36,7 +36,9 @@ from array import array
 from bisect import bisect_right
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
+_np: Any
 try:  # numpy finds newlines ~10x faster than a Python loop; it is there via ray/tbparse.
     import numpy as _np
 except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests

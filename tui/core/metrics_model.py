@@ -164,7 +164,7 @@ class SeriesIndex:
 
     TAIL = 3
 
-    def __init__(self, by_step: dict[int, Mapping[str, float]]) -> None:
+    def __init__(self, by_step: Mapping[int, Mapping[str, float]]) -> None:
         self.by_step = by_step
         self.reset()
 

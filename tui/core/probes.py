@@ -289,16 +289,15 @@ async def snapshot(profile: Profile, pool: SessionPool | None = None) -> Cluster
         await sess.wait_first_attempt()
         return await probe_node(sess, profile, timeout)
 
-    async def ray() -> RayState:
+    async def head_ray() -> RayState:
         await pool.head.wait_first_attempt()
         return await probe_ray(pool.head, profile)
 
     try:
         pool.start()
-        results = await asyncio.gather(*(node(n.name) for n in profile.nodes), ray())
-        ray: RayState = results[-1]  # type: ignore[assignment]
-        nodes: list[NodeState] = list(results[:-1])  # type: ignore[arg-type]
-        return ClusterState(profile=profile.name, simulated=profile.simulated, nodes=nodes, ray=ray,
+        nodes, ray = await asyncio.gather(asyncio.gather(*(node(n.name) for n in profile.nodes)),
+                                          head_ray())
+        return ClusterState(profile=profile.name, simulated=profile.simulated, nodes=list(nodes), ray=ray,
                             job=current_job(ray), taken_at=time.time())
     finally:
         if own:

@@ -292,7 +292,7 @@ class _Section:
             return None if default is _MISSING else default
         return self.data[name]
 
-    def str(self, name: str, default: Any = _MISSING, required: bool = False,
+    def string(self, name: str, default: Any = _MISSING, required: bool = False,
             choices: tuple[str, ...] | None = None, nonempty: bool = True) -> Any:
         v = self.raw(name, default, required)
         if v is None or (v is default and default is not _MISSING):
@@ -306,7 +306,7 @@ class _Section:
             raise self.error(name, f"expected one of {', '.join(choices)}, got {_show(v)}")
         return v
 
-    def int(self, name: str, default: Any = _MISSING, required: bool = False,
+    def integer(self, name: str, default: Any = _MISSING, required: bool = False,
             minimum: int | None = None, positive: bool = False) -> Any:
         v = self.raw(name, default, required)
         if v is None or (v is default and default is not _MISSING):
@@ -321,7 +321,7 @@ class _Section:
         return v
 
     def port(self, name: str, default: Any = _MISSING) -> Any:
-        v = self.int(name, default)
+        v = self.integer(name, default)
         if v is not None and not 1 <= v <= 65535:
             raise self.error(name, f"expected a port number 1-65535, got {v}")
         return v
@@ -343,7 +343,7 @@ class _Section:
             raise self.error(name, f"expected a number >= {minimum:g}, got {v:g}")
         return float(v)
 
-    def bool(self, name: str, default: Any = _MISSING) -> Any:
+    def boolean(self, name: str, default: Any = _MISSING) -> Any:
         v = self.raw(name, default)
         if v is None or (v is default and default is not _MISSING):
             return v
@@ -520,29 +520,29 @@ def _check_count_override(o: Override, file: str) -> None:
 
 def _parse_profile(data: Any, file: str) -> Profile:
     root = _Section(data, "", file, 1)
-    version = root.int("version", 1)
+    version = root.integer("version", 1)
     if version != 1:
         raise root.error("version", f"this rlconsole reads profile version 1, got {version}")
-    name = root.str("name", required=True)
-    description = root.str("description", "", nonempty=False)
-    simulated = root.bool("simulated", False)
-    gpu_tool = root.str("gpu_tool", "auto", choices=("auto", "mthreads-gmi", "nvidia-smi"))
+    name = root.string("name", required=True)
+    description = root.string("description", "", nonempty=False)
+    simulated = root.boolean("simulated", False)
+    gpu_tool = root.string("gpu_tool", "auto", choices=("auto", "mthreads-gmi", "nvidia-smi"))
 
     s = root.section("ssh")
     ssh = SshSettings(
-        known_hosts=s.str("known_hosts", None),
-        config=s.str("config", None),
+        known_hosts=s.string("known_hosts", None),
+        config=s.string("config", None),
         connect_timeout_s=s.number("connect_timeout_s", 10.0, positive=True),
         keepalive_interval_s=s.number("keepalive_interval_s", 15.0, positive=True),
         command_timeout_s=s.number("command_timeout_s", 30.0, positive=True),
-        max_channels=s.int("max_channels", 4, positive=True),
+        max_channels=s.integer("max_channels", 4, positive=True),
     )
     if ssh.max_channels > 10:
         raise s.error("max_channels", f"OpenSSH refuses more than 10 sessions per connection by default, got {ssh.max_channels}")
-    default_user = s.str("user", None)
+    default_user = s.string("user", None)
     default_port = s.port("port", 22)
     default_identity = s.str_list("identity", [], allow_scalar=True)
-    default_jump = s.str("jump_host", None)
+    default_jump = s.string("jump_host", None)
     default_hops = s.str_list("jump", [], allow_scalar=True)
     strict = s.raw("strict_host_key_checking", True)
     if strict is not True:
@@ -565,23 +565,23 @@ def _parse_profile(data: Any, file: str) -> Profile:
     for i, raw in enumerate(raw_nodes):
         line = raw_nodes.line_of(i) if isinstance(raw_nodes, LocatedList) else 1
         n = _Section(raw, f"nodes[{i}]", file, line)
-        nname = n.str("name", required=True)
+        nname = n.string("name", required=True)
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", nname):
             raise n.error("name", f"expected letters, digits, '.', '_' or '-', got {_show(nname)}")
-        address = n.str("address", required=True)
+        address = n.string("address", required=True)
         _check_address(n, "address", address)
-        gpus = n.int("gpus", required=True, positive=True)
-        role = n.str("role", "worker", choices=("head", "worker"))
+        gpus = n.integer("gpus", required=True, positive=True)
+        role = n.string("role", "worker", choices=("head", "worker"))
         ray_args = n.str_list("ray_args", [])
         e = n.section("ssh")
-        host = e.str("host", address)
+        host = e.string("host", address)
         _check_address(e, "host", host)
         endpoint = SshEndpoint(
             host=host,
             port=e.port("port", default_port),
-            user=e.str("user", default_user),
+            user=e.string("user", default_user),
             identity=[expand_local(p) for p in e.str_list("identity", default_identity, allow_scalar=True)],
-            jump_host=e.str("jump_host", default_jump),
+            jump_host=e.string("jump_host", default_jump),
             jump=e.str_list("jump", default_hops, allow_scalar=True),
         )
         e.done()
@@ -602,8 +602,8 @@ def _parse_profile(data: Any, file: str) -> Profile:
     c = root.section("container", required=True)
     cc = c.section("create")
     create = ContainerCreate(
-        privileged=cc.bool("privileged", False),
-        network=cc.str("network", None),
+        privileged=cc.boolean("privileged", False),
+        network=cc.string("network", None),
         env=cc.str_map("env"),
         volumes=cc.str_list("volumes", []),
         extra_args=cc.str_list("extra_args", []),
@@ -613,13 +613,13 @@ def _parse_profile(data: Any, file: str) -> Profile:
         if ":" not in vol:
             raise cc.error("volumes", f"volumes[{i}]: expected HOST:CONTAINER[:MODE], got {_show(vol)}")
     cc.done()
-    cname = c.str("name", required=True)
+    cname = c.string("name", required=True)
     if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.\-]*", cname):
         raise c.error("name", f"not a valid Docker container name: {_show(cname)}")
     container = Container(
         name=cname,
-        image=c.str("image", required=True),
-        access=c.str("access", "docker-exec", choices=("docker-exec", "direct")),
+        image=c.string("image", required=True),
+        access=c.string("access", "docker-exec", choices=("docker-exec", "direct")),
         docker=c.str_list("docker", ["docker"], allow_scalar=True) or ["docker"],
         create=create,
         after_start=c.str_list("after_start", []),
@@ -628,16 +628,16 @@ def _parse_profile(data: Any, file: str) -> Profile:
 
     p = root.section("paths", required=True)
     paths = Paths(
-        verl=p.str("verl", required=True),
-        megatron=p.str("megatron", None),
-        hf_model=p.str("hf_model", required=True),
-        mcore_checkpoint=p.str("mcore_checkpoint", required=True),
+        verl=p.string("verl", required=True),
+        megatron=p.string("megatron", None),
+        hf_model=p.string("hf_model", required=True),
+        mcore_checkpoint=p.string("mcore_checkpoint", required=True),
         train_files=p.str_list("train_files", required=True, allow_scalar=True),
         val_files=p.str_list("val_files", [], allow_scalar=True),
-        tensorboard_dir=p.str("tensorboard_dir", required=True),
-        checkpoint_dir=p.str("checkpoint_dir", required=True),
-        workdir=p.str("workdir", None),
-        data_dir=p.str("data_dir", None),
+        tensorboard_dir=p.string("tensorboard_dir", required=True),
+        checkpoint_dir=p.string("checkpoint_dir", required=True),
+        workdir=p.string("workdir", None),
+        data_dir=p.string("data_dir", None),
         shared=p.str_list("shared", []),
     )
     for k in ("verl", "megatron", "hf_model", "mcore_checkpoint", "tensorboard_dir",
@@ -651,11 +651,11 @@ def _parse_profile(data: Any, file: str) -> Profile:
 
     m = root.section("model")
     model = ModelInfo(
-        source=m.str("source", None),
+        source=m.string("source", None),
         download=m.str_list("download", []),
-        num_layers=m.int("num_layers", None, positive=True),
-        moe=m.bool("moe", False),
-        max_position_embeddings=m.int("max_position_embeddings", None, positive=True),
+        num_layers=m.integer("num_layers", None, positive=True),
+        moe=m.boolean("moe", False),
+        max_position_embeddings=m.integer("max_position_embeddings", None, positive=True),
     )
     m.done()
 
@@ -663,8 +663,8 @@ def _parse_profile(data: Any, file: str) -> Profile:
     if "convert" in root.data:
         cv = root.section("convert")
         convert = Convert(
-            script=cv.str("script", required=True),
-            python=cv.str("python", "python"),
+            script=cv.string("script", required=True),
+            python=cv.string("python", "python"),
             extra_args=cv.str_list("extra_args", []),
         )
         _require_abs(cv, "script", convert.script)
@@ -674,15 +674,15 @@ def _parse_profile(data: Any, file: str) -> Profile:
 
     r = root.section("ray")
     ray = RaySettings(
-        binary=r.str("binary", "ray"),
+        binary=r.string("binary", "ray"),
         head_port=r.port("head_port", 6379),
-        dashboard_host=r.str("dashboard_host", "127.0.0.1"),
+        dashboard_host=r.string("dashboard_host", "127.0.0.1"),
         dashboard_port=r.port("dashboard_port", 8265),
-        num_gpus=r.int("num_gpus", None, positive=True),
+        num_gpus=r.integer("num_gpus", None, positive=True),
         start_args=r.str_list("start_args", []),
         head_args=r.str_list("head_args", []),
         worker_args=r.str_list("worker_args", []),
-        stop_before_start=r.bool("stop_before_start", True),
+        stop_before_start=r.boolean("stop_before_start", True),
         join_timeout_s=r.number("join_timeout_s", 120.0, positive=True),
     )
     r.done()
@@ -699,13 +699,13 @@ def _parse_profile(data: Any, file: str) -> Profile:
                                f"duplicate override (also at line {seen_keys[o.key]})")
         seen_keys[o.key] = o.line
     training = Training(
-        module=t.str("module", "verl.trainer.main_ppo"),
-        config_path=t.str("config_path", required=True),
-        config_name=t.str("config_name", required=True),
+        module=t.string("module", "verl.trainer.main_ppo"),
+        config_path=t.string("config_path", required=True),
+        config_name=t.string("config_name", required=True),
         overrides=overrides,
-        python=t.str("python", "python3"),
+        python=t.string("python", "python3"),
         python_args=t.str_list("python_args", ["-u"]),
-        submission_prefix=t.str("submission_prefix", None),
+        submission_prefix=t.string("submission_prefix", None),
         env=t.str_map("env"),
     )
     if training.submission_prefix is not None and not re.fullmatch(r"[A-Za-z0-9_.\-]+", training.submission_prefix):
@@ -719,12 +719,12 @@ def _parse_profile(data: Any, file: str) -> Profile:
         throughput_tokens_per_s_per_node=mo.range("throughput_tokens_per_s_per_node"),
         step_time_min=mo.range("step_time_min"),
         mem_gib_per_card=mo.range("mem_gib_per_card"),
-        total_steps=mo.int("total_steps", None, positive=True),
+        total_steps=mo.integer("total_steps", None, positive=True),
         refresh_s=mo.number("refresh_s", 2.0, positive=True, minimum=MIN_REFRESH_S),
         hot_c=mo.number("hot_c", 85.0, positive=True),
         mem_full_pct=mo.number("mem_full_pct", 95.0, positive=True),
         stall_factor=mo.number("stall_factor", 3.0, positive=True),
-        out_of_range_steps=mo.int("out_of_range_steps", 3, positive=True),
+        out_of_range_steps=mo.integer("out_of_range_steps", 3, positive=True),
     )
     if monitoring.mem_full_pct > 100:
         raise mo.error("mem_full_pct", f"expected a percentage up to 100, got {monitoring.mem_full_pct:g}")
@@ -732,11 +732,11 @@ def _parse_profile(data: Any, file: str) -> Profile:
         raise mo.error("stall_factor", f"expected a factor >= 1, got {monitoring.stall_factor:g}")
     mo.done()
     co = root.section("console")
-    console = ConsoleSettings(bell=co.bool("bell", True), read_only=co.bool("read_only", False))
+    console = ConsoleSettings(bell=co.boolean("bell", True), read_only=co.boolean("read_only", False))
     co.done()
     no = root.section("notify")
     notify = NotifySettings(to=no.str_list("to", [], allow_scalar=True),
-                            level=no.str("level", "warning", choices=("info", "warning", "error")))
+                            level=no.string("level", "warning", choices=("info", "warning", "error")))
     no.done()
     root.done()
 

@@ -153,8 +153,8 @@ def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
             prefix.append((words[0].text, words[0].line))
             words.pop(0)
         if not words:
-            for w, ln in prefix:
-                assign(w, ln)
+            for word, ln in prefix:
+                assign(word, ln)
             continue
         name = expand_string(words[0].text, st, words[0].line)
         if name in ("export", "declare", "typeset", "local", "readonly"):
@@ -219,8 +219,8 @@ def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
                 st.note(rc.line, f"cd {target}: relative to where the script is started; not known")
             continue
         penv: dict[str, tuple[str, int]] = {}
-        for w, ln in prefix:
-            m = _ASSIGN_RE.match(w)
+        for word, ln in prefix:
+            m = _ASSIGN_RE.match(word)
             assert m
             penv[m.group(1)] = (expand_string(m.group(5), st, ln, assignment=True), ln)
         exported = {n: (st.vars[n] if n in st.vars else (st.arrays[n][0] if st.arrays.get(n) else ""),

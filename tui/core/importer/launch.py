@@ -82,7 +82,7 @@ def _python_entry(argv: list[Word]) -> tuple[str, list[str], str | None, str | N
 def _is_training(module: str | None, script: str | None) -> bool:
     if module:
         return module.startswith("verl.") or module.endswith("main_ppo")
-    return bool(script) and (script.endswith("main_ppo.py") or "/verl/trainer/" in script)
+    return script is not None and (script.endswith("main_ppo.py") or "/verl/trainer/" in script)
 
 
 _WRAPPERS = {"nohup", "exec", "command", "time", "env"}

@@ -168,17 +168,17 @@ def render_profile(r: ImportResult) -> str:
     out.append("paths:")
     aliases: dict[str, Any] = {}
     used_by_overrides = [it.value for it in r.overrides]
-    for f in ("verl", "megatron", "hf_model", "mcore_checkpoint", "train_files", "val_files",
+    for field in ("verl", "megatron", "hf_model", "mcore_checkpoint", "train_files", "val_files",
               "tensorboard_dir", "checkpoint_dir", "workdir"):
-        if f not in r.paths:
+        if field not in r.paths:
             continue
-        v, ln, src = r.paths[f]
+        v, ln, src = r.paths[field]
         anchor = ""
         if src != "placeholder" and v in used_by_overrides and v not in aliases.values():
-            anchor = f"&{f} "
-            aliases[f] = v
+            anchor = f"&{field} "
+            aliases[field] = v
         what = "placeholder" if src == "placeholder" else src
-        out.append(f"  {f}: {anchor}{scalar(v)}{_src(ln, what)}")
+        out.append(f"  {field}: {anchor}{scalar(v)}{_src(ln, what)}")
     out.append("")
     out.append("ray:")
     if r.dashboard_port:

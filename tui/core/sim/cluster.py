@@ -223,7 +223,7 @@ def sim_status(state_dir: str | Path | None = None) -> SimStatus:
     if not st:
         return SimStatus(str(d), False)
     pid = st.get("pid")
-    alive = _pid_alive(pid) and "tui.core.sim.cluster" in _cmdline(int(pid))
+    alive = pid is not None and _pid_alive(pid) and "tui.core.sim.cluster" in _cmdline(int(pid))
     status = SimStatus(
         state_dir=str(d), running=bool(alive and st.get("status") == "ready"), pid=pid,
         profile=st.get("profile"), gpus=st.get("gpus"), docker=st.get("docker"),
