@@ -13,9 +13,9 @@ import ipaddress
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar, cast
 
 import yaml
 
@@ -23,6 +23,19 @@ from .errors import ProfileError, UsageError
 from .yamlpos import DuplicateKeyError, LimitError, LocatedDict, LocatedList, load_located
 
 # --------------------------------------------------------------------------- model
+#
+# The schema is declared once, on the dataclasses: a field's type says how its YAML value
+# is read (`_KINDS`), its default is the profile's default, a field without one is
+# required, and `_rule(...)` adds what the type cannot say (choices, positive, absolute
+# cluster path). `_read()` reads a section by its dataclass; what spans fields (a head
+# node, the overrides) is checked by the small functions of the loader below.
+
+
+def _rule(default: Any = MISSING, *, factory: Callable[[], Any] | None = None, **rules: Any) -> Any:
+    """A dataclass field with the reading rules in its metadata (see `_read`)."""
+    if factory is not None:
+        return field(default_factory=factory, metadata=rules)
+    return field(default=default, metadata=rules)
 
 
 @dataclass
@@ -44,12 +57,12 @@ class SshEndpoint:
 
 @dataclass
 class SshSettings:
-    known_hosts: str | None = None  # None: asyncssh's default (~/.ssh/known_hosts)
-    config: str | None = None  # None: ~/.ssh/config when it exists
-    connect_timeout_s: float = 10.0
-    keepalive_interval_s: float = 15.0
-    command_timeout_s: float = 30.0
-    max_channels: int = 4  # OpenSSH's MaxSessions is 10 by default
+    known_hosts: str | None = _rule(None, local=True)  # None: asyncssh's default (~/.ssh/known_hosts)
+    config: str | None = _rule(None, local=True)  # None: ~/.ssh/config when it exists
+    connect_timeout_s: float = _rule(10.0, positive=True)
+    keepalive_interval_s: float = _rule(15.0, positive=True)
+    command_timeout_s: float = _rule(30.0, positive=True)
+    max_channels: int = _rule(4, positive=True)  # OpenSSH's MaxSessions is 10 by default
 
 
 @dataclass
@@ -81,25 +94,28 @@ class ContainerCreate:
 class Container:
     name: str
     image: str
-    access: str = "docker-exec"  # or "direct": the SSH endpoint already is the container
-    docker: list[str] = field(default_factory=lambda: ["docker"])
-    create: ContainerCreate = field(default_factory=ContainerCreate)
+    # or "direct": the SSH endpoint already is the container
+    access: str = _rule("docker-exec", choices=("docker-exec", "direct"))
+    docker: list[str] = _rule(factory=lambda: ["docker"], allow_scalar=True)
+    create: ContainerCreate = _rule(factory=ContainerCreate, section=True)
     after_start: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Paths:
-    verl: str
-    megatron: str | None
-    hf_model: str
-    mcore_checkpoint: str
-    train_files: list[str]
-    val_files: list[str]
-    tensorboard_dir: str
-    checkpoint_dir: str
-    workdir: str | None = None
-    data_dir: str | None = None
-    shared: list[str] = field(default_factory=list)
+    """Paths on the cluster (absolute; never expanded here: they belong to the nodes)."""
+
+    verl: str = _rule(cluster=True)
+    megatron: str | None = _rule(None, cluster=True)
+    hf_model: str = _rule(cluster=True)
+    mcore_checkpoint: str = _rule(cluster=True)
+    train_files: list[str] = _rule(allow_scalar=True, cluster=True)
+    val_files: list[str] = _rule(factory=list, allow_scalar=True, cluster=True)
+    tensorboard_dir: str = _rule(cluster=True)
+    checkpoint_dir: str = _rule(cluster=True)
+    workdir: str | None = _rule(None, cluster=True)
+    data_dir: str | None = _rule(None, cluster=True)
+    shared: list[str] = _rule(factory=list, cluster=True)
 
 
 @dataclass
@@ -108,14 +124,14 @@ class ModelInfo:
 
     source: str | None = None
     download: list[str] = field(default_factory=list)
-    num_layers: int | None = None
+    num_layers: int | None = _rule(None, positive=True)
     moe: bool = False
-    max_position_embeddings: int | None = None
+    max_position_embeddings: int | None = _rule(None, positive=True)
 
 
 @dataclass
 class Convert:
-    script: str
+    script: str = _rule(cluster=True)
     python: str = "python"
     extra_args: list[str] = field(default_factory=list)
 
@@ -123,15 +139,15 @@ class Convert:
 @dataclass
 class RaySettings:
     binary: str = "ray"
-    head_port: int = 6379
+    head_port: int = _rule(6379, kind="port")
     dashboard_host: str = "127.0.0.1"
-    dashboard_port: int = 8265
-    num_gpus: int | None = None  # None: each node's `gpus`
+    dashboard_port: int = _rule(8265, kind="port")
+    num_gpus: int | None = _rule(None, positive=True)  # None: each node's `gpus`
     start_args: list[str] = field(default_factory=list)
     head_args: list[str] = field(default_factory=list)
     worker_args: list[str] = field(default_factory=list)
     stop_before_start: bool = True
-    join_timeout_s: float = 120.0
+    join_timeout_s: float = _rule(120.0, positive=True)
 
 
 @dataclass
@@ -156,19 +172,23 @@ class Training:
     env: dict[str, str] = field(default_factory=dict)
 
 
+# The console refreshes this often at most; below it the loop only burns a core.
+MIN_REFRESH_S = 0.1
+
+
 @dataclass
 class Monitoring:
     mfu_pct: tuple[float, float] | None = None
     throughput_tokens_per_s_per_node: tuple[float, float] | None = None
     step_time_min: tuple[float, float] | None = None
     mem_gib_per_card: tuple[float, float] | None = None
-    total_steps: int | None = None
-    refresh_s: float = 2.0
+    total_steps: int | None = _rule(None, positive=True)
+    refresh_s: float = _rule(2.0, positive=True, minimum=MIN_REFRESH_S)
     # alert thresholds (tui/core/alerts.py)
-    hot_c: float = 85.0
-    mem_full_pct: float = 95.0
-    stall_factor: float = 3.0
-    out_of_range_steps: int = 3
+    hot_c: float = _rule(85.0, positive=True)
+    mem_full_pct: float = _rule(95.0, positive=True)
+    stall_factor: float = _rule(3.0, positive=True)
+    out_of_range_steps: int = _rule(3, positive=True)
 
 
 @dataclass
@@ -181,8 +201,9 @@ class ConsoleSettings:
 class NotifySettings:
     """`notify:`: where alerts go when nobody watches (tui/core/notify.py)."""
 
-    to: list[str] = field(default_factory=list)  # webhook URLs or local commands
-    level: str = "warning"  # the least severe alert sent: info, warning or error
+    to: list[str] = _rule(factory=list, allow_scalar=True)  # webhook URLs or local commands
+    # the least severe alert sent
+    level: str = _rule("warning", choices=("info", "warning", "error"))
 
 
 @dataclass
@@ -494,9 +515,6 @@ _COUNT_KEYS = re.compile(r"(^|\.)([a-z_]*_parallel_size|nnodes|n_gpus_per_node)$
 
 MAX_PROFILE_BYTES = 4 << 20
 
-# The console refreshes this often at most; below it the loop only burns a core.
-MIN_REFRESH_S = 0.1
-
 
 def _check_count_override(o: Override, file: str) -> None:
     if not _COUNT_KEYS.search(o.key) or o.value is None:
@@ -518,42 +536,128 @@ def _check_count_override(o: Override, file: str) -> None:
 # --------------------------------------------------------------------------- loader
 
 
-def _parse_profile(data: Any, file: str) -> Profile:
-    root = _Section(data, "", file, 1)
-    version = root.integer("version", 1)
-    if version != 1:
-        raise root.error("version", f"this rlconsole reads profile version 1, got {version}")
-    name = root.string("name", required=True)
-    description = root.string("description", "", nonempty=False)
-    simulated = root.boolean("simulated", False)
-    gpu_tool = root.string("gpu_tool", "auto", choices=("auto", "mthreads-gmi", "nvidia-smi"))
+# How a field's declared type is read from YAML (the `_Section` reader of that kind).
+_KINDS = {
+    "str": "str", "str | None": "str", "int": "int", "int | None": "int", "float": "float",
+    "bool": "bool", "list[str]": "list", "dict[str, str]": "map", "tuple[float, float] | None": "range",
+}
 
+_T = TypeVar("_T")
+
+
+def _read(cls: type[_T], sec: _Section, **given: Any) -> _T:
+    """Read one section by its dataclass's declared schema (see `_rule`), in field
+    order, so the first bad key is the one reported. `given` fields are read by the
+    caller; `sec.done()` is left to the caller too (a section may hold more keys)."""
+    values: dict[str, Any] = {}
+    for f in fields(cast(Any, cls)):
+        if f.name in given:
+            continue
+        rule = f.metadata
+        default: Any = _MISSING
+        if f.default is not MISSING:
+            default = f.default
+        elif f.default_factory is not MISSING:
+            default = f.default_factory()
+        required = default is _MISSING
+        kind = rule.get("kind") or _KINDS[str(f.type)]
+        if kind == "str":
+            v = sec.string(f.name, default, required=required, choices=rule.get("choices"))
+        elif kind == "int":
+            v = sec.integer(f.name, default, required=required, positive=rule.get("positive", False))
+        elif kind == "port":
+            v = sec.port(f.name, default)
+        elif kind == "float":
+            v = sec.number(f.name, default, positive=rule.get("positive", False), minimum=rule.get("minimum"))
+        elif kind == "bool":
+            v = sec.boolean(f.name, default)
+        elif kind == "list":
+            v = sec.str_list(f.name, default, required=required, allow_scalar=rule.get("allow_scalar", False))
+        elif kind == "map":
+            v = sec.str_map(f.name)
+        elif kind == "range":
+            v = sec.range(f.name)
+        else:  # pragma: no cover - a schema mistake, caught by the profile tests
+            raise AssertionError(f"{cls.__name__}.{f.name}: no reader for {kind!r}")
+        if rule.get("local") and v:
+            v = expand_local(v)
+        values[f.name] = v
+    obj = cls(**values, **given)
+    _check_cluster_paths(cls, sec, obj)
+    return obj
+
+
+def _check_cluster_paths(cls: type, sec: _Section, obj: Any) -> None:
+    """Fields marked `cluster=True` are absolute paths on the nodes."""
+    for f in fields(cast(Any, cls)):
+        if not f.metadata.get("cluster"):
+            continue
+        value = getattr(obj, f.name)
+        if isinstance(value, list):
+            for i, v in enumerate(value):
+                if not v.startswith("/"):
+                    raise sec.error(f.name, f"{f.name}[{i}]: expected an absolute path on the cluster, got {_show(v)}")
+        else:
+            _require_abs(sec, f.name, value)
+
+
+@dataclass
+class _NodeDefaults:
+    """`ssh:` keys that are defaults for every node's own `ssh:`."""
+
+    user: str | None
+    port: int
+    identity: list[str]
+    jump_host: str | None
+    jump: list[str]
+
+
+def _ssh(root: _Section) -> tuple[SshSettings, _NodeDefaults]:
     s = root.section("ssh")
-    ssh = SshSettings(
-        known_hosts=s.string("known_hosts", None),
-        config=s.string("config", None),
-        connect_timeout_s=s.number("connect_timeout_s", 10.0, positive=True),
-        keepalive_interval_s=s.number("keepalive_interval_s", 15.0, positive=True),
-        command_timeout_s=s.number("command_timeout_s", 30.0, positive=True),
-        max_channels=s.integer("max_channels", 4, positive=True),
-    )
+    ssh = _read(SshSettings, s)
     if ssh.max_channels > 10:
         raise s.error("max_channels", f"OpenSSH refuses more than 10 sessions per connection by default, got {ssh.max_channels}")
-    default_user = s.string("user", None)
-    default_port = s.port("port", 22)
-    default_identity = s.str_list("identity", [], allow_scalar=True)
-    default_jump = s.string("jump_host", None)
-    default_hops = s.str_list("jump", [], allow_scalar=True)
-    strict = s.raw("strict_host_key_checking", True)
-    if strict is not True:
+    defaults = _NodeDefaults(
+        user=s.string("user", None),
+        port=s.port("port", 22),
+        identity=s.str_list("identity", [], allow_scalar=True),
+        jump_host=s.string("jump_host", None),
+        jump=s.str_list("jump", [], allow_scalar=True),
+    )
+    if s.raw("strict_host_key_checking", True) is not True:
         raise s.error("strict_host_key_checking",
                       "host keys are always verified; add the node's key to known_hosts instead")
     s.done()
-    if ssh.known_hosts:
-        ssh.known_hosts = expand_local(ssh.known_hosts)
-    if ssh.config:
-        ssh.config = expand_local(ssh.config)
+    return ssh, defaults
 
+
+def _node(n: _Section, line: int, d: _NodeDefaults) -> Node:
+    nname = n.string("name", required=True)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", nname):
+        raise n.error("name", f"expected letters, digits, '.', '_' or '-', got {_show(nname)}")
+    address = n.string("address", required=True)
+    _check_address(n, "address", address)
+    gpus = n.integer("gpus", required=True, positive=True)
+    role = n.string("role", "worker", choices=("head", "worker"))
+    ray_args = n.str_list("ray_args", [])
+    e = n.section("ssh")
+    host = e.string("host", address)
+    _check_address(e, "host", host)
+    endpoint = SshEndpoint(
+        host=host,
+        port=e.port("port", d.port),
+        user=e.string("user", d.user),
+        identity=[expand_local(p) for p in e.str_list("identity", d.identity, allow_scalar=True)],
+        jump_host=e.string("jump_host", d.jump_host),
+        jump=e.str_list("jump", d.jump, allow_scalar=True),
+    )
+    e.done()
+    n.done()
+    return Node(nname, address, gpus, role, endpoint, ray_args, line)
+
+
+def _nodes(root: _Section, defaults: _NodeDefaults) -> list[Node]:
+    file = root.file
     raw_nodes = root.raw("nodes", required=True)
     if not isinstance(raw_nodes, list):
         raise root.error("nodes", f"expected a list of nodes, got {_type_name(raw_nodes)}")
@@ -565,50 +669,27 @@ def _parse_profile(data: Any, file: str) -> Profile:
     for i, raw in enumerate(raw_nodes):
         line = raw_nodes.line_of(i) if isinstance(raw_nodes, LocatedList) else 1
         n = _Section(raw, f"nodes[{i}]", file, line)
-        nname = n.string("name", required=True)
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", nname):
-            raise n.error("name", f"expected letters, digits, '.', '_' or '-', got {_show(nname)}")
-        address = n.string("address", required=True)
-        _check_address(n, "address", address)
-        gpus = n.integer("gpus", required=True, positive=True)
-        role = n.string("role", "worker", choices=("head", "worker"))
-        ray_args = n.str_list("ray_args", [])
-        e = n.section("ssh")
-        host = e.string("host", address)
-        _check_address(e, "host", host)
-        endpoint = SshEndpoint(
-            host=host,
-            port=e.port("port", default_port),
-            user=e.string("user", default_user),
-            identity=[expand_local(p) for p in e.str_list("identity", default_identity, allow_scalar=True)],
-            jump_host=e.string("jump_host", default_jump),
-            jump=e.str_list("jump", default_hops, allow_scalar=True),
-        )
-        e.done()
-        n.done()
-        if nname in seen_names:
-            raise n.error("name", f"duplicate node name {_show(nname)} (also at line {seen_names[nname]})")
-        seen_names[nname] = n.line_of("name")
-        if address in seen_addrs:
-            raise n.error("address", f"duplicate node address {_show(address)} (also at line {seen_addrs[address]})")
-        seen_addrs[address] = n.line_of("address")
-        nodes.append(Node(nname, address, gpus, role, endpoint, ray_args, line))
+        node = _node(n, line, defaults)
+        if node.name in seen_names:
+            raise n.error("name", f"duplicate node name {_show(node.name)} (also at line {seen_names[node.name]})")
+        seen_names[node.name] = n.line_of("name")
+        if node.address in seen_addrs:
+            raise n.error("address", f"duplicate node address {_show(node.address)} "
+                                     f"(also at line {seen_addrs[node.address]})")
+        seen_addrs[node.address] = n.line_of("address")
+        nodes.append(node)
     heads = [nd for nd in nodes if nd.is_head]
     if len(heads) != 1:
         names = ", ".join(nd.name for nd in heads) or "none"
         raise ProfileError(file, root.line_of("nodes"), "nodes",
                            f"expected exactly one node with role: head, got {len(heads)} ({names})")
+    return nodes
 
+
+def _container(root: _Section) -> Container:
     c = root.section("container", required=True)
     cc = c.section("create")
-    create = ContainerCreate(
-        privileged=cc.boolean("privileged", False),
-        network=cc.string("network", None),
-        env=cc.str_map("env"),
-        volumes=cc.str_list("volumes", []),
-        extra_args=cc.str_list("extra_args", []),
-        command=cc.str_list("command", ["sleep", "infinity"]),
-    )
+    create = _read(ContainerCreate, cc)
     for i, vol in enumerate(create.volumes):
         if ":" not in vol:
             raise cc.error("volumes", f"volumes[{i}]: expected HOST:CONTAINER[:MODE], got {_show(vol)}")
@@ -616,77 +697,14 @@ def _parse_profile(data: Any, file: str) -> Profile:
     cname = c.string("name", required=True)
     if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.\-]*", cname):
         raise c.error("name", f"not a valid Docker container name: {_show(cname)}")
-    container = Container(
-        name=cname,
-        image=c.string("image", required=True),
-        access=c.string("access", "docker-exec", choices=("docker-exec", "direct")),
-        docker=c.str_list("docker", ["docker"], allow_scalar=True) or ["docker"],
-        create=create,
-        after_start=c.str_list("after_start", []),
-    )
+    container = _read(Container, c, name=cname, create=create)
+    container.docker = container.docker or ["docker"]
     c.done()
+    return container
 
-    p = root.section("paths", required=True)
-    paths = Paths(
-        verl=p.string("verl", required=True),
-        megatron=p.string("megatron", None),
-        hf_model=p.string("hf_model", required=True),
-        mcore_checkpoint=p.string("mcore_checkpoint", required=True),
-        train_files=p.str_list("train_files", required=True, allow_scalar=True),
-        val_files=p.str_list("val_files", [], allow_scalar=True),
-        tensorboard_dir=p.string("tensorboard_dir", required=True),
-        checkpoint_dir=p.string("checkpoint_dir", required=True),
-        workdir=p.string("workdir", None),
-        data_dir=p.string("data_dir", None),
-        shared=p.str_list("shared", []),
-    )
-    for k in ("verl", "megatron", "hf_model", "mcore_checkpoint", "tensorboard_dir",
-              "checkpoint_dir", "workdir", "data_dir"):
-        _require_abs(p, k, getattr(paths, k))
-    for k in ("train_files", "val_files", "shared"):
-        for i, v in enumerate(getattr(paths, k)):
-            if not v.startswith("/"):
-                raise p.error(k, f"{k}[{i}]: expected an absolute path on the cluster, got {_show(v)}")
-    p.done()
 
-    m = root.section("model")
-    model = ModelInfo(
-        source=m.string("source", None),
-        download=m.str_list("download", []),
-        num_layers=m.integer("num_layers", None, positive=True),
-        moe=m.boolean("moe", False),
-        max_position_embeddings=m.integer("max_position_embeddings", None, positive=True),
-    )
-    m.done()
-
-    convert = None
-    if "convert" in root.data:
-        cv = root.section("convert")
-        convert = Convert(
-            script=cv.string("script", required=True),
-            python=cv.string("python", "python"),
-            extra_args=cv.str_list("extra_args", []),
-        )
-        _require_abs(cv, "script", convert.script)
-        cv.done()
-
-    env = root.str_map("env")
-
-    r = root.section("ray")
-    ray = RaySettings(
-        binary=r.string("binary", "ray"),
-        head_port=r.port("head_port", 6379),
-        dashboard_host=r.string("dashboard_host", "127.0.0.1"),
-        dashboard_port=r.port("dashboard_port", 8265),
-        num_gpus=r.integer("num_gpus", None, positive=True),
-        start_args=r.str_list("start_args", []),
-        head_args=r.str_list("head_args", []),
-        worker_args=r.str_list("worker_args", []),
-        stop_before_start=r.boolean("stop_before_start", True),
-        join_timeout_s=r.number("join_timeout_s", 120.0, positive=True),
-    )
-    r.done()
-
+def _training(root: _Section) -> Training:
+    file = root.file
     t = root.section("training", required=True)
     raw_over = t.raw("overrides", required=True)
     overrides: list[Override] = []
@@ -712,34 +730,52 @@ def _parse_profile(data: Any, file: str) -> Profile:
         raise t.error("submission_prefix", f"expected letters, digits, '.', '_' or '-', got {_show(training.submission_prefix)}")
     _require_abs(t, "config_path", training.config_path)
     t.done()
+    return training
 
-    mo = root.section("monitoring")
-    monitoring = Monitoring(
-        mfu_pct=mo.range("mfu_pct"),
-        throughput_tokens_per_s_per_node=mo.range("throughput_tokens_per_s_per_node"),
-        step_time_min=mo.range("step_time_min"),
-        mem_gib_per_card=mo.range("mem_gib_per_card"),
-        total_steps=mo.integer("total_steps", None, positive=True),
-        refresh_s=mo.number("refresh_s", 2.0, positive=True, minimum=MIN_REFRESH_S),
-        hot_c=mo.number("hot_c", 85.0, positive=True),
-        mem_full_pct=mo.number("mem_full_pct", 95.0, positive=True),
-        stall_factor=mo.number("stall_factor", 3.0, positive=True),
-        out_of_range_steps=mo.integer("out_of_range_steps", 3, positive=True),
-    )
+
+def _monitoring(mo: _Section) -> Monitoring:
+    monitoring = _read(Monitoring, mo)
     if monitoring.mem_full_pct > 100:
         raise mo.error("mem_full_pct", f"expected a percentage up to 100, got {monitoring.mem_full_pct:g}")
     if monitoring.stall_factor < 1:
         raise mo.error("stall_factor", f"expected a factor >= 1, got {monitoring.stall_factor:g}")
-    mo.done()
-    co = root.section("console")
-    console = ConsoleSettings(bell=co.boolean("bell", True), read_only=co.boolean("read_only", False))
-    co.done()
-    no = root.section("notify")
-    notify = NotifySettings(to=no.str_list("to", [], allow_scalar=True),
-                            level=no.string("level", "warning", choices=("info", "warning", "error")))
-    no.done()
-    root.done()
+    return monitoring
 
+
+def _section_of(root: _Section, name: str, cls: type[_T],
+                check: Callable[[_Section], _T] | None = None) -> _T:
+    """A plain section: read by its schema (or `check`, which reads and cross-checks)."""
+    sec = root.section(name)
+    obj = check(sec) if check else _read(cls, sec)
+    sec.done()
+    return obj
+
+
+def _parse_profile(data: Any, file: str) -> Profile:
+    """Read the whole profile, section by section, in the order a user writes it."""
+    root = _Section(data, "", file, 1)
+    version = root.integer("version", 1)
+    if version != 1:
+        raise root.error("version", f"this rlconsole reads profile version 1, got {version}")
+    name = root.string("name", required=True)
+    description = root.string("description", "", nonempty=False)
+    simulated = root.boolean("simulated", False)
+    gpu_tool = root.string("gpu_tool", "auto", choices=("auto", "mthreads-gmi", "nvidia-smi"))
+    ssh, node_defaults = _ssh(root)
+    nodes = _nodes(root, node_defaults)
+    container = _container(root)
+    paths_sec = root.section("paths", required=True)
+    paths = _read(Paths, paths_sec)
+    paths_sec.done()
+    model = _section_of(root, "model", ModelInfo)
+    convert = _section_of(root, "convert", Convert) if "convert" in root.data else None
+    env = root.str_map("env")
+    ray = _section_of(root, "ray", RaySettings)
+    training = _training(root)
+    monitoring = _section_of(root, "monitoring", Monitoring, _monitoring)
+    console = _section_of(root, "console", ConsoleSettings)
+    notify = _section_of(root, "notify", NotifySettings)
+    root.done()
     return Profile(
         name=name, path=file, nodes=nodes, container=container, paths=paths,
         training=training, ssh=ssh, model=model, convert=convert, env=env, ray=ray,
