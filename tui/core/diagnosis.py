@@ -57,7 +57,7 @@ def user_catalog_path() -> Path:
     return user_config_dir() / USER_CATALOG_NAME
 
 
-class _Blank(dict):  # type: ignore[type-arg]
+class _Blank(dict):
     """format_map mapping that leaves an unknown {name} as written instead of raising."""
 
     def __missing__(self, key: str) -> str:

@@ -63,7 +63,7 @@ async def read_remote_bytes(sess: Any, path: str, offset: int, container: bool, 
     """Bytes of a remote file from `offset` (at most `limit`)."""
     cmd = f"tail -c +{int(offset) + 1} -- {shlex.quote(path)} 2>/dev/null | head -c {int(limit)}"
     buf = bytearray()
-    async with contextlib.aclosing(sess.stream_bytes(cmd, container)) as it:  # type: ignore[type-var]
+    async with contextlib.aclosing(sess.stream_bytes(cmd, container)) as it:
         async for chunk in it:
             buf += chunk
     return bytes(buf)
@@ -380,7 +380,7 @@ class JobWatcher:
                 # abandoned stream holds one of the node's few channel slots until
                 # garbage collection; a few of those and every command on the head
                 # waits for a slot that never frees.
-                async with contextlib.aclosing(  # type: ignore[type-var]
+                async with contextlib.aclosing(
                         sess.stream_bytes(cmd, self.container, status=status)) as it:
                     async for chunk in it:
                         self._consume(self.spool.append(chunk))

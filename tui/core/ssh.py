@@ -763,7 +763,7 @@ class SessionPool:
             n.name: NodeSession(n, profile.ssh, profile.container, **session_kwargs) for n in profile.nodes
         }
 
-    def __iter__(self) -> Iterable[NodeSession]:  # type: ignore[override]
+    def __iter__(self) -> Iterable[NodeSession]:
         return iter(self.sessions.values())
 
     def session(self, node_name: str) -> NodeSession:

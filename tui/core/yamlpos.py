@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 
-class LocatedDict(dict):  # type: ignore[type-arg]
+class LocatedDict(dict):
     """A mapping that knows the 1-based line of itself and of each of its keys."""
 
     line: int = 0
@@ -24,7 +24,7 @@ class LocatedDict(dict):  # type: ignore[type-arg]
         return self.key_lines.get(key, self.line)
 
 
-class LocatedList(list):  # type: ignore[type-arg]
+class LocatedList(list):
     line: int = 0
     item_lines: list[int]
 
@@ -115,7 +115,7 @@ class _Loader(yaml.SafeLoader):
                              "(an alias tree that multiplies)", node.start_mark, self._key_path())
         self._sizes[id(node)] = size
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LocatedDict:  # type: ignore[override]
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LocatedDict:
         self.flatten_mapping(node)
         result = LocatedDict()
         result.line = node.start_mark.line + 1
@@ -135,7 +135,7 @@ class _Loader(yaml.SafeLoader):
             result.key_lines[key] = key_node.start_mark.line + 1
         return result
 
-    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LocatedList:  # type: ignore[override]
+    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LocatedList:
         result = LocatedList(self.construct_object(child, deep=True) for child in node.value)
         result.line = node.start_mark.line + 1
         result.item_lines = [child.start_mark.line + 1 for child in node.value]
