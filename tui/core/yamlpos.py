@@ -9,7 +9,7 @@ plain PyYAML silently lets the last one win.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -56,7 +56,37 @@ MAX_INT_DIGITS = 100  # Python refuses str->int past 4300 digits with a bare Val
 _INT_TAG = "tag:yaml.org,2002:int"
 
 
-class _Loader(yaml.SafeLoader):
+_CParser: Any
+try:
+    from yaml.cyaml import CParser as _CParser  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    _CParser = None
+
+# The mixin below is typed as a SafeLoader (what it extends); at run time it is a plain
+# mixin in front of either parser.
+_MixinBase: Any = yaml.SafeLoader if TYPE_CHECKING else object
+
+_FastBase: Any
+if _CParser is not None:
+    class _CBase(yaml.composer.Composer, _CParser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+        """libyaml's scanner and parser (C), with PyYAML's own composer on top: the
+        composer is where the limits below are checked, and a 64-node profile loads
+        about 5x faster than with the pure-Python scanner (`status --json` reads one
+        cold). Events, marks and errors are the same types either way."""
+
+        def __init__(self, stream: str) -> None:
+            _CParser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+    _FastBase = _CBase
+else:  # pragma: no cover - PyYAML built without libyaml
+    _FastBase = yaml.SafeLoader
+
+
+class _Located(_MixinBase):
+    """What both loaders add: the limits, checked while composing, and positions."""
+
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._path: list[str] = []
@@ -142,25 +172,49 @@ class _Loader(yaml.SafeLoader):
         return result
 
 
-def _mapping(loader: _Loader, node: yaml.MappingNode) -> LocatedDict:
+class _Loader(_Located, _FastBase):
+    """The loader profiles are read with (libyaml's parser when PyYAML has it)."""
+
+
+class _PyLoader(_Located, yaml.SafeLoader):
+    """The pure-Python parser: only for input libyaml refuses for its own nesting limit
+    (1000 levels, met while it scans ahead), so that our limit is reported with the key
+    path where it was passed, as it is for every other input."""
+
+
+def _mapping(loader: Any, node: yaml.MappingNode) -> LocatedDict:
     return loader.construct_mapping(node, deep=True)
 
 
-def _sequence(loader: _Loader, node: yaml.SequenceNode) -> LocatedList:
+def _sequence(loader: Any, node: yaml.SequenceNode) -> LocatedList:
     return loader.construct_sequence(node, deep=True)
 
 
-# YAML 1.2 reads `1e-6` as a number; PyYAML (YAML 1.1) as a string. Profiles copy
-# values like `optim.lr: 1e-6` from shell scripts, where the user means a number.
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
+for _cls in (_Loader, _PyLoader):
+    # YAML 1.2 reads `1e-6` as a number; PyYAML (YAML 1.1) as a string. Profiles copy
+    # values like `optim.lr: 1e-6` from shell scripts, where the user means a number.
+    _cls.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"),
+    )
+    _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+    _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
+
+
+def _load(cls: Any, text: str) -> Any:
+    loader = cls(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def load_located(text: str) -> Any:
     """Parse YAML text into LocatedDict/LocatedList trees. Raises yaml.YAMLError."""
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+    try:
+        return _load(_Loader, text)
+    except yaml.MarkedYAMLError as e:
+        if _Loader is not _PyLoader and "maximum nesting depth" in str(e.problem):
+            return _load(_PyLoader, text)
+        raise
