@@ -1,7 +1,8 @@
 """Every key of the console, in one table, and the command-palette provider over it.
 
 The footer, the `?` help screen and the command palette (ctrl+p) are three views of
-`KEYS`: adding an action here adds it everywhere, so they cannot drift apart.
+`KEYS`: the action keys come from the core's action table (`ACTION_TABLE`, with the
+CLI's sub-commands), the view keys are listed here; so the faces cannot drift apart.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from .core.actions.registry import ACTION_TABLE
 
 if TYPE_CHECKING:
     from .app import RlconsoleApp
@@ -31,16 +34,12 @@ class KeyAction:
         return self.display or self.key
 
 
-KEYS: tuple[KeyAction, ...] = (
-    KeyAction("u", "containers", "Containers", "Containers up: create and start the container on every node", changes=True),
-    KeyAction("m", "model", "Model", "Model download: fetch the HF model on the head node when absent", changes=True),
-    KeyAction("c", "convert", "Convert",
-              "Convert HF -> Megatron MCore (asks before --force when a checkpoint exists)", changes=True),
-    KeyAction("r", "setup_ray", "Setup Ray", "Setup Ray: ray stop, then start the head and join the workers", changes=True),
-    KeyAction("s", "submit", "Submit", "Submit the training job (ray job submit)", changes=True),
-    KeyAction("x", "stop_job", "Stop job", "Stop the running job (asks first; names the job, step and checkpoint)", changes=True),
-    KeyAction("X", "stop_cluster", "Stop Ray", "Stop the job, then `ray stop --force` on every node (asks first)", changes=True),
-    KeyAction("p", "preflight", "Preflight", "Preflight: run the checks and list their results"),
+ACTION_KEYS: tuple[KeyAction, ...] = tuple(
+    KeyAction(k.key, k.method, k.label, k.help, changes=spec.changes_cluster)
+    for spec in ACTION_TABLE for k in spec.keys)
+"""The keys that run actions: declared with the actions themselves (the core's table)."""
+
+KEYS: tuple[KeyAction, ...] = ACTION_KEYS + (
     KeyAction("l", "focus_logs", "Logs", "Focus the job log (arrows/PgUp/PgDn scroll)"),
     KeyAction("f", "toggle_follow", "Follow", "Follow the log on/off"),
     KeyAction("slash", "search", "Search", "Search the log (latest match first); then n newer, N older", display="/"),

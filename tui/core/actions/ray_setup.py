@@ -135,7 +135,12 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
     """Bring Ray to what the profile wants. Stopping a Ray that is up (which kills any
     job on it) needs `stop_confirmed`: without it the action ends with a "fail" whose
     `data["confirm"]` is the question to ask (the console asks and runs it again; the
-    headless CLI passes it after its y/N prompt or --yes)."""
+    headless CLI passes it after its y/N prompt or --yes).
+
+    The steps, each its own function below: look at Ray as it is; then either start only
+    the workers missing from a running cluster (`_missing_workers`), or stop everywhere
+    and start the head (`_fresh_head`); start the workers at once (`_start_workers`);
+    wait until Ray reports every node and GPU (`_wait_for_join`)."""
     want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
     yield ActionEvent(NAME, "start", f"Ray on {want_nodes} nodes, {want_gpus} GPUs, head {profile.head.name}")
     if dashboard_exposed(profile.ray.dashboard_host):
@@ -145,16 +150,8 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
     if cluster_is_right(profile, st):
         yield ActionEvent(NAME, "skip", f"Ray already up: {st.nodes_alive} nodes, {st.gpus_total:g} GPUs; nothing changed")
         return
-    to_start = list(profile.workers)
-    partial = False
-    if st.available and 0 < st.nodes_alive < want_nodes:
-        # Ray is up but some nodes are missing (a worker failed to start, or dropped
-        # out): start only those, without touching the nodes that are fine.
-        alive = await alive_addresses(profile, remote)
-        if alive is not None and profile.head.address in alive:
-            to_start = [n for n in profile.workers if n.address not in alive]
-            partial = bool(to_start)
-    if partial:
+    to_start = await _missing_workers(profile, remote, st)
+    if to_start:
         yield ActionEvent(NAME, "step", f"Ray is up on {st.nodes_alive}/{want_nodes} nodes; starting only "
                                         f"{', '.join(n.name for n in to_start)}")
         for n in profile.nodes:
@@ -163,30 +160,65 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
         for n in to_start:  # a half-started raylet would refuse a second `ray start`
             await remote.run(n.name, stop_argv(profile), container=True, timeout=120)
     else:
-        stop_first = profile.ray.stop_before_start if stop_first is None else stop_first
-        if stop_first and st.available and not stop_confirmed:
-            jobs = await _running_jobs(remote)
-            what = f"job {', '.join(jobs)} is running and would be killed" if jobs else "any job on it dies"
-            question = (f"Ray is up ({st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs), not as "
-                        f"the profile wants. Setting it up again runs `ray stop --force` on all {want_nodes} "
-                        f"nodes: {what}.")
-            yield ActionEvent(NAME, "fail", f"not stopping a running Ray without confirmation: {question}",
-                              data={"confirm": question, "running_jobs": jobs})
+        to_start = list(profile.workers)
+        head_up: list[bool] = []
+        async for ev in _fresh_head(profile, remote, st, stop_first, stop_confirmed, head_up):
+            yield ev
+        if not head_up:
             return
-        if stop_first:
-            yield ActionEvent(NAME, "step", "stopping Ray on every node")
-            async for ev in stop_everywhere(profile, remote, NAME):
-                yield ev
-        head = profile.head
-        yield ActionEvent(NAME, "node", "starting head", node=head.name, status="running")
-        r = await remote.run(head.name, head_argv(profile), container=True, timeout=180)
-        if not r.ok:
-            yield ActionEvent(NAME, "node", "head failed", node=head.name, status="failed")
-            yield ActionEvent(NAME, "fail", f"ray start --head exited {r.rc}: {r.tail(3)}", node=head.name)
-            return
-        yield ActionEvent(NAME, "node", "head started", node=head.name, status="ok")
-
     outputs: dict[str, CmdResult] = {}
+    async for ev in _start_workers(profile, remote, to_start, outputs):
+        yield ev
+    async for ev in _wait_for_join(profile, remote, to_start, outputs, poll_s):
+        yield ev
+
+
+async def _missing_workers(profile: Profile, remote: Remote, st: RayState) -> list[Node]:
+    """When Ray is up on the head but some workers are missing (one failed to start, or
+    dropped out): those workers, to start without touching the nodes that are fine.
+    Empty when the cluster must be set up from the start."""
+    if not (st.available and 0 < st.nodes_alive < len(profile.nodes)):
+        return []
+    alive = await alive_addresses(profile, remote)
+    if alive is None or profile.head.address not in alive:
+        return []
+    return [n for n in profile.workers if n.address not in alive]
+
+
+async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first: bool | None,
+                      stop_confirmed: bool, head_up: list[bool]) -> AsyncIterator[ActionEvent]:
+    """Stop Ray everywhere (only with confirmation when it is up) and start the head;
+    `head_up` gets True once the head started (else the action ends: its last event
+    says why; a node's failed `ray stop` is only a warning)."""
+    want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
+    stop_first = profile.ray.stop_before_start if stop_first is None else stop_first
+    if stop_first and st.available and not stop_confirmed:
+        jobs = await _running_jobs(remote)
+        what = f"job {', '.join(jobs)} is running and would be killed" if jobs else "any job on it dies"
+        question = (f"Ray is up ({st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs), not as "
+                    f"the profile wants. Setting it up again runs `ray stop --force` on all {want_nodes} "
+                    f"nodes: {what}.")
+        yield ActionEvent(NAME, "fail", f"not stopping a running Ray without confirmation: {question}",
+                          data={"confirm": question, "running_jobs": jobs})
+        return
+    if stop_first:
+        yield ActionEvent(NAME, "step", "stopping Ray on every node")
+        async for ev in stop_everywhere(profile, remote, NAME):
+            yield ev
+    head = profile.head
+    yield ActionEvent(NAME, "node", "starting head", node=head.name, status="running")
+    r = await remote.run(head.name, head_argv(profile), container=True, timeout=180)
+    if not r.ok:
+        yield ActionEvent(NAME, "node", "head failed", node=head.name, status="failed")
+        yield ActionEvent(NAME, "fail", f"ray start --head exited {r.rc}: {r.tail(3)}", node=head.name)
+        return
+    head_up.append(True)
+    yield ActionEvent(NAME, "node", "head started", node=head.name, status="ok")
+
+
+async def _start_workers(profile: Profile, remote: Remote, to_start: list[Node],
+                         outputs: dict[str, CmdResult]) -> AsyncIterator[ActionEvent]:
+    """`ray start` on every worker at once; each one's result lands in `outputs`."""
     q = EventQueue()
 
     async def start_worker(n: Node) -> None:
@@ -206,6 +238,12 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
     async for ev in q.drain_while(gather_nodes(to_start, start_worker)):
         yield ev
 
+
+async def _wait_for_join(profile: Profile, remote: Remote, to_start: list[Node], outputs: dict[str, CmdResult],
+                         poll_s: float) -> AsyncIterator[ActionEvent]:
+    """Poll Ray until it reports every node and GPU; on the join timeout (or once every
+    worker whose start did not fail has joined) name the nodes that did not join."""
+    want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
     yield ActionEvent(NAME, "step", f"waiting for {want_nodes} nodes and {want_gpus} GPUs")
     started = time.monotonic()
     deadline = started + profile.ray.join_timeout_s
@@ -223,26 +261,34 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
         # waiting (after a short grace) instead of sitting out the whole timeout.
         gave_up = failed_start and st.nodes_alive >= want_nodes - len(failed_start) and time.monotonic() - started > 5
         if time.monotonic() > deadline or gave_up:
-            alive = await alive_addresses(profile, remote)
-            if alive is not None:
-                missing = [n for n in profile.nodes if n.address not in alive]
-            else:
-                missing = [n for n in profile.workers if not outputs.get(n.name, CmdResult(0, "")).ok] or profile.workers
-            for n in missing:
-                res = outputs.get(n.name)
-                yield ActionEvent(NAME, "node", "did not join", node=n.name, status="failed",
-                                  data={"tail": res.tail(5) if res else ""})
-            names = ", ".join(n.name for n in missing) or "?"
-            tails = "; ".join(f"{n.name}: {' '.join(outputs[n.name].tail(2).split())}" for n in missing
-                              if n.name in outputs and outputs[n.name].output)
-            yield ActionEvent(NAME, "fail", f"{st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs "
-                                            f"after waiting; did not join: {names}" + (f" -- {tails}" if tails else ""))
+            async for ev in _not_joined(profile, remote, st, outputs):
+                yield ev
             return
         await asyncio.sleep(poll_s)
     for n in to_start:
         yield ActionEvent(NAME, "node", "joined", node=n.name, status="ok")
     yield ActionEvent(NAME, "done", f"Ray up: {st.nodes_alive} nodes, {st.gpus_total:g} GPUs "
                                     f"(dashboard {profile.ray.dashboard_host}:{profile.ray.dashboard_port})")
+
+
+async def _not_joined(profile: Profile, remote: Remote, st: RayState,
+                      outputs: dict[str, CmdResult]) -> AsyncIterator[ActionEvent]:
+    """The failure: which nodes did not join, with the tail of their `ray start`."""
+    want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
+    alive = await alive_addresses(profile, remote)
+    if alive is not None:
+        missing = [n for n in profile.nodes if n.address not in alive]
+    else:
+        missing = [n for n in profile.workers if not outputs.get(n.name, CmdResult(0, "")).ok] or profile.workers
+    for n in missing:
+        res = outputs.get(n.name)
+        yield ActionEvent(NAME, "node", "did not join", node=n.name, status="failed",
+                          data={"tail": res.tail(5) if res else ""})
+    names = ", ".join(n.name for n in missing) or "?"
+    tails = "; ".join(f"{n.name}: {' '.join(outputs[n.name].tail(2).split())}" for n in missing
+                      if n.name in outputs and outputs[n.name].output)
+    yield ActionEvent(NAME, "fail", f"{st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs "
+                                    f"after waiting; did not join: {names}" + (f" -- {tails}" if tails else ""))
 
 
 async def stop_cluster(profile: Profile, remote: Remote) -> AsyncIterator[ActionEvent]:

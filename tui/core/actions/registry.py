@@ -1,37 +1,208 @@
-"""Names to actions: the one table the CLI, the TUI's keys and its command palette share."""
+"""Names to actions: the one table the CLI, the TUI's keys, its command palette and its
+help share. Each action is a row: its name (the CLI's sub-command, `run_action`'s
+name), its help, its keys in the console, the function that runs it and the function
+that words its confirmation question. Adding an action is adding a row."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from ..profile import Profile
 from .base import Remote
 from .events import ActionEvent
 
+Runner = Callable[..., AsyncIterator[ActionEvent]]
+"""`runner(profile, remote, **opts)`: the action's events, ending in done/fail/skip."""
+
+
+@dataclass(frozen=True)
+class ActionKey:
+    """A console key that runs an action: the key, the main screen's method it calls
+    (`action_<method>`, which may ask first), and what the key bar, help and palette say."""
+
+    key: str  # Textual key name
+    method: str
+    label: str
+    help: str
+
+
 @dataclass(frozen=True)
 class ActionSpec:
-    """One action as every face names it: the CLI's sub-command and its help, the
-    console's `run_action` name, and whether read-only mode refuses it."""
+    """One action as every face names it."""
 
     name: str
-    help: str
-    changes_cluster: bool = True
+    help: str  # the CLI sub-command's help
+    run: Runner
+    question: Callable[..., str]  # `question(profile, **opts)`: the confirmation, naming what changes
+    keys: tuple[ActionKey, ...] = ()
+    changes_cluster: bool = True  # refused in read-only mode
 
+
+# --------------------------------------------------------------------------- runners
+# Imports are inside the runners: `rlconsole status` and the console's start import this
+# table, and should not pay for every action's module.
+
+
+async def _containers(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
+    from .containers import containers
+
+    async for ev in containers(profile, remote):
+        yield ev
+
+
+async def _model(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
+    from .model import model
+
+    async for ev in model(profile, remote):
+        yield ev
+
+
+async def _convert(profile: Profile, remote: Remote, force: bool = False, **_: Any) -> AsyncIterator[ActionEvent]:
+    from .model import convert, hf_missing, list_dir, model
+
+    # Converting needs the HF model (seed 5.1 before 5.2): when it is missing and the
+    # profile says how to get it, fetch it first, so `c` alone does the whole step.
+    if profile.model.download and remote.reachable(profile.head.name)[0] and hf_missing(
+            await list_dir(remote, profile.head.name, profile.paths.hf_model)):
+        yield ActionEvent("convert", "step", "the HF model is missing: downloading it first (as `model` does)")
+        async for ev in model(profile, remote):
+            if ev.kind == "fail":
+                yield ActionEvent("convert", "fail", f"model download failed: {ev.message}", node=ev.node)
+                return
+            if ev.kind in ("start", "done", "skip"):
+                yield ActionEvent("convert", "step", ev.message, node=ev.node)
+            else:
+                yield ev
+    async for ev in convert(profile, remote, force=bool(force)):
+        yield ev
+
+
+async def _setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = None,
+                     stop_confirmed: bool = False, **_: Any) -> AsyncIterator[ActionEvent]:
+    from .ray_setup import setup_ray
+
+    async for ev in setup_ray(profile, remote, stop_first=stop_first, stop_confirmed=bool(stop_confirmed)):
+        yield ev
+
+
+async def _submit(profile: Profile, remote: Remote, skip_checks: bool = False, force: bool = False,
+                  **_: Any) -> AsyncIterator[ActionEvent]:
+    if not skip_checks:
+        from ..checks import CheckStatus, check_event, run_checks
+
+        yield ActionEvent("submit", "step", "preflight checks")
+        results = await run_checks(profile, remote=remote, before_submit=True)
+        for r in results:
+            if r.status is not CheckStatus.PASS:
+                ev = check_event(r, action="submit")
+                if r.status in (CheckStatus.FAIL, CheckStatus.WARN):
+                    ev.kind = "warn"
+                    ev.message += f" (fix: {r.fix})" if r.fix else ""
+                yield ev
+        failed = [r for r in results if r.status is CheckStatus.FAIL]
+        if failed:
+            ids = list(dict.fromkeys(r.id for r in failed))
+            yield ActionEvent("submit", "fail", f"{len(failed)} preflight check(s) failed "
+                                                f"({', '.join(ids)}); fix them or use --skip-checks")
+            return
+    from .jobs import submit
+
+    async for ev in submit(profile, remote, force=bool(force)):
+        yield ev
+
+
+async def _stop(profile: Profile, remote: Remote, job_id: str | None = None, cluster: bool = False,
+                **_: Any) -> AsyncIterator[ActionEvent]:
+    from .jobs import stop_job
+
+    async for ev in stop_job(profile, remote, job_id=job_id):
+        if ev.node is None and ev.kind in ("done", "skip", "fail") and cluster:
+            # the job's verdict is not the last word when the cluster goes too
+            yield ActionEvent(ev.action, "warn" if ev.kind == "fail" else "step", ev.message)
+            continue
+        yield ev
+    if cluster:
+        from .ray_setup import stop_cluster
+
+        async for ev in stop_cluster(profile, remote):
+            yield ev
+
+
+async def _check(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
+    from ..checks import check_action
+
+    async for ev in check_action(profile, remote):
+        yield ev
+
+
+# --------------------------------------------------------------------------- questions
+
+
+def _q_containers(profile: Profile, **_: Any) -> str:
+    return (f"Create/start container {profile.container.name} on {len(profile.nodes)} nodes "
+            f"({profile.container.image})?")
+
+
+def _q_model(profile: Profile, **_: Any) -> str:
+    return f"Download the model to {profile.paths.hf_model} on {profile.head.name} if it is missing?"
+
+
+def _q_convert(profile: Profile, force: bool = False, **_: Any) -> str:
+    if force:
+        return f"DELETE {profile.paths.mcore_checkpoint} on {profile.head.name} and convert again?"
+    return f"Convert {profile.paths.hf_model} to MCore at {profile.paths.mcore_checkpoint}?"
+
+
+def _q_setup_ray(profile: Profile, stop_first: bool | None = None, **_: Any) -> str:
+    stop = profile.ray.stop_before_start if stop_first is None else stop_first
+    pre = "Stop Ray on every node (any running job dies), then start" if stop else "Start"
+    return f"{pre} Ray on {len(profile.nodes)} nodes with head {profile.head.name}?"
+
+
+def _q_submit(profile: Profile, **_: Any) -> str:
+    return f"Submit the training job of {profile.name} to Ray on {profile.head.name}?"
+
+
+def _q_stop(profile: Profile, job_id: str | None = None, cluster: bool = False, **_: Any) -> str:
+    what = f"job {job_id}" if job_id else "the running job"
+    more = ", then `ray stop --force` on every node" if cluster else ""
+    return f"Stop {what}{more}?"
+
+
+def _q_check(profile: Profile, **_: Any) -> str:
+    return f"Run the preflight checks of {profile.name}?"
+
+
+# --------------------------------------------------------------------------- the table
 
 ACTION_TABLE: tuple[ActionSpec, ...] = (
-    ActionSpec("containers", "create/start the profile's container on every node"),
-    ActionSpec("model", "download the HF model on the head node when absent"),
-    ActionSpec("convert", "convert the HF model to a Megatron MCore checkpoint"),
-    ActionSpec("setup-ray", "(re)start the Ray cluster on every node"),
-    ActionSpec("submit", "submit the training job through Ray's job API"),
-    ActionSpec("stop", "stop the running job (and with --cluster, Ray itself)"),
-    ActionSpec("check", "preflight checks (exit 0 pass, 1 a check failed, 2 bad profile)", changes_cluster=False),
+    ActionSpec("containers", "create/start the profile's container on every node", _containers, _q_containers,
+               (ActionKey("u", "containers", "Containers",
+                          "Containers up: create and start the container on every node"),)),
+    ActionSpec("model", "download the HF model on the head node when absent", _model, _q_model,
+               (ActionKey("m", "model", "Model", "Model download: fetch the HF model on the head node when absent"),)),
+    ActionSpec("convert", "convert the HF model to a Megatron MCore checkpoint", _convert, _q_convert,
+               (ActionKey("c", "convert", "Convert",
+                          "Convert HF -> Megatron MCore (asks before --force when a checkpoint exists)"),)),
+    ActionSpec("setup-ray", "(re)start the Ray cluster on every node", _setup_ray, _q_setup_ray,
+               (ActionKey("r", "setup_ray", "Setup Ray", "Setup Ray: ray stop, then start the head and join the workers"),)),
+    ActionSpec("submit", "submit the training job through Ray's job API", _submit, _q_submit,
+               (ActionKey("s", "submit", "Submit", "Submit the training job (ray job submit)"),)),
+    ActionSpec("stop", "stop the running job (and with --cluster, Ray itself)", _stop, _q_stop,
+               (ActionKey("x", "stop_job", "Stop job", "Stop the running job (asks first; names the job, step and checkpoint)"),
+                ActionKey("X", "stop_cluster", "Stop Ray", "Stop the job, then `ray stop --force` on every node (asks first)"))),
+    ActionSpec("check", "preflight checks (exit 0 pass, 1 a check failed, 2 bad profile)", _check, _q_check,
+               (ActionKey("p", "preflight", "Preflight", "Preflight: run the checks and list their results"),),
+               changes_cluster=False),
 )
-"""The one list of actions: the CLI builds its sub-commands from it, `run_action` accepts
-exactly these names, and read-only mode refuses the ones that change the cluster."""
+"""The one list of actions: the CLI builds its sub-commands from it, the console its
+action keys (then its view keys, `tui/commands.py`), `run_action` accepts exactly these
+names, and read-only mode refuses the ones that change the cluster."""
 
-ACTIONS = tuple(a.name for a in ACTION_TABLE)
+SPECS = {a.name: a for a in ACTION_TABLE}
+
+ACTIONS = tuple(SPECS)
 
 CHANGING_ACTIONS = tuple(a.name for a in ACTION_TABLE if a.changes_cluster)
 """The actions that change the cluster: refused in read-only mode. "check" (the
@@ -51,110 +222,18 @@ def read_only_refusal(name: str, profile: Profile) -> str | None:
 
 def describe(name: str, profile: Profile, **opts: Any) -> str:
     """What the action will do, as the confirmation question names it."""
-    n = len(profile.nodes)
-    c = profile.container.name
-    if name == "containers":
-        return f"Create/start container {c} on {n} nodes ({profile.container.image})?"
-    if name == "model":
-        return f"Download the model to {profile.paths.hf_model} on {profile.head.name} if it is missing?"
-    if name == "convert":
-        if opts.get("force"):
-            return f"DELETE {profile.paths.mcore_checkpoint} on {profile.head.name} and convert again?"
-        return f"Convert {profile.paths.hf_model} to MCore at {profile.paths.mcore_checkpoint}?"
-    if name == "setup-ray":
-        stop = profile.ray.stop_before_start if opts.get("stop_first") is None else opts["stop_first"]
-        pre = "Stop Ray on every node (any running job dies), then start" if stop else "Start"
-        return f"{pre} Ray on {n} nodes with head {profile.head.name}?"
-    if name == "submit":
-        return f"Submit the training job of {profile.name} to Ray on {profile.head.name}?"
-    if name == "stop":
-        what = f"job {opts['job_id']}" if opts.get("job_id") else "the running job"
-        more = ", then `ray stop --force` on every node" if opts.get("cluster") else ""
-        return f"Stop {what}{more}?"
-    return f"Run {name}?"
+    spec = SPECS.get(name)
+    return spec.question(profile, **opts) if spec else f"Run {name}?"
 
 
 async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -> AsyncIterator[ActionEvent]:
+    """Run one action by name (refused in read-only mode when it changes the cluster)."""
+    spec = SPECS.get(name)
+    if spec is None:
+        raise ValueError(f"unknown action {name!r}")
     refused = read_only_refusal(name, profile)
     if refused is not None:
         yield ActionEvent(name, "fail", refused, data={"refused": "read-only"})
         return
-    if name == "containers":
-        from .containers import containers
-
-        async for ev in containers(profile, remote):
-            yield ev
-    elif name == "model":
-        from .model import model
-
-        async for ev in model(profile, remote):
-            yield ev
-    elif name == "convert":
-        from .model import convert, hf_missing, list_dir, model
-
-        # Converting needs the HF model (seed 5.1 before 5.2): when it is missing and the
-        # profile says how to get it, fetch it first, so `c` alone does the whole step.
-        if profile.model.download and remote.reachable(profile.head.name)[0] and hf_missing(
-                await list_dir(remote, profile.head.name, profile.paths.hf_model)):
-            yield ActionEvent("convert", "step", "the HF model is missing: downloading it first (as `model` does)")
-            async for ev in model(profile, remote):
-                if ev.kind == "fail":
-                    yield ActionEvent("convert", "fail", f"model download failed: {ev.message}", node=ev.node)
-                    return
-                if ev.kind in ("start", "done", "skip"):
-                    yield ActionEvent("convert", "step", ev.message, node=ev.node)
-                else:
-                    yield ev
-        async for ev in convert(profile, remote, force=bool(opts.get("force"))):
-            yield ev
-    elif name == "setup-ray":
-        from .ray_setup import setup_ray
-
-        async for ev in setup_ray(profile, remote, stop_first=opts.get("stop_first"),
-                                  stop_confirmed=bool(opts.get("stop_confirmed"))):
-            yield ev
-    elif name == "submit":
-        if not opts.get("skip_checks"):
-            from ..checks import CheckStatus, check_event, run_checks
-
-            yield ActionEvent("submit", "step", "preflight checks")
-            results = await run_checks(profile, remote=remote, before_submit=True)
-            for r in results:
-                if r.status is not CheckStatus.PASS:
-                    ev = check_event(r, action="submit")
-                    if r.status in (CheckStatus.FAIL, CheckStatus.WARN):
-                        ev.kind = "warn"
-                        ev.message += f" (fix: {r.fix})" if r.fix else ""
-                    yield ev
-            failed = [r for r in results if r.status is CheckStatus.FAIL]
-            if failed:
-                ids = list(dict.fromkeys(r.id for r in failed))
-                yield ActionEvent("submit", "fail", f"{len(failed)} preflight check(s) failed "
-                                                    f"({', '.join(ids)}); fix them or use --skip-checks")
-                return
-        from .jobs import submit
-
-        async for ev in submit(profile, remote, force=bool(opts.get("force"))):
-            yield ev
-    elif name == "stop":
-        from .jobs import stop_job
-
-        async for ev in stop_job(profile, remote, job_id=opts.get("job_id")):
-            if ev.node is None and ev.kind in ("done", "skip", "fail"):
-                if opts.get("cluster"):
-                    # the job's verdict is not the last word when the cluster goes too
-                    yield ActionEvent(ev.action, "warn" if ev.kind == "fail" else "step", ev.message)
-                    continue
-            yield ev
-        if opts.get("cluster"):
-            from .ray_setup import stop_cluster
-
-            async for ev in stop_cluster(profile, remote):
-                yield ev
-    elif name == "check":
-        from ..checks import check_action
-
-        async for ev in check_action(profile, remote):
-            yield ev
-    else:
-        raise ValueError(f"unknown action {name!r}")
+    async for ev in spec.run(profile, remote, **opts):
+        yield ev
