@@ -33,6 +33,14 @@ class AskingBackend(StaticBackend):
         yield ActionEvent(name, "done", "Ray set up")
 
 
+async def job_question_answered(pilot) -> None:
+    """The demo's job runs, so `r` first asks about it (the action table's question)."""
+    await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmationModal)
+                and "A training job is running" in pilot.app.screen.message)
+    await pilot.press("y")
+    await settle(pilot)
+
+
 def _backend() -> AskingBackend:
     d = demo_backend()
     return AskingBackend(**{f.name: getattr(d, f.name) for f in dataclasses.fields(StaticBackend)
@@ -45,7 +53,8 @@ async def test_setup_ray_asks_and_no_leaves_ray_alone() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmationModal))
+        await job_question_answered(pilot)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmationModal) and QUESTION in app.screen.message)
         assert QUESTION in app.screen.message
         await pilot.press("n")
         await settle(pilot)
@@ -58,7 +67,8 @@ async def test_setup_ray_asks_and_yes_runs_it_confirmed() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmationModal))
+        await job_question_answered(pilot)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmationModal) and QUESTION in app.screen.message)
         await pilot.press("y")
         await until(pilot, lambda: len(b.calls) == 2)
         await settle(pilot)

@@ -20,6 +20,7 @@ from tui.app import RlconsoleApp
 from tui.backend import Backend, StaticBackend, demo_backend, demo_state
 from tui.commands import KEYS
 from tui.core.alerts import Alert
+from tui.core.checks import CheckResult, CheckStatus
 from tui.screens.alerts import AlertsScreen
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
@@ -42,6 +43,15 @@ async def settle(pilot) -> None:
     if isinstance(pilot.app.screen, MainScreen):
         pilot.app.screen.query_one(LogPane).flush()
     await pilot.pause()
+
+
+async def confirm_yes(pilot, names: str = "") -> None:
+    """Answer the question a cluster-changing key asks while the demo's job runs (it
+    names the job); `names`, when given, must be in the question."""
+    await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmationModal))
+    assert "raysubmit_8Hk2xQ4vTnB1" in pilot.app.screen.message and names in pilot.app.screen.message
+    await pilot.press("y")
+    await settle(pilot)
 
 
 async def until(pilot, cond, timeout: float = 5.0) -> None:
@@ -98,11 +108,26 @@ async def test_first_frame_shows_all_nodes_and_cards() -> None:
 @pytest.mark.parametrize("key,action", [("u", "containers"), ("m", "model"), ("c", "convert"),
                                         ("r", "setup-ray"), ("s", "submit")])
 async def test_key_runs_action(key: str, action: str) -> None:
-    b = demo_backend()
+    """Each key runs its action once answered: u/m/c/r ask because the demo's job runs;
+    `s` always shows its plan (here one the preflight passes, with no job running)."""
+    if key == "s":
+        b = demo_backend(check_results=[CheckResult("profile", CheckStatus.PASS, "profile valid")])
+        b.state = demo_state(b.profile, job_status="SUCCEEDED", busy=False)
+    else:
+        b = demo_backend()
     app = RlconsoleApp(b)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press(key)
+        await settle(pilot)
+        assert b.calls == []  # asked first
+        if key == "s":
+            await until(pilot, lambda: isinstance(app.screen, ConfirmationModal))
+            await pilot.press("y")
+            await settle(pilot)
+        else:
+            await confirm_yes(pilot)
+        await until(pilot, lambda: b.calls != [])
         await settle(pilot)
         assert b.calls == [(action, {})]
         panel = app.screen.query_one(ActionPanel)
@@ -115,7 +140,7 @@ async def test_containers_shows_per_node_progress() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("u")
-        await settle(pilot)
+        await confirm_yes(pilot)
         panel = app.screen.query_one(ActionPanel)
         assert set(panel.nodes) == {"node125", "node71", "node116", "node119"}
         assert all(st == "ok" for st, _ in panel.nodes.values())
@@ -353,6 +378,7 @@ async def test_command_palette_runs_actions() -> None:
         # the palette searches in a worker: wait for its hit before pressing Enter
         await until(pilot, lambda: any("Setup Ray" in str(o.prompt) for o in app.screen.query_one(CommandList).options))
         await pilot.press("enter")
+        await confirm_yes(pilot)
         await until(pilot, lambda: ("setup-ray", {}) in b.calls)
 
 
@@ -401,13 +427,13 @@ async def test_telemetry_updates_while_an_action_runs() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        await settle(pilot)
+        await confirm_yes(pilot)
         assert "setup-ray" in app.screen.running
         b.push_state(demo_state(b.profile, down=["node119"]))
         await settle(pilot)
         assert row(app, "node119").down
-        await pilot.press("s")  # another action waits its turn
-        await settle(pilot)
+        await pilot.press("u")  # another action waits its turn
+        await confirm_yes(pilot)
         assert [c[0] for c in b.calls] == ["setup-ray"]
         gate.set()
         await settle(pilot)
@@ -421,7 +447,7 @@ async def test_quit_while_action_running_asks() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("u")
-        await settle(pilot)
+        await confirm_yes(pilot)
         await pilot.press("q")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmationModal)
@@ -461,7 +487,7 @@ async def test_failing_action_is_shown_not_raised() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        await settle(pilot)
+        await confirm_yes(pilot)
         panel = app.screen.query_one(ActionPanel)
         assert panel.state == "failed"
         assert "connection refused" in panel.last_message

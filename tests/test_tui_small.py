@@ -10,6 +10,7 @@ from tui.app import RlconsoleApp
 from tui.backend import demo_backend
 from tui.commands import KEYS
 from widgets.action_panel import ActionPanel
+from widgets.confirm import ConfirmationModal
 from widgets.key_bar import KeyBar, fit_keys
 from widgets.node_grid import NodeGrid
 
@@ -81,5 +82,7 @@ async def test_idle_action_pane_collapses() -> None:
         assert not panel.display or panel.region.width == 0
         assert log.region.width == 120
         await pilot.press("u")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmationModal))  # the demo's job runs
+        await pilot.press("y")
         await until(pilot, lambda: panel.region.width > 0)
         assert log.region.width < 120

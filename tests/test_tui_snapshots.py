@@ -34,6 +34,8 @@ def test_main_screen_node_down_120x40(snap_compare) -> None:
         b.push_state(demo_state(b.profile, down=["node116"]))
         await pilot.press("u")
         await _settle(pilot)
+        await pilot.press("y")  # the demo's job runs: containers up asks first
+        await _settle(pilot)
 
     assert snap_compare(RlconsoleApp(b), terminal_size=(120, 40), run_before=run_before)
 

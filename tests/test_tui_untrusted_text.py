@@ -25,6 +25,7 @@ from tui.screens.graph import GraphScreen
 from tui.screens.main import MainScreen
 from tui.screens.preflight import PreflightScreen
 from widgets.action_panel import ActionPanel
+from widgets.confirm import ConfirmationModal
 from widgets.log_pane import LogPane
 from widgets.metrics_pane import MetricsPane
 from widgets.ray_pane import RayPane
@@ -74,6 +75,8 @@ async def test_failed_action_with_markup_like_text_shows_in_a_toast() -> None:
     async with app.run_test(size=SIZE, notifications=True) as pilot:  # toasts are off by default
         await settle(pilot)
         await pilot.press("u")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmationModal))  # the demo's job runs
+        await pilot.press("y")
         await until(pilot, lambda: len(app.screen.query(Toast)) > 0)
         await settle(pilot)
         toast = app.screen.query(Toast).last()

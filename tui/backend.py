@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, AsyncIterator, Callable, Iterable, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Protocol, TypedDict, runtime_checkable
 
 from .core.actions.events import ActionEvent
 from .core.alerts import Alert
@@ -32,6 +32,10 @@ from .core.state import (
     ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, NodeState,
     RayJobState, RayNodeState, RayState,
 )
+
+if TYPE_CHECKING:  # the preflight's modules load on first use, not with the app
+    from .core.actions.plan import SubmitPlan
+    from .core.checks import CheckResult
 
 Series = dict[str, list[tuple[int, float]]]
 StateCallback = Callable[[ClusterState], None]
@@ -99,6 +103,10 @@ class Backend(Protocol):
     def describe_stop(self, cluster: bool = False) -> str:
         """What `x` (or `X` with cluster=True) would do, named exactly, e.g.
         "stop job raysubmit_8Hk2 at step 812; last checkpoint at step 800"."""
+
+    async def submit_plan(self) -> SubmitPlan:
+        """What `s` would launch, with the preflight's verdict (`core.actions.plan`),
+        taken now: the app shows it and asks before it submits."""
 
     async def describe_convert(self) -> str | None:
         """None when converting has nothing in its way; else what already exists, e.g.
@@ -278,6 +286,8 @@ class StaticBackend:
     action_delay: float = 0.0
     action_gate: asyncio.Event | None = None
     convert_exists: str | None = None
+    check_results: list[CheckResult] | None = None
+    """The preflight's results (`p`, and the plan `s` shows); None: `demo_checks()`."""
     warmup: list[ClusterState] = field(default_factory=list)
     """States delivered before `state` at start, so per-card sparklines have a history."""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -383,6 +393,16 @@ class StaticBackend:
     async def describe_convert(self) -> str | None:
         return self.convert_exists
 
+    async def submit_plan(self) -> SubmitPlan:
+        from .core.actions.plan import build_plan, running_job_text
+
+        job = self.state.job
+        return build_plan(self.profile, self.checks(), job.last_checkpoint if job else None,
+                          running=running_job_text(self.state))
+
+    def checks(self) -> list[CheckResult]:
+        return self.check_results if self.check_results is not None else demo_checks(self.profile)
+
     async def log_search(self, pattern: str, start_line: int, backwards: bool) -> int | None:
         p = pattern.lower()
         rng = range(start_line - 1, -1, -1) if backwards else range(start_line + 1, len(self._all_lines))
@@ -428,16 +448,9 @@ class StaticBackend:
         elif name == "convert" and not opts.get("force") and self.convert_exists:
             yield ev("skip", f"output not empty: {self.convert_exists}")
         elif name == "check":
-            from .core.checks import CheckResult, check_event, summary
+            from .core.checks import check_event, summary
 
-            results = [
-                CheckResult("profile", "pass", "profile valid"),
-                CheckResult("ssh.reachable", "pass", f"{len(self.profile.nodes)}/{len(self.profile.nodes)} nodes reachable"),
-                CheckResult("actor.pipeline_layers", "fail", "PP=8 does not divide 36 layers",
-                            "use a PP that divides 36 (e.g. 2, 4)"),
-                CheckResult("ray.dashboard", "pass", "dashboard on 127.0.0.1"),
-                CheckResult("model.expert_parallel", "warn", "expert_model_parallel_size=8 on a dense model"),
-            ]
+            results = self.checks()
             for r in results:
                 await self._pause()
                 e = check_event(r)
@@ -472,6 +485,21 @@ class StaticBackend:
                 yield ev("done", f"submitted {JOB_ID}", job_id=JOB_ID)
                 return
             yield ev("done", f"{name} finished")
+
+
+def demo_checks(profile: Profile) -> list[CheckResult]:
+    """The demo's preflight: one failure and one warning, so `p` and `s` show both."""
+    from .core.checks import CheckResult, CheckStatus
+
+    n = len(profile.nodes)
+    return [
+        CheckResult("profile", CheckStatus.PASS, "profile valid"),
+        CheckResult("ssh.reachable", CheckStatus.PASS, f"{n}/{n} nodes reachable"),
+        CheckResult("actor.pipeline_layers", CheckStatus.FAIL, "PP=8 does not divide 36 layers",
+                    "use a PP that divides 36 (e.g. 2, 4)"),
+        CheckResult("ray.dashboard", CheckStatus.PASS, "dashboard on 127.0.0.1"),
+        CheckResult("model.expert_parallel", CheckStatus.WARN, "expert_model_parallel_size=8 on a dense model"),
+    ]
 
 
 def demo_backend(nodes: int = 4, gpus: int = 8, step: int = 812, **kw: Any) -> StaticBackend:

@@ -309,7 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--force", action="store_true", help="delete and redo a complete output")
         if name == "submit":
             sp.add_argument("--force", action="store_true", help="submit even if a job is running")
-            sp.add_argument("--skip-checks", action="store_true", help="do not run preflight first")
+            sp.add_argument("--skip-checks", action="store_true", help="do not run preflight first (and show no plan)")
+            sp.add_argument("--dry-run", action="store_true",
+                            help="print what would be launched and the preflight's verdict, then stop "
+                                 "(exit 0: submit would go ahead, 1: it would refuse)")
         if name == "stop":
             sp.add_argument("--cluster", action="store_true", help="also `ray stop --force` on every node")
             sp.add_argument("--job", metavar="ID", help="the Ray submission id to stop (default: the watched job)")

@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator
 
 from .backend import AlertCallback, LogCallback, MetricsCallback, StateCallback
 from .core.actions.events import ActionEvent
+from .core.actions.plan import SubmitPlan
 from .core.alerts import Alert, AlertRules
 from .core.profile import Profile
 from .core.jobwatch import NOT_ON_CLUSTER
@@ -87,6 +88,7 @@ class LiveBackend:
         self._attach_lock = asyncio.Lock()
         self._attached_at = float("-inf")
         self._job: JobState | None = None
+        self._plan: SubmitPlan | None = None  # the last plan `s` showed (see run_action)
         self._last_good: dict[str, NodeState] = {}
         self.state: ClusterState | None = None
 
@@ -307,12 +309,24 @@ class LiveBackend:
     def head_up(self) -> bool:
         return self.pool.head.connected
 
+    async def submit_plan(self) -> SubmitPlan:
+        from .core.actions.plan import running_job_text, submit_plan
+
+        self._plan = await submit_plan(self.profile, self.remote, running=running_job_text(self.state))
+        return self._plan
+
     # -- actions ----------------------------------------------------------------------
 
     async def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
         from .core.actions.registry import run_action
 
         submitted: str | None = None
+        plan, self._plan = self._plan, None
+        if name == "submit" and plan is not None and plan.fresh() and "skip_checks" not in opts:
+            # The user just confirmed a plan whose preflight passed seconds ago (the same
+            # checks, `before_submit`): running them again would only make them wait.
+            # A stale or failed verdict is never reused.
+            opts = {**opts, "skip_checks": True}
         async for ev in run_action(name, self.profile, self.remote, **opts):
             if name == "submit" and ev.kind == "done":
                 submitted = ev.data.get("job_id")

@@ -193,17 +193,68 @@ class MainScreen(Screen[None]):
             self.running.pop(w.name, None)
             self.query_one(ActionPanel).finish(None, f"{w.name} cancelled")
 
-    def action_containers(self) -> None:
-        self.start_action("containers")
+    def running_job(self) -> str | None:
+        """The training job on the cluster as questions name it, or None."""
+        from ..core.actions.plan import running_job_text
 
-    def action_model(self) -> None:
-        self.start_action("model")
+        return running_job_text(self.state)
 
-    def action_setup_ray(self) -> None:
-        self.start_action("setup-ray")
+    async def _ask_if_job_runs(self, name: str, title: str, confirm_label: str) -> bool:
+        """Keys that change the cluster act at once, unless a training job runs on it:
+        then the action table's question (which names the job and the risk) is asked."""
+        from ..core.actions.registry import describe
 
-    def action_submit(self) -> None:
-        self.start_action("submit")
+        job = self.running_job()
+        if job is None:
+            return True
+        yes = await self.app.push_screen_wait(ConfirmationModal(
+            title, describe(name, self.backend.profile, running_job=job), confirm_label=confirm_label))
+        if not yes:
+            self.notify(f"{name} cancelled: the cluster is left as it is", timeout=4, markup=False)
+        return bool(yes)
+
+    @work(group="dialogs", exclusive=True)
+    async def action_containers(self) -> None:
+        if await self._ask_if_job_runs("containers", "Containers up while a job runs?", "Containers up"):
+            self.start_action("containers")
+
+    @work(group="dialogs", exclusive=True)
+    async def action_model(self) -> None:
+        if await self._ask_if_job_runs("model", "Download the model while a job runs?", "Download"):
+            self.start_action("model")
+
+    @work(group="dialogs", exclusive=True)
+    async def action_setup_ray(self) -> None:
+        if await self._ask_if_job_runs("setup-ray", "Set up Ray while a job runs?", "Set up Ray"):
+            self.start_action("setup-ray")
+
+    @work(group="dialogs", exclusive=True)
+    async def action_submit(self) -> None:
+        """Show what will be launched and the preflight's verdict, then ask. A plan that
+        submit would refuse (a failed check, a job already running) offers its checks,
+        never the submit."""
+        from ..core.checks import check_event, summary
+
+        self.notify("preflight checks before submit...", timeout=3)
+        try:
+            plan = await self.backend.submit_plan()
+        except Exception as e:  # noqa: BLE001 - shown, not raised
+            self.notify(mask_secrets(f"submit: could not check first: {type(e).__name__}: {e}"),
+                        title="submit", severity="error", markup=False)
+            return
+        text = "\n".join(plan.lines())
+        if not plan.ok:
+            show = await self.app.push_screen_wait(ConfirmationModal(
+                "Submit would be refused", text, confirm_label="Show checks", cancel_label="Close",
+                destructive=False))
+            if show:
+                results = list(plan.results)
+                self.app.push_screen(PreflightScreen([check_event(r) for r in results], summary(results)))
+            return
+        yes = await self.app.push_screen_wait(ConfirmationModal(
+            f"Submit {plan.run_name}?", text, confirm_label="Submit", destructive=False))
+        if yes:
+            self.start_action("submit")
 
     def action_preflight(self) -> None:
         self.start_action("check")
@@ -212,14 +263,14 @@ class MainScreen(Screen[None]):
     async def action_convert(self) -> None:
         exists = await self.backend.describe_convert()
         if exists is None:
-            self.start_action("convert")
+            if await self._ask_if_job_runs("convert", "Convert while a job runs?", "Convert"):
+                self.start_action("convert")
             return
-        p = self.backend.profile.paths.mcore_checkpoint
+        from ..core.actions.registry import describe
+
+        question = describe("convert", self.backend.profile, force=True, running_job=self.running_job())
         yes = await self.app.push_screen_wait(ConfirmationModal(
-            "Convert again with --force?",
-            f"{exists}.\nConvert with --force deletes {p} and converts "
-            f"{self.backend.profile.paths.hf_model} again.",
-            confirm_label="Delete and convert"))
+            "Convert again with --force?", f"{exists}.\n{question}", confirm_label="Delete and convert"))
         if yes:
             self.start_action("convert", force=True)
 

@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import AsyncIterator
+from typing import TYPE_CHECKING, AsyncIterator
 
 from ..errors import UsageError
 from ..profile import Profile
@@ -19,12 +19,20 @@ from .events import ActionEvent
 from ..errors import RlconsoleError
 from .registry import describe, read_only_refusal, run_action
 
+if TYPE_CHECKING:
+    from .remote import PoolRemote
+
+
+def _can_ask(question: str, yes: bool) -> None:
+    """Headless without --yes: refuse before anything connects or runs."""
+    if not yes and (not sys.stdin or not sys.stdin.isatty()):
+        raise UsageError(f"{question.rstrip('?')}: refusing without --yes (no terminal to ask on)")
+
 
 def _confirm(question: str, yes: bool) -> bool:
     if yes:
         return True
-    if not sys.stdin or not sys.stdin.isatty():
-        raise UsageError(f"{question.rstrip('?')}: refusing without --yes (no terminal to ask on)")
+    _can_ask(question, yes)
     try:
         answer = input(f"{question} [y/N] ")
     except EOFError:
@@ -44,7 +52,33 @@ def _print(ev: ActionEvent, as_json: bool) -> None:
         print(f"{ev.action}: {where}{mark}{ev.message}", flush=True)
 
 
-async def _drive(profile: Profile, name: str, opts: dict, as_json: bool) -> int:
+async def _plan_then_ask(profile: Profile, remote: PoolRemote, opts: dict, as_json: bool, yes: bool,
+                         dry_run: bool) -> int | None:
+    """`submit`: print what it will launch and the preflight's verdict (the console's `s`
+    shows the same plan), then ask. An exit code to stop with, or None to submit."""
+    from .plan import submit_plan
+
+    plan = await submit_plan(profile, remote)
+    if as_json:
+        print(json.dumps({"plan": plan.to_json()}), flush=True)
+    else:
+        print("\n".join(f"submit: {line}" for line in plan.lines()), flush=True)
+    if dry_run:
+        return 0 if plan.ok else 1
+    if not plan.ok:
+        print(f"rlconsole: submit refused: {len(plan.failed_ids)} preflight check(s) failed "
+              f"({', '.join(plan.failed_ids)}); `rlconsole check` shows the fixes", file=sys.stderr)
+        return 1
+    if not await asyncio.to_thread(_confirm, f"Submit {plan.run_name} on {plan.cards} cards?", yes):
+        print("rlconsole: cancelled", file=sys.stderr)
+        return 1
+    # The checks just ran and passed (the same ones, `before_submit`); a verdict older
+    # than a minute (a slow answer at the prompt) is run again by submit itself.
+    opts["skip_checks"] = plan.fresh()
+    return None
+
+
+async def _drive(profile: Profile, name: str, opts: dict, as_json: bool, plan: dict | None = None) -> int:
     from ..ssh import SessionPool
     from .remote import PoolRemote
 
@@ -52,6 +86,10 @@ async def _drive(profile: Profile, name: str, opts: dict, as_json: bool) -> int:
     try:
         await pool.open()
         remote = PoolRemote(pool, profile)
+        if plan is not None:
+            stop = await _plan_then_ask(profile, remote, opts, as_json, **plan)
+            if stop is not None:
+                return stop
         # Every action ends with one done/skip/fail event: its verdict is the exit code.
         verdict = 1
         gen: AsyncIterator[ActionEvent] = run_action(name, profile, remote, **opts)
@@ -80,6 +118,12 @@ def run_action_cli(profile: Profile, args: argparse.Namespace) -> int:
         opts["job_id"] = args.job
     elif name == "setup-ray":
         opts["stop_first"] = False if args.no_stop else None
+    if name == "submit" and not opts["skip_checks"]:
+        # the plan first (it runs the preflight), then the question
+        dry_run = bool(getattr(args, "dry_run", False))
+        if not dry_run:
+            _can_ask(describe(name, profile, **opts), args.yes)
+        return asyncio.run(_drive(profile, name, opts, args.json, plan={"yes": args.yes, "dry_run": dry_run}))
     if not _confirm(describe(name, profile, **opts), args.yes):
         print("rlconsole: cancelled", file=sys.stderr)
         return 1

@@ -137,27 +137,40 @@ async def _check(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[Ac
 
 
 # --------------------------------------------------------------------------- questions
+# `running_job` (e.g. "job raysubmit_x at step 812"): the console asks before an action
+# that changes a cluster with a job on it, and the question says what it risks.
 
 
-def _q_containers(profile: Profile, **_: Any) -> str:
-    return (f"Create/start container {profile.container.name} on {len(profile.nodes)} nodes "
-            f"({profile.container.image})?")
+def _job_first(running_job: str | None, risk: str) -> str:
+    return f"A training job is running ({running_job}); {risk}. " if running_job else ""
 
 
-def _q_model(profile: Profile, **_: Any) -> str:
-    return f"Download the model to {profile.paths.hf_model} on {profile.head.name} if it is missing?"
+def _q_containers(profile: Profile, running_job: str | None = None, **_: Any) -> str:
+    return (_job_first(running_job, "containers up recreates a container whose image or settings changed, "
+                                    "and the job's workers in it die")
+            + f"Create/start container {profile.container.name} on {len(profile.nodes)} nodes "
+              f"({profile.container.image})?")
 
 
-def _q_convert(profile: Profile, force: bool = False, **_: Any) -> str:
+def _q_model(profile: Profile, running_job: str | None = None, **_: Any) -> str:
+    return (_job_first(running_job, "a download competes with it for the head's disk and network")
+            + f"Download the model to {profile.paths.hf_model} on {profile.head.name} if it is missing?")
+
+
+def _q_convert(profile: Profile, force: bool = False, running_job: str | None = None, **_: Any) -> str:
     if force:
-        return f"DELETE {profile.paths.mcore_checkpoint} on {profile.head.name} and convert again?"
-    return f"Convert {profile.paths.hf_model} to MCore at {profile.paths.mcore_checkpoint}?"
+        return (_job_first(running_job, "it may be reading this checkpoint")
+                + f"DELETE {profile.paths.mcore_checkpoint} on {profile.head.name} and convert again?")
+    return (_job_first(running_job, "converting loads the model on the head's cards next to it")
+            + f"Convert {profile.paths.hf_model} to MCore at {profile.paths.mcore_checkpoint}?")
 
 
-def _q_setup_ray(profile: Profile, stop_first: bool | None = None, **_: Any) -> str:
+def _q_setup_ray(profile: Profile, stop_first: bool | None = None, running_job: str | None = None,
+                 **_: Any) -> str:
     stop = profile.ray.stop_before_start if stop_first is None else stop_first
     pre = "Stop Ray on every node (any running job dies), then start" if stop else "Start"
-    return f"{pre} Ray on {len(profile.nodes)} nodes with head {profile.head.name}?"
+    return (_job_first(running_job, "if Ray is not as the profile wants, setting it up again stops it and the job dies")
+            + f"{pre} Ray on {len(profile.nodes)} nodes with head {profile.head.name}?")
 
 
 def _q_submit(profile: Profile, **_: Any) -> str:
