@@ -23,7 +23,8 @@ import yaml
 
 from tests.conftest import require_dockerd
 from tui.cli import main
-from tui.core.actions.jobs import ACTIVE, job_client, list_jobs, submit_lock_path
+from tui.core.actions.jobs import job_client, list_jobs, submit_lock_path
+from tui.core.state import ACTIVE_JOB_STATUSES
 from tui.core.actions.registry import run_action
 from tui.core.profile import Profile, load_profile
 
@@ -74,7 +75,7 @@ async def drive(profile: Profile, name: str, **opts: Any) -> list[Any]:
 
 async def active_jobs(profile: Profile) -> list[str]:
     async def go(remote: Any) -> list[str]:
-        return [j.id for j in await list_jobs(await job_client(remote)) if j.status in ACTIVE]
+        return [j.id for j in await list_jobs(await job_client(remote)) if j.status in ACTIVE_JOB_STATUSES]
     return await console(profile, go)
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tui.backend import demo_profile
-from tui.core.jobwatch import NOT_ON_CLUSTER, JobWatcher
+from tui.core.jobwatch import JobWatcher
+from tui.core.state import JobStatus
 from tui.core.metrics_model import RunMetrics
 from tui.live import LiveBackend, to_pane_summary
 from widgets.metrics_pane import compact_markup, fmt_step_time, summary_markup
@@ -62,7 +63,7 @@ def test_no_step_time_or_eta_unless_running() -> None:
 
 def test_a_run_from_the_history_is_the_last_run_not_a_current_one() -> None:
     rm = _rm()
-    s = to_pane_summary(rm, NOT_ON_CLUSTER, False, "raysubmit_old")
+    s = to_pane_summary(rm, JobStatus.NOT_ON_CLUSTER, False, "raysubmit_old")
     assert s["on_cluster"] is False and s["step"] == 20 and s["last_checkpoint"] == 10
     assert not {"eta_s", "step_time_s", "reward", "throughput_per_node"} & {k for k, v in s.items() if v is not None}
     mon = demo_profile().monitoring
@@ -91,9 +92,9 @@ def test_job_state_of_a_job_not_on_this_cluster(tmp_path) -> None:
     w.on_cluster = True
     js = w.job_state()
     assert js.status == "RUNNING" and js.metrics and js.on_cluster is True
-    w.status, w.on_cluster = NOT_ON_CLUSTER, False
+    w.status, w.on_cluster = JobStatus.NOT_ON_CLUSTER, False
     js = w.job_state()
-    assert js.status == NOT_ON_CLUSTER and js.on_cluster is False
+    assert js.status == JobStatus.NOT_ON_CLUSTER and js.on_cluster is False
     assert js.step == 5 and js.total_steps == 160 and js.metrics == {}
     assert js.summary.get("eta_s") is None
     w.status, w.on_cluster = "STOPPED", True
@@ -282,7 +283,7 @@ def test_live_backend_shows_a_history_job_ray_does_not_know_as_the_last_run(tmp_
     b.watcher = w
     b._on_state(demo_state(prof, step=0, job_status=None, busy=False))  # Ray up, other jobs only
     job = states[-1].job
-    assert job.id == "raysubmit_previous_sim" and job.status == NOT_ON_CLUSTER and job.on_cluster is False
+    assert job.id == "raysubmit_previous_sim" and job.status == JobStatus.NOT_ON_CLUSTER and job.on_cluster is False
     assert job.step == 4 and job.metrics == {}
     b.refresh_metrics(w)
     s = summaries[-1]

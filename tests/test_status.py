@@ -103,7 +103,8 @@ def test_status_json_with_a_run_from_an_earlier_sim(sim_cluster, capsys):
     --json` shows it as the last run (`on_cluster: false`, its last step and
     checkpoint), never as running or unknown, with no metrics and no ETA."""
     from tui.core.history import RunRecord, record_run
-    from tui.core.jobwatch import NOT_ON_CLUSTER, spool_dir
+    from tui.core.jobwatch import spool_dir
+    from tui.core.state import JobStatus
 
     prof = sim_cluster.profile
     old = "raysubmit_EarlierSim0001"
@@ -120,7 +121,7 @@ def test_status_json_with_a_run_from_an_earlier_sim(sim_cluster, capsys):
     assert rc == 0
     job = json.loads(capsys.readouterr().out)["job"]
     assert job is not None and job["id"] == old
-    assert job["on_cluster"] is False and job["status"] == NOT_ON_CLUSTER
+    assert job["on_cluster"] is False and job["status"] == JobStatus.NOT_ON_CLUSTER
     assert job["status"] not in ("RUNNING", "PENDING", "UNKNOWN")
     assert job["step"] == 4 and job["total_steps"] == 160
     assert job["metrics"] == {} and job["summary"].get("eta_s") is None

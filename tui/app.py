@@ -19,6 +19,7 @@ from textual.app import App
 from .commands import RlconsoleCommands
 from .messages import AlertRaised, LogLinesReceived, MetricsUpdated, StateUpdated
 from .screens.main import MainScreen
+from .core.state import JobStatus
 
 if TYPE_CHECKING:
     from .backend import Backend
@@ -72,7 +73,8 @@ class RlconsoleApp(App[int]):
     def _notify(self, a: Any) -> None:
         st = self.main_screen.state
         job = st.job if st is not None else None
-        self.notifier.offer(a, self.backend.profile.name, job.id if job else None, job.step if job else None)
+        if self.notifier is not None:
+            self.notifier.offer(a, self.backend.profile.name, job.id if job else None, job.step if job else None)
 
     async def _start_backend(self) -> None:
         try:
@@ -112,7 +114,7 @@ class RlconsoleApp(App[int]):
 
         d = sim_dir_for_profile(self.backend.profile.path)
         watcher = getattr(self.backend, "watcher", None)
-        if watcher is None or watcher.status != "RUNNING":
+        if watcher is None or watcher.status != JobStatus.RUNNING:
             # a fault waits for a job's next step, and a submit clears it: nothing to show yet
             self.notify("no job is running on the simulated cluster: submit one (s), then inject the "
                         "fault", severity="warning", timeout=10)
@@ -124,7 +126,7 @@ class RlconsoleApp(App[int]):
             return
         where = f" on {body['node']}" if body["node"] else ""
         f = FAULTS[kind]
-        then = ("the job fails at its next step; the alert names the cause" if f.job == "FAILED"
+        then = ("the job fails at its next step; the alert names the cause" if f.job == JobStatus.FAILED
                 else "watch the alerts")
         self.notify(f"fault {kind} injected{where}: {then} (undo: `rlconsole sim fault clear`, "
                     "or the next submit)", timeout=10)
@@ -161,7 +163,7 @@ def run_app(profile: Profile, bell: bool | None = None) -> int:
     if os.environ.get(STATIC_BACKEND_ENV) == "1":
         return int(RlconsoleApp(static_backend(profile), bell=bell).run() or 0)
     try:
-        from .live import LiveBackend  # type: ignore[import-not-found]
+        from .live import LiveBackend
     except ImportError as e:
         print(f"rlconsole: the live console cannot start: {e} "
               "(`rlconsole status` and the other subcommands still work)", file=sys.stderr)

@@ -29,7 +29,7 @@ from .core.alerts import Alert
 from .core.parsers.ansi import clean_line  # noqa: F401 - re-exported for the app layer
 from .core.profile import Node, Profile, SshEndpoint
 from .core.state import (
-    ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, NodeState,
+    ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, JobStatus, NodeState,
     RayJobState, RayNodeState, RayState,
 )
 
@@ -38,10 +38,11 @@ if TYPE_CHECKING:  # the preflight's modules load on first use, not with the app
     from .core.checks import CheckResult
 
 Series = dict[str, list[tuple[int, float]]]
-StateCallback = Callable[[ClusterState], None]
-LogCallback = Callable[[list[str]], None]
-MetricsCallback = Callable[[dict[str, Any], Series], None]
-AlertCallback = Callable[[Alert], None]
+# Callbacks' return values are ignored (the app's post a message and return a bool).
+StateCallback = Callable[[ClusterState], object]
+LogCallback = Callable[[list[str]], object]
+MetricsCallback = Callable[[dict[str, Any], Series], object]
+AlertCallback = Callable[[Alert], object]
 
 class MetricsSummary(TypedDict, total=False):
     """What the metrics pane reads from the summary dict (all optional; a missing key
@@ -164,7 +165,7 @@ def _card(node_i: int, j: int, step: int, busy: bool = True) -> GpuCard:
 
 
 def demo_state(profile: Profile, step: int = 812, down: Iterable[str] = (),
-               job_status: str | None = "RUNNING", busy: bool = True) -> ClusterState:
+               job_status: str | None = JobStatus.RUNNING, busy: bool = True) -> ClusterState:
     """A ClusterState for `profile`: every node up and running the job, except `down`.
     Node 1 card 3 runs hot and node 2 card 5 has its memory nearly full, so the trouble
     colours show in screenshots."""
@@ -192,10 +193,10 @@ def demo_state(profile: Profile, step: int = 812, down: Iterable[str] = (),
             gpu=GpuReport(tool=profile.gpu_tool, cards=cards, simulated=True), updated_at=T0))
         ray_nodes.append(RayNodeState(node_id=f"{i:02x}" * 4, address=n.address, alive=True,
                                       gpus_total=float(n.gpus),
-                                      gpus_used=float(n.gpus) if job_status == "RUNNING" else 0.0,
+                                      gpus_used=float(n.gpus) if job_status == JobStatus.RUNNING else 0.0,
                                       is_head=n.is_head))
     alive = [r for r in ray_nodes if r.alive]
-    jobs = [RayJobState(id="raysubmit_Zt9mW0aLq3Pc", status="FAILED", start_time=T0 - 86_400,
+    jobs = [RayJobState(id="raysubmit_Zt9mW0aLq3Pc", status=JobStatus.FAILED, start_time=T0 - 86_400,
                         end_time=T0 - 80_000, message="RuntimeError: Parent directory /mnt/... does not exist.")]
     job = None
     if job_status:
@@ -231,13 +232,13 @@ def demo_metrics(profile: Profile, step: int = 812) -> tuple[dict[str, Any], Ser
     steps = list(range(max(1, step - 239), step + 1))
     reward = [(s, round(0.30 + 0.12 * math.tanh(s / 600) + 0.01 * math.sin(s / 3), 4)) for s in steps]
     tput = [(s, round(742 + 40 * math.sin(s / 9), 1)) for s in steps]
-    rlen = [(s, round(4800 + (s * 37) % 700, 1)) for s in steps]
+    rlen = [(s, round(4800.0 + (s * 37) % 700, 1)) for s in steps]
     total = profile.monitoring.total_steps or 2710
     step_time = 1032.0
     nodes = len(profile.nodes) or 1
     gpn = profile.nodes[0].gpus if profile.nodes else 8
     summary: dict[str, Any] = {
-        "job_id": JOB_ID, "status": "RUNNING", "on_cluster": True,
+        "job_id": JOB_ID, "status": JobStatus.RUNNING, "on_cluster": True,
         "step": step, "total_steps": total, "step_time_s": step_time,
         "eta_s": (total - step) * step_time,
         "throughput_per_node": tput[-1][1], "throughput_per_gpu": round(tput[-1][1] / gpn, 1),
@@ -378,7 +379,7 @@ class StaticBackend:
     def describe_stop(self, cluster: bool = False) -> str:
         job = self.state.job
         parts: list[str] = []
-        if job and job.status in ("RUNNING", "PENDING"):
+        if job and job.status in (JobStatus.RUNNING, JobStatus.PENDING):
             ck = f"last checkpoint at step {job.last_checkpoint}" if job.last_checkpoint is not None \
                 else "no checkpoint saved yet"
             parts.append(f"stop job {job.id} at step {job.step}; {ck}")
@@ -462,7 +463,7 @@ class StaticBackend:
             await self._pause()
             if job:
                 yield ev("output", f"Job '{job.id}' stopped")
-            st = demo_state(self.profile, step=job.step if job and job.step else 0, job_status="STOPPED",
+            st = demo_state(self.profile, step=job.step if job and job.step else 0, job_status=JobStatus.STOPPED,
                             busy=False)
             if opts.get("cluster"):
                 st.ray = RayState(available=False, error="ray is not running")
@@ -470,7 +471,7 @@ class StaticBackend:
             if self.summary:
                 # a stopped job has no step time and no ETA (the live pane's rule too)
                 self.push_metrics({**{k: v for k, v in self.summary.items() if k not in ("eta_s", "step_time_s")},
-                                   "status": "STOPPED"}, self.series)
+                                   "status": JobStatus.STOPPED}, self.series)
             yield ev("done", "stopped")
         else:
             for i in range(3):

@@ -258,7 +258,7 @@ exit status: 0 done, 1 a check or action failed, 2 bad profile or usage.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     # SUPPRESS: an option given before the subcommand must not be reset by the
     # subcommand's own default (`rlconsole --profile P status` == `status --profile P`).
     common.add_argument("--profile", "-P", metavar="P", default=argparse.SUPPRESS,

@@ -20,16 +20,16 @@ from .core.actions.events import ActionEvent
 from .core.actions.plan import SubmitPlan
 from .core.alerts import Alert, AlertRules
 from .core.profile import Profile
-from .core.jobwatch import NOT_ON_CLUSTER
 from .core.state import ClusterState, JobState, NodeState
+from .core.state import JobStatus
 
-_ACTIVE = ("RUNNING", "PENDING", "UNKNOWN")
+_ACTIVE = (JobStatus.RUNNING, JobStatus.PENDING, JobStatus.UNKNOWN)
 """Watched-job states that are not an end (UNKNOWN: not yet seen by Ray's job API)."""
 
 log = logging.getLogger("rlconsole.live")
 
 
-def to_pane_summary(rm: Any, status: str | None = "RUNNING", on_cluster: bool | None = True,
+def to_pane_summary(rm: Any, status: str | None = JobStatus.RUNNING, on_cluster: bool | None = True,
                     job_id: str | None = None) -> dict[str, Any]:
     """RunMetrics -> the `MetricsSummary` keys the metrics pane reads.
 
@@ -50,7 +50,7 @@ def to_pane_summary(rm: Any, status: str | None = "RUNNING", on_cluster: bool | 
     reward = s.get("reward_mean")
     if reward is None:
         reward = s.get("score_mean")
-    running = status == "RUNNING"
+    running = status == JobStatus.RUNNING
     step_time = s.get("wall_step_time_s") or s.get("step_time_s")
     return {
         **base,
@@ -132,10 +132,10 @@ class LiveBackend:
 
                 head = next((n for n in st.nodes if n.role == "head"), None)
                 if head is not None and head.reachable and job_on_cluster(st.ray, w.job_id) is False:
-                    w.status, w.on_cluster = NOT_ON_CLUSTER, False
+                    w.status, w.on_cluster = JobStatus.NOT_ON_CLUSTER, False
             # the job as of the last refresh (one RunMetrics a refresh serves both)
             if self._job is not None and self._job.id == w.job_id:
-                self._job.status = w.status if w.on_cluster is not False else NOT_ON_CLUSTER
+                self._job.status = w.status if w.on_cluster is not False else JobStatus.NOT_ON_CLUSTER
                 if w.on_cluster is not False and self._job.on_cluster is False:
                     self._job = w.job_state()
                 st.job = self._job
@@ -228,8 +228,8 @@ class LiveBackend:
                 for a in range(0, n, 50_000):
                     self._lines(w.spool.lines(a, min(n, a + 50_000)))
                     await asyncio.sleep(0.01)
-            for a in w.alerts[-20:]:
-                self._alert(a)
+            for alert in w.alerts[-20:]:
+                self._alert(alert)
             self.watcher = w
             # a job just submitted gets a grace period before "not on this cluster";
             # one found in the run history does not need one
@@ -281,12 +281,12 @@ class LiveBackend:
 
         w = self.watcher
         tail, start = None, 0
-        if w.status == "FAILED":
+        if w.status == JobStatus.FAILED:
             n = w.spool.line_count
             start = max(0, n - 300)
             tail = w.spool.lines(start, n)
         message = None
-        if w.status == "FAILED" and self.state is not None:
+        if w.status == JobStatus.FAILED and self.state is not None:
             message = next((j.message for j in self.state.ray.jobs if j.id == w.job_id), None)
         job = JobState(id=w.job_id, status=w.status, step=summary.get("step"))
         for a in self.rules.observe_job(job, summary, log_tail=tail, tail_start=start, job_message=message):
@@ -342,12 +342,12 @@ class LiveBackend:
             # Watch the new job from its first line. In a task of its own: the caller
             # has its `done` event and must not wait on an attach (nor be cancelled
             # half-way through one when it stops iterating).
-            t = asyncio.create_task(self._attach(submitted, "PENDING", fresh=True), name="attach-submitted")
+            t = asyncio.create_task(self._attach(submitted, JobStatus.PENDING, fresh=True), name="attach-submitted")
             self._tasks.append(t)
 
     def describe_stop(self, cluster: bool = False) -> str:
         w = self.watcher
-        if w is not None and w.status in ("RUNNING", "PENDING", "UNKNOWN"):
+        if w is not None and w.status in (JobStatus.RUNNING, JobStatus.PENDING, JobStatus.UNKNOWN):
             js = self._job if self._job is not None and self._job.id == w.job_id else w.job_state()
             text = f"stop job {w.job_id}"
             if js.step is not None:

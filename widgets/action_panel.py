@@ -94,7 +94,7 @@ class ActionPanel(Vertical):
         head = Content.assemble((self.action or "", "bold"), " ", (self.state, st_style),
                                 "  " + self.last_message if self.last_message else "")
         self.query_one("#action-head", Static).update(head)
-        rows: list[Content | str] = []
+        rows: list[Content | str | tuple[str, str]] = []
         for n, (s, m) in self.nodes.items():
             if rows:
                 rows.append("\n")

@@ -20,12 +20,18 @@ class KeyLike(Protocol):
     """What the bar needs of a key (the app's `KeyAction` is one); the screen passes
     its keys in, so this widget knows nothing of the app's key table."""
 
-    key: str
-    label: str
-    footer: bool
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def footer(self) -> bool: ...
 
     @property
     def shown_key(self) -> str: ...
+
 
 ALWAYS_LABELLED = ("question_mark", "q")
 """Keys that keep their label at every width: the way to learn the rest, and the way out."""

@@ -16,6 +16,7 @@ from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
 from tui.core.profile import Monitoring
+from tui.core.state import JobStatus
 
 PLOTS = (("reward", "reward"), ("throughput", "tok/s/node"), ("response_length", "resp len"))
 
@@ -52,7 +53,7 @@ def _job_head(summary: dict[str, Any], total: Any) -> str | None:
     if summary.get("on_cluster") is False:
         return f"[$text-warning]last run[/] $jid: not on this cluster  {where}{ck_s}"
     status = summary.get("status")
-    if status and status != "RUNNING":
+    if status and status != JobStatus.RUNNING:
         return f"{where}  [b]$status[/]{ck_s}"
     return None
 

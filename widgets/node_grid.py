@@ -31,6 +31,7 @@ from textual.color import Color
 from textual.binding import Binding
 from textual.events import Click, Resize
 from textual.message import Message
+from textual.widget import Widget
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -426,7 +427,7 @@ class NodeGrid(ScrollView, can_focus=True):
         if mh is None or not self.is_attached:
             return None
         try:
-            parent = self.parent.size if self.parent is not None else self.app.size  # type: ignore[union-attr]
+            parent = self.parent.size if isinstance(self.parent, Widget) else self.app.size
             return max(1, int(mh.resolve(parent, self.app.size)) - self.styles.gutter.height)
         except Exception:  # unusual units: never let a layout question break the grid
             return None

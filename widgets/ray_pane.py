@@ -10,11 +10,11 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from tui.core.state import ClusterState
+from tui.core.state import ClusterState, JobStatus
 
-STATUS_STYLE = {
-    "RUNNING": "$text-success", "PENDING": "$text-warning", "SUCCEEDED": "$text-primary",
-    "FAILED": "$text-error", "STOPPED": "$text-muted",
+STATUS_STYLE: dict[str, str] = {
+    JobStatus.RUNNING: "$text-success", JobStatus.PENDING: "$text-warning", JobStatus.SUCCEEDED: "$text-primary",
+    JobStatus.FAILED: "$text-error", JobStatus.STOPPED: "$text-muted",
 }
 MAX_JOBS = 6
 """Jobs listed, newest first; older ones stay one `ray job list` away."""

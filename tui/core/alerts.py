@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
+from .state import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, JobStatus
 
 if TYPE_CHECKING:
     from .diagnosis import Finding
@@ -35,8 +36,6 @@ AlertLevel = Literal["info", "warning", "error"]
 LEVEL_ORDER: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
 """Severity rank, so a list can be sorted or filtered by 'at least warning'."""
 
-TERMINAL_JOB_STATES = ("FAILED", "SUCCEEDED", "STOPPED")
-ACTIVE_JOB_STATES = ("RUNNING", "PENDING")
 
 MAX_MESSAGE_CHARS = 500
 """Cap on an alert message built from remote text (an error string, a log line)."""
@@ -292,12 +291,12 @@ class AlertRules:
 
         # -- state changes: only a change seen while watching, never an old job's end
         self.job_status[job.id] = job.status
-        if job.status in ACTIVE_JOB_STATES:
+        if job.status in ACTIVE_JOB_STATUSES:
             self._last_active[job.id] = job.status
         end: dict[str, Condition] = {}
         keep_end: list[str] = []
         diag_id: str | None = None
-        if job.status in TERMINAL_JOB_STATES:
+        if job.status in TERMINAL_JOB_STATUSES:
             # An end is news when this job was seen active, even if a refresh in between
             # could not tell (UNKNOWN, or not in Ray's list while its dashboard did not
             # answer): such a gap must not swallow the end of a run that was watched.
@@ -307,8 +306,9 @@ class AlertRules:
                 if job.step is not None:
                     msg += f" at step {job.step}"
                 line = None
-                level: AlertLevel = {"FAILED": "error", "STOPPED": "warning"}.get(job.status, "info")  # type: ignore[assignment]
-                if job.status == "FAILED":
+                levels: dict[str, AlertLevel] = {JobStatus.FAILED: "error", JobStatus.STOPPED: "warning"}
+                level = levels.get(job.status, "info")
+                if job.status == JobStatus.FAILED:
                     d = self.diagnose(log_tail or [], tail_start)
                     if d is None and job_message:
                         d = self.diagnose(job_message.splitlines()[:1], 0)
@@ -332,7 +332,7 @@ class AlertRules:
         # -- steps stalled
         step = summary.get("step", job.step)
         stall: dict[str, Condition] = {}
-        if job.status == "RUNNING" and isinstance(step, int):
+        if job.status == JobStatus.RUNNING and isinstance(step, int):
             if self._last_step is None or step > self._last_step:
                 if self._last_step is not None and self._last_step_at is not None:
                     self._intervals = (self._intervals + [(at - self._last_step_at) / (step - self._last_step)])[-10:]
@@ -347,7 +347,7 @@ class AlertRules:
                                       f"expected one every {_fmt_s(expected)}, alert after {self.t.stall_factor:g}x)",
                                       None)
         out += self._settle("stall", stall, at,
-                            lambda k, a: (f"steps resumed at step {step}" if job.status == "RUNNING"
+                            lambda k, a: (f"steps resumed at step {step}" if job.status == JobStatus.RUNNING
                                           else f"job {job.id} is {job.status}: no longer waiting for steps"))
 
         # -- throughput / MFU out of range for N consecutive steps
@@ -374,7 +374,7 @@ class AlertRules:
                    "tokens/s per node"),
                   ("mfu", "MFU", summary.get("mfu_pct"), self.t.mfu_pct, "%")]
         new_step = isinstance(step, int) and (self._range_step is None or step > self._range_step)
-        if new_step and job.status == "RUNNING":
+        if new_step and job.status == JobStatus.RUNNING:
             self._range_step = step
             for name, _, value, rng, _ in checks:
                 if rng is None or not isinstance(value, (int, float)):
@@ -385,7 +385,7 @@ class AlertRules:
         keep: list[str] = []
         for name, label, value, rng, unit in checks:
             key = f"range:{name}"
-            if job.status != "RUNNING":
+            if job.status != JobStatus.RUNNING:
                 continue  # a job that ended is not slow: its episodes end
             if not new_step:
                 if key in self.open:
@@ -399,7 +399,7 @@ class AlertRules:
         def end(key: str, a: Alert) -> str:
             name = key.split(":", 1)[1]
             label = "throughput" if name == "throughput" else "MFU"
-            return f"{label} back in the profile's range" if job.status == "RUNNING" else f"job {job.id} is {job.status}"
+            return f"{label} back in the profile's range" if job.status == JobStatus.RUNNING else f"job {job.id} is {job.status}"
 
         return self._settle("range:", cond, at, end, keep=keep)
 

@@ -27,6 +27,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Literal
 from .actions.events import ActionEvent
 from .profile import Node, Profile
 from .secrets import mask_data, mask_secrets
+from .state import ACTIVE_JOB_STATUSES
 
 log = logging.getLogger("rlconsole.checks")
 
@@ -42,6 +43,11 @@ class CheckStatus(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+# The verdicts by their short names: the checks below are a table of calls that read
+# better as `CheckResult("cards.total", FAIL, ...)`.
+PASS, WARN, FAIL, SKIP = CheckStatus.PASS, CheckStatus.WARN, CheckStatus.FAIL, CheckStatus.SKIP
 
 
 @dataclass
@@ -131,14 +137,14 @@ StaticCheck = Callable[[Profile, _Layout], list[CheckResult]]
 def static_cards(p: Profile, L: _Layout) -> list[CheckResult]:
     out = []
     if L.cards != p.total_gpus or L.nnodes != len(p.nodes):
-        out.append(CheckResult("cards.total", "fail", f"trainer.nnodes x n_gpus_per_node = {L.nnodes} x {L.per_node} = "
+        out.append(CheckResult("cards.total", FAIL, f"trainer.nnodes x n_gpus_per_node = {L.nnodes} x {L.per_node} = "
                                f"{L.cards}, the profile has {len(p.nodes)} nodes with {p.total_gpus} cards",
                                "make trainer.nnodes and trainer.n_gpus_per_node match the nodes list"))
     else:
-        out.append(CheckResult("cards.total", "pass", f"{L.nnodes} nodes x {L.per_node} cards = {L.cards}"))
+        out.append(CheckResult("cards.total", PASS, f"{L.nnodes} nodes x {L.per_node} cards = {L.cards}"))
     odd = [n.name for n in p.nodes if n.gpus != L.per_node]
     if odd:
-        out.append(CheckResult("cards.per_node", "warn",
+        out.append(CheckResult("cards.per_node", WARN,
                                f"nodes {', '.join(odd)} have a card count other than n_gpus_per_node={L.per_node}"))
     return out
 
@@ -148,21 +154,21 @@ def static_rollout_parallel(p: Profile, L: _Layout) -> list[CheckResult]:
     r_dp = _ov(p, "actor_rollout_ref.rollout.data_parallel_size")
     if r_dp is not None:
         if r_tp * _int(r_dp, 1) != L.cards:
-            return [CheckResult("rollout.parallel", "fail",
+            return [CheckResult("rollout.parallel", FAIL,
                                 f"rollout TP x DP = {r_tp} x {r_dp} = {r_tp * _int(r_dp, 1)}, cards in use = {L.cards}",
                                 "set actor_rollout_ref.rollout.data_parallel_size to cards / TP")]
-        return [CheckResult("rollout.parallel", "pass", f"rollout TP x DP = {r_tp} x {r_dp} = {L.cards}")]
+        return [CheckResult("rollout.parallel", PASS, f"rollout TP x DP = {r_tp} x {r_dp} = {L.cards}")]
     if L.cards % r_tp:
-        return [CheckResult("rollout.parallel", "fail", f"rollout TP={r_tp} does not divide {L.cards} cards")]
+        return [CheckResult("rollout.parallel", FAIL, f"rollout TP={r_tp} does not divide {L.cards} cards")]
     return []
 
 
 def static_actor_parallel(p: Profile, L: _Layout) -> list[CheckResult]:
     if L.dp == 0:
-        return [CheckResult("actor.parallel", "fail", f"actor TP x PP x CP = {L.tp} x {L.pp} x {L.cp} = "
+        return [CheckResult("actor.parallel", FAIL, f"actor TP x PP x CP = {L.tp} x {L.pp} x {L.cp} = "
                             f"{L.model_parallel} does not divide {L.cards} cards",
                             "choose TP, PP, CP whose product divides the card count")]
-    return [CheckResult("actor.parallel", "pass", f"actor TP x PP x CP = {L.model_parallel}, data parallel = {L.dp}")]
+    return [CheckResult("actor.parallel", PASS, f"actor TP x PP x CP = {L.model_parallel}, data parallel = {L.dp}")]
 
 
 def static_pipeline_layers(p: Profile, L: _Layout) -> list[CheckResult]:
@@ -171,15 +177,15 @@ def static_pipeline_layers(p: Profile, L: _Layout) -> list[CheckResult]:
     uneven = any(_ov(p, tc + k) is not None for k in
                  ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage"))
     if layers is None:
-        return [CheckResult("actor.pipeline_layers", "warn",
+        return [CheckResult("actor.pipeline_layers", WARN,
                             "model.num_layers is not in the profile: cannot check PP against it",
                             "add model.num_layers (num_hidden_layers in the HF config.json)")]
     if layers % L.pp and not uneven:
         fits = ", ".join(str(d) for d in range(2, 13) if layers % d == 0 and L.cards % (d * L.tp * L.cp) == 0)
-        return [CheckResult("actor.pipeline_layers", "fail", f"the model has {layers} layers, which PP={L.pp} does "
+        return [CheckResult("actor.pipeline_layers", FAIL, f"the model has {layers} layers, which PP={L.pp} does "
                             f"not divide (key {_MEGATRON}pipeline_model_parallel_size)",
                             f"use a PP that divides {layers} (e.g. {fits}) or set num_layers_in_first/last_pipeline_stage")]
-    return [CheckResult("actor.pipeline_layers", "pass",
+    return [CheckResult("actor.pipeline_layers", PASS,
                         f"{layers} layers over PP={L.pp}" + (" (uneven stages given)" if uneven else ""))]
 
 
@@ -195,8 +201,8 @@ def static_batch(p: Profile, L: _Layout) -> list[CheckResult]:
     if mini and bs % mini:
         problems.append(f"train_batch_size {bs} is not divisible by ppo_mini_batch_size {mini}")
     if problems:
-        return [CheckResult("batch.divisible", "fail", "; ".join(problems), "adjust data.train_batch_size or the mini-batch")]
-    return [CheckResult("batch.divisible", "pass",
+        return [CheckResult("batch.divisible", FAIL, "; ".join(problems), "adjust data.train_batch_size or the mini-batch")]
+    return [CheckResult("batch.divisible", PASS,
                         f"batch {bs} x n {n} = {bs * n} splits over DP {L.dp or '?'} and mini-batch {mini}")]
 
 
@@ -209,20 +215,20 @@ def static_lengths(p: Profile, L: _Layout) -> list[CheckResult]:
     total = pl + rl
     ctx = p.model.max_position_embeddings
     if ctx and total > ctx:
-        out.append(CheckResult("length.context", "fail", f"prompt + response = {total} tokens exceeds the model's "
+        out.append(CheckResult("length.context", FAIL, f"prompt + response = {total} tokens exceeds the model's "
                                f"context {ctx}", "lower data.max_response_length"))
     else:
-        out.append(CheckResult("length.context", "pass",
+        out.append(CheckResult("length.context", PASS,
                                f"prompt + response = {total} tokens" + (f" <= context {ctx}" if ctx else "")))
     budgets = ["actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
                "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu",
                "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"]
     low = [f"{k}={_ov(p, k)}" for k in budgets if _ov(p, k) is not None and _int(_ov(p, k), 0) < total]
     if low:
-        out.append(CheckResult("length.token_budget", "fail", f"token budgets below prompt + response ({total}): "
+        out.append(CheckResult("length.token_budget", FAIL, f"token budgets below prompt + response ({total}): "
                                f"{', '.join(low)}", "raise them to at least max_prompt_length + max_response_length"))
     else:
-        out.append(CheckResult("length.token_budget", "pass", f"token budgets >= {total}"))
+        out.append(CheckResult("length.token_budget", PASS, f"token budgets >= {total}"))
     return out
 
 
@@ -232,10 +238,10 @@ def static_expert_parallel(p: Profile, L: _Layout) -> list[CheckResult]:
                                           "critic.megatron.expert_model_parallel_size")}
     ep_set = {k: v for k, v in ep.items() if v > 1}
     if ep_set and not p.model.moe:
-        return [CheckResult("model.expert_parallel", "warn", "expert parallelism set for a dense model: "
+        return [CheckResult("model.expert_parallel", WARN, "expert parallelism set for a dense model: "
                             + ", ".join(f"{k}={v}" for k, v in ep_set.items()),
                             "remove expert_model_parallel_size (model.moe is false)")]
-    return [CheckResult("model.expert_parallel", "pass",
+    return [CheckResult("model.expert_parallel", PASS,
                         "no expert parallelism on a dense model" if not p.model.moe else "MoE model")]
 
 
@@ -248,24 +254,24 @@ def static_paths_consistent(p: Profile, L: _Layout) -> list[CheckResult]:
         if _ov(p, k) not in (None, p.paths.mcore_checkpoint):
             mismatches.append(f"{k}={_ov(p, k)} vs paths.mcore_checkpoint={p.paths.mcore_checkpoint}")
     if mismatches:
-        return [CheckResult("paths.consistent", "fail", "; ".join(mismatches), "point the overrides at the profile's paths")]
-    return [CheckResult("paths.consistent", "pass", "overrides use the profile's model and checkpoint paths")]
+        return [CheckResult("paths.consistent", FAIL, "; ".join(mismatches), "point the overrides at the profile's paths")]
+    return [CheckResult("paths.consistent", PASS, "overrides use the profile's model and checkpoint paths")]
 
 
 def static_tensorboard(p: Profile, L: _Layout) -> list[CheckResult]:
     logger = _ov(p, "trainer.logger") or []
     if "tensorboard" not in (logger if isinstance(logger, list) else [logger]):
-        return [CheckResult("monitor.tensorboard", "warn",
+        return [CheckResult("monitor.tensorboard", WARN,
                             "trainer.logger lacks tensorboard: the console gets no scalars, only the log")]
     return []
 
 
 def static_dashboard(p: Profile, L: _Layout) -> list[CheckResult]:
     if not _loopback(p.ray.dashboard_host):
-        return [CheckResult("ray.dashboard", "warn", f"dashboard bound to {p.ray.dashboard_host}: an unauthenticated "
+        return [CheckResult("ray.dashboard", WARN, f"dashboard bound to {p.ray.dashboard_host}: an unauthenticated "
                             "job API (run any command on the cluster) reachable from the network",
                             "bind it to 127.0.0.1; rlconsole reaches it through SSH")]
-    return [CheckResult("ray.dashboard", "pass", f"dashboard on {p.ray.dashboard_host}")]
+    return [CheckResult("ray.dashboard", PASS, f"dashboard on {p.ray.dashboard_host}")]
 
 
 def static_checkpoint_deletable(p: Profile, L: _Layout) -> list[CheckResult]:
@@ -273,7 +279,7 @@ def static_checkpoint_deletable(p: Profile, L: _Layout) -> list[CheckResult]:
 
     unsafe = deletion_problem(p)
     if unsafe:
-        return [CheckResult("paths.mcore_checkpoint", "fail",
+        return [CheckResult("paths.mcore_checkpoint", FAIL,
                             f"`convert --force` deletes this directory, and would refuse: {unsafe}",
                             "give paths.mcore_checkpoint its own directory, e.g. next to the model as <model>-mcore")]
     return []
@@ -513,9 +519,9 @@ async def check_ssh(r: _Run, n: Node) -> list[CheckResult]:
     """The node answers over SSH with a host key we know (the pool connected already)."""
     ok, why = r.remote.reachable(n.name)
     if ok:
-        return [CheckResult("ssh.reachable", "pass", "reachable, host key verified", node=n.name)]
+        return [CheckResult("ssh.reachable", PASS, "reachable, host key verified", node=n.name)]
     r.unreachable[n.name] = why or "no connection"
-    return [CheckResult("ssh.reachable", "fail", f"unreachable: {why}",
+    return [CheckResult("ssh.reachable", FAIL, f"unreachable: {why}",
                         "check the address/port, and that its host key is in known_hosts", n.name)]
 
 
@@ -528,11 +534,11 @@ async def check_container(r: _Run, n: Node) -> list[CheckResult]:
     st = parse_docker_inspect(res.output, p.container.name, res.rc)
     if st.status != "running":
         r.container_down[n.name] = str(st.status) if st.status != "unknown" or not st.error else f"unknown ({st.error})"
-        return [CheckResult("container.running", "fail", f"container {p.container.name} is {r.container_down[n.name]}",
+        return [CheckResult("container.running", FAIL, f"container {p.container.name} is {r.container_down[n.name]}",
                             "run `rlconsole containers`", n.name)]
-    out = [CheckResult("container.running", "pass", f"{p.container.name} running", node=n.name)]
+    out = [CheckResult("container.running", PASS, f"{p.container.name} running", node=n.name)]
     if st.image and st.image != p.container.image:
-        out.append(CheckResult("container.image", "fail", f"runs image {st.image}, the profile says {p.container.image}",
+        out.append(CheckResult("container.image", FAIL, f"runs image {st.image}, the profile says {p.container.image}",
                                "recreate the container from the profile's image (or fix container.image)", n.name))
     return out
 
@@ -544,14 +550,14 @@ async def check_cards(r: _Run, n: Node) -> list[CheckResult]:
     res = await r.remote.run(n.name, ["sh", "-c", GPU_PROBE_SCRIPT], container=True, timeout=60)
     rep = parse_probe_output(res.stdout)
     if not rep.parsed:
-        return [CheckResult("cards.count", "fail", f"card tool output not understood: {rep.error}", node=n.name)]
+        return [CheckResult("cards.count", FAIL, f"card tool output not understood: {rep.error}", node=n.name)]
     if len(rep.cards) != n.gpus:
-        out = [CheckResult("cards.count", "fail", f"sees {len(rep.cards)} cards, the profile says {n.gpus}", node=n.name)]
+        out = [CheckResult("cards.count", FAIL, f"sees {len(rep.cards)} cards, the profile says {n.gpus}", node=n.name)]
     else:
-        out = [CheckResult("cards.count", "pass", f"{n.gpus} cards ({rep.tool})", node=n.name)]
+        out = [CheckResult("cards.count", PASS, f"{n.gpus} cards ({rep.tool})", node=n.name)]
     busy = [f"card {c.index}: pid {', '.join(str(x.pid) for x in c.processes)}" for c in rep.cards if c.processes]
     if busy:
-        out.append(CheckResult("cards.free", "fail" if r.before_submit else "warn",
+        out.append(CheckResult("cards.free", FAIL if r.before_submit else WARN,
                                "busy with processes: " + "; ".join(busy), "stop what runs there", n.name))
     return out
 
@@ -571,10 +577,10 @@ async def check_interface(r: _Run, n: Node) -> list[CheckResult]:
         res = await r.remote.run(n.name, ["sh", "-c", f'test -e "/sys/class/net/$1" && echo yes; echo {DONE}',
                                           "sh", name.lstrip("=^")], container=True)
         if DONE not in res.stdout:
-            out.append(CheckResult("net.interface", "fail", f"cannot look for interface {name}: {res.tail(1)}", node=n.name))
+            out.append(CheckResult("net.interface", FAIL, f"cannot look for interface {name}: {res.tail(1)}", node=n.name))
             continue
         ok = "yes" in res.stdout.split()
-        out.append(CheckResult("net.interface", "pass" if ok else "fail",
+        out.append(CheckResult("net.interface", PASS if ok else FAIL,
                                f"interface {name} {'exists' if ok else 'does not exist'}",
                                None if ok else "set MCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME to an interface of this node",
                                n.name))
@@ -588,15 +594,15 @@ async def check_paths(r: _Run, n: Node) -> list[CheckResult]:
     key_of = {v: k for k, v in paths.items()}
     missing = await r.paths_missing(n.name)
     if missing is None:
-        return [CheckResult("storage.paths", "fail", "the path probe did not run to its end",
+        return [CheckResult("storage.paths", FAIL, "the path probe did not run to its end",
                             "see `rlconsole logs --debug`", n.name)]
     if n.name == r.head:
         mine = [m for m in missing if key_of.get(m) not in PATH_OWNERS]
         owned = sorted({PATH_OWNERS[key_of[m]] for m in missing if key_of.get(m) in PATH_OWNERS})
         if mine:
-            return [CheckResult("storage.paths", "fail", "missing: " + ", ".join(f"{m} (paths.{key_of.get(m)})" for m in mine),
+            return [CheckResult("storage.paths", FAIL, "missing: " + ", ".join(f"{m} (paths.{key_of.get(m)})" for m in mine),
                                 "create them, or fix these paths in the profile", n.name)]
-        return [CheckResult("storage.paths", "pass", f"{len(paths) - len(missing)} profile paths exist"
+        return [CheckResult("storage.paths", PASS, f"{len(paths) - len(missing)} profile paths exist"
                             + (f" (the model's paths are for {' and '.join(owned)})" if owned else ""), node=n.name)]
     on_head = None
     if r.unmet(Need.CONTAINER, r.head) is None and r.unmet(Need.NODE, r.head) is None:
@@ -604,11 +610,11 @@ async def check_paths(r: _Run, n: Node) -> list[CheckResult]:
     if on_head is not None:
         missing = [m for m in missing if m not in on_head]
     if missing:
-        return [CheckResult("storage.paths", "fail",
+        return [CheckResult("storage.paths", FAIL,
                             f"missing here: {', '.join(missing)}" + (" (the head has them)" if on_head is not None else ""),
                             "mount the shared storage on this node as on the head" if on_head is not None
                             else "mount the shared storage / fix paths", n.name)]
-    return [CheckResult("storage.paths", "pass", f"{len(paths)} profile paths exist"
+    return [CheckResult("storage.paths", PASS, f"{len(paths)} profile paths exist"
                         if on_head is None or not on_head else "the profile paths the head has exist here too", node=n.name)]
 
 
@@ -623,7 +629,7 @@ async def check_shared(r: _Run, n: Node) -> list[CheckResult]:
         marker = f"{root.rstrip('/')}/.rlconsole-shared-check-{token}"
         w = await r.remote.run(head, ["sh", "-c", 'printf %s "$2" > "$1"', "sh", marker, token], container=True)
         if not w.ok:
-            out.append(CheckResult("storage.shared", "fail", f"cannot write {marker} on {head}: {w.tail(1)}",
+            out.append(CheckResult("storage.shared", FAIL, f"cannot write {marker} on {head}: {w.tail(1)}",
                                    f"make {root} exist and be writable on the head", head))
             continue
         try:
@@ -633,7 +639,7 @@ async def check_shared(r: _Run, n: Node) -> list[CheckResult]:
                 if res.stdout != token:
                     bad.append(m.name)
             note = f" (not checked on {', '.join(unchecked)}: see ssh.reachable / container.running)" if unchecked else ""
-            out.append(CheckResult("storage.shared", "fail" if bad else "pass",
+            out.append(CheckResult("storage.shared", FAIL if bad else PASS,
                                    (f"{root} is not shared with {', '.join(bad)} (a marker written on {head} is not seen there)"
                                     if bad else f"{root} is shared by every node") + note,
                                    "mount the same NFS share on every node" if bad else None))
@@ -650,16 +656,17 @@ async def check_data(r: _Run, n: Node) -> list[CheckResult]:
         rr = await r.remote.run(r.head, ["sh", "-c", f'for f; do [ -r "$f" ] || echo "$f"; done; echo {DONE}', "sh", *files],
                                 container=True)
         if DONE not in rr.stdout:
-            return [CheckResult("data.files", "fail", f"cannot look for the data files: {rr.tail(1)}")]
+            return [CheckResult("data.files", FAIL, f"cannot look for the data files: {rr.tail(1)}")]
         missing = [x for x in rr.stdout.splitlines() if x and x != DONE]
-        return [CheckResult("data.files", "fail" if missing else "pass",
+        return [CheckResult("data.files", FAIL if missing else PASS,
                             f"missing: {', '.join(missing)}" if missing else f"{len(files)} data files present",
                             "fix paths.train_files / val_files, or put the files there" if missing else None)]
-    bad, rows = [], []
+    bad: list[str] = []
+    rows: list[str] = []
     for line in res.stdout.splitlines():
         f, _, v = line.partition("\t")
         (bad if v.startswith("ERROR") else rows).append(f"{f.rsplit('/', 1)[-1]} ({v})")
-    return [CheckResult("data.files", "fail" if bad else "pass",
+    return [CheckResult("data.files", FAIL if bad else PASS,
                         ("unreadable: " + ", ".join(bad)) if bad else "parquet rows: " + ", ".join(rows))]
 
 
@@ -675,17 +682,17 @@ async def check_model(r: _Run, n: Node) -> list[CheckResult]:
     out = []
     if m:
         fix = "run `rlconsole model`" + (", then `rlconsole convert`" if c else "")
-        out.append(CheckResult("model.hf", "fail", f"{p.paths.hf_model} lacks {', '.join(m)}", fix, head))
+        out.append(CheckResult("model.hf", FAIL, f"{p.paths.hf_model} lacks {', '.join(m)}", fix, head))
         if c:
-            out.append(CheckResult("model.mcore", "skip", f"needs the HF model it is converted from, which lacks {', '.join(m)}",
+            out.append(CheckResult("model.mcore", SKIP, f"needs the HF model it is converted from, which lacks {', '.join(m)}",
                                    node=head, cause="model.hf"))
     else:
-        out.append(CheckResult("model.hf", "pass", "HF model has config and weights", node=head))
+        out.append(CheckResult("model.hf", PASS, "HF model has config and weights", node=head))
     if c and not m:
-        out.append(CheckResult("model.mcore", "fail", f"{p.paths.mcore_checkpoint} lacks {', '.join(c)}",
+        out.append(CheckResult("model.mcore", FAIL, f"{p.paths.mcore_checkpoint} lacks {', '.join(c)}",
                                "run `rlconsole convert`", head))
     elif not c:
-        out.append(CheckResult("model.mcore", "pass", "MCore checkpoint complete", node=head))
+        out.append(CheckResult("model.mcore", PASS, "MCore checkpoint complete", node=head))
     res = await r.remote.run(head, ["cat", f"{p.paths.hf_model}/config.json"], container=True)
     try:
         cfg = json.loads(res.stdout)
@@ -693,9 +700,9 @@ async def check_model(r: _Run, n: Node) -> list[CheckResult]:
             raise ValueError("not an object")
     except ValueError:
         if m:
-            out.append(CheckResult("model.facts", "skip", "needs the HF model's config.json", node=head, cause="model.hf"))
+            out.append(CheckResult("model.facts", SKIP, "needs the HF model's config.json", node=head, cause="model.hf"))
         else:
-            out.append(CheckResult("model.facts", "fail", f"{p.paths.hf_model}/config.json is not a JSON object",
+            out.append(CheckResult("model.facts", FAIL, f"{p.paths.hf_model}/config.json is not a JSON object",
                                    "download the model again (`rlconsole model`)", head))
         return out
     diffs = []
@@ -706,7 +713,7 @@ async def check_model(r: _Run, n: Node) -> list[CheckResult]:
     moe = any(k in cfg for k in ("num_experts", "num_local_experts", "n_routed_experts"))
     if moe != p.model.moe:
         diffs.append(f"moe {p.model.moe} vs config.json {'has' if moe else 'has no'} experts")
-    out.append(CheckResult("model.facts", "fail" if diffs else "pass",
+    out.append(CheckResult("model.facts", FAIL if diffs else PASS,
                            "profile model facts differ from config.json: " + "; ".join(diffs) if diffs
                            else "profile model facts match config.json",
                            "make the profile's model section match config.json" if diffs else None, head))
@@ -723,18 +730,18 @@ async def check_job_python(r: _Run, n: Node) -> list[CheckResult]:
     line = next((x for x in res.stdout.splitlines() if x.startswith("MISSING:")), None)
     if line is None:
         r.python_broken = f"does not run ({res.tail(1) or f'exit {res.rc}'})"
-        return [CheckResult("code.python", "fail", f"the job's Python {where} does not run: {res.tail(1) or f'exit {res.rc}'}",
+        return [CheckResult("code.python", FAIL, f"the job's Python {where} does not run: {res.tail(1) or f'exit {res.rc}'}",
                             "set training.python to the container's Python (the one with VeRL's dependencies)", r.head)]
     missing = [x for x in line[8:].split(",") if x]
     if missing:
         pkgs = " ".join(pip for m, pip in JOB_DEPS if m in missing)
         r.deps_missing = f"lacks {', '.join(missing)}"
-        return [CheckResult("code.python", "fail",
+        return [CheckResult("code.python", FAIL,
                             f"the job's Python ({where}) cannot import {', '.join(missing)}: the job would die at "
                             f"`import {missing[0]}`",
                             f"install them where the job runs (`{r.py} -m pip install {pkgs}` in the container), "
                             "or set training.python to the Python that has VeRL's dependencies", r.head)]
-    return [CheckResult("code.python", "pass", f"the job's Python ({where}) imports {', '.join(m for m, _ in JOB_DEPS)}",
+    return [CheckResult("code.python", PASS, f"the job's Python ({where}) imports {', '.join(m for m, _ in JOB_DEPS)}",
                         node=r.head)]
 
 
@@ -749,7 +756,7 @@ def missing_module(output: str) -> str | None:
 def _dependency_failure(check_id: str, r: _Run, module: str) -> CheckResult:
     """A probe that cannot run because the job's own dependency is missing where the job
     runs: the job would fail the same way, so this is a failure with that as its fix."""
-    return CheckResult(check_id, "fail", f"the job's Python ({r.py} on {r.head}) cannot import {module}: "
+    return CheckResult(check_id, FAIL, f"the job's Python ({r.py} on {r.head}) cannot import {module}: "
                        "the job would fail the same way",
                        f"install {module.split('.')[0]} where the job runs, or fix paths.megatron / paths.verl "
                        "(the job's PYTHONPATH)", r.head)
@@ -759,9 +766,9 @@ async def check_debug_save(r: _Run, n: Node) -> list[CheckResult]:
     """The VeRL tree has no debug `torch.save` to a missing absolute path (the seed's appendix)."""
     res = await r.remote.run(r.head, [r.py, "-c", DEBUG_SAVE_SCRIPT, r.p.paths.verl], container=True, timeout=120)
     if DONE not in res.stdout:
-        return [CheckResult("code.debug_save", "fail", f"the scan of the VeRL tree did not finish: {res.tail(1)}", node=r.head)]
+        return [CheckResult("code.debug_save", FAIL, f"the scan of the VeRL tree did not finish: {res.tail(1)}", node=r.head)]
     hits = [x for x in res.stdout.splitlines() if x.strip() and x != DONE]
-    return [CheckResult("code.debug_save", "fail" if hits else "pass",
+    return [CheckResult("code.debug_save", FAIL if hits else PASS,
                         "; ".join(hits[:3]) + (f" (+{len(hits) - 3} more)" if len(hits) > 3 else "") if hits
                         else "no torch.save to missing absolute paths in the VeRL tree",
                         "comment out these debug saves (seed appendix)" if hits else None, r.head)]
@@ -776,7 +783,7 @@ async def check_overrides(r: _Run, n: Node) -> list[CheckResult]:
     res = await r.remote.run(r.head, [*r.job_env(), r.py, "-c", COMPOSE_SCRIPT, p.training.config_path,
                                       p.training.config_name, *ov], container=True, timeout=120)
     if res.ok and "OK" in res.stdout.split():
-        return [CheckResult("code.overrides", "pass", f"{len(ov)} overrides compose against {p.training.config_name}",
+        return [CheckResult("code.overrides", PASS, f"{len(ov)} overrides compose against {p.training.config_name}",
                             node=r.head)]
     mod = missing_module(res.output)
     if mod is not None and not any(x.startswith("ERROR:") for x in res.output.splitlines()):
@@ -789,7 +796,7 @@ async def check_overrides(r: _Run, n: Node) -> list[CheckResult]:
                "profile (write it +key under its section); otherwise check its spelling")
     elif "Could not append to config. An item is already at" in msg:
         fix = "remove the + prefix: the key exists in the config"
-    return [CheckResult("code.overrides", "fail", msg, fix, r.head)]
+    return [CheckResult("code.overrides", FAIL, msg, fix, r.head)]
 
 
 async def check_transformer_config(r: _Run, n: Node) -> list[CheckResult]:
@@ -802,14 +809,14 @@ async def check_transformer_config(r: _Run, n: Node) -> list[CheckResult]:
         if mod is not None and mod.split(".")[0] == "megatron":
             gone = await r.paths_missing(r.head)
             if gone and r.p.paths.megatron in gone:
-                return [CheckResult("code.transformer_config", "skip", "needs the Megatron tree (paths.megatron), "
+                return [CheckResult("code.transformer_config", SKIP, "needs the Megatron tree (paths.megatron), "
                                     "which is missing", node=r.head, cause="storage.paths")]
         if mod is not None:
             return [_dependency_failure("code.transformer_config", r, mod)]
-        return [CheckResult("code.transformer_config", "warn",
+        return [CheckResult("code.transformer_config", WARN,
                             f"cannot import Megatron's TransformerConfig on the head: {res.tail(1)}", node=r.head)]
     missing = [k for k in line[8:].split(",") if k]
-    return [CheckResult("code.transformer_config", "fail" if missing else "pass",
+    return [CheckResult("code.transformer_config", FAIL if missing else PASS,
                         f"override_transformer_config keys TransformerConfig lacks: {', '.join(missing)}"
                         if missing else f"{len(keys)} override_transformer_config keys exist",
                         "remove them: they are Megatron command-line flags, not TransformerConfig fields"
@@ -824,10 +831,10 @@ async def check_ray(r: _Run, n: Node) -> list[CheckResult]:
     if not st.available:
         r.ray_down = "is not running"
     if not cluster_is_right(r.p, st):
-        return [CheckResult("ray.cluster", "fail" if r.before_submit else "warn",
+        return [CheckResult("ray.cluster", FAIL if r.before_submit else WARN,
                             f"Ray reports {st.nodes_alive}/{len(r.p.nodes)} nodes, {st.gpus_total:g}/{expected_gpus(r.p)} GPUs"
                             + (f" ({st.error})" if st.error else ""), "run `rlconsole setup-ray`")]
-    return [CheckResult("ray.cluster", "pass", f"{st.nodes_alive} nodes, {st.gpus_total:g} GPUs")]
+    return [CheckResult("ray.cluster", PASS, f"{st.nodes_alive} nodes, {st.gpus_total:g} GPUs")]
 
 
 async def check_ray_jobs(r: _Run, n: Node) -> list[CheckResult]:
@@ -837,9 +844,9 @@ async def check_ray_jobs(r: _Run, n: Node) -> list[CheckResult]:
 
         jobs = await list_jobs(await job_client(r.remote))
     except Exception as e:  # noqa: BLE001 - the job API's errors are many; all mean "cannot say"
-        return [CheckResult("ray.jobs", "warn", f"cannot list jobs: {e}")]
-    running = [j.id for j in jobs if j.status in ("PENDING", "RUNNING")]
-    return [CheckResult("ray.jobs", ("fail" if r.before_submit else "warn") if running else "pass",
+        return [CheckResult("ray.jobs", WARN, f"cannot list jobs: {e}")]
+    running = [j.id for j in jobs if j.status in ACTIVE_JOB_STATUSES]
+    return [CheckResult("ray.jobs", (FAIL if r.before_submit else WARN) if running else PASS,
                         f"a job is running: {', '.join(running)}" if running else "no job running",
                         "stop it first (x)" if running else None)]
 
@@ -895,14 +902,14 @@ async def _run_one(run: _Run, check: LiveCheck, node: Node) -> list[CheckResult]
     for need in check.needs:
         why = run.unmet(need, node.name)
         if why is not None:
-            return [CheckResult(i, "skip", why, node=node.name, cause=PROVIDERS[need]) for i in check.ids]
+            return [CheckResult(i, SKIP, why, node=node.name, cause=PROVIDERS[need]) for i in check.ids]
     try:
         return await check.fn(run, node)
     except Exception as e:  # noqa: BLE001 - one broken probe must not hide the others' results
         log.exception("check %s on %s", check.fn.__name__, node.name)
         for need in check.provides:  # what it should have found out is not known: not met
             run.broken(need, node.name, f"{type(e).__name__} in {check.ids[0]}")
-        return [CheckResult(check.ids[0], "fail", f"the check itself failed: {type(e).__name__}: {e}",
+        return [CheckResult(check.ids[0], FAIL, f"the check itself failed: {type(e).__name__}: {e}",
                             "see `rlconsole logs --debug`", node.name)]
 
 
@@ -953,8 +960,8 @@ def counts(results: Iterable[CheckResult]) -> dict[CheckStatus, int]:
 
 def summary(results: list[CheckResult]) -> str:
     c = counts(results)
-    text = f"{c[CheckStatus.FAIL]} failed, {c[CheckStatus.WARN]} warnings, {c[CheckStatus.PASS]} passed"
-    return text + (f", {c[CheckStatus.SKIP]} skipped" if c[CheckStatus.SKIP] else "")
+    text = f"{c[FAIL]} failed, {c[WARN]} warnings, {c[PASS]} passed"
+    return text + (f", {c[SKIP]} skipped" if c[SKIP] else "")
 
 
 def results_json(p: Profile, results: list[CheckResult], static: bool) -> dict[str, Any]:
@@ -962,8 +969,8 @@ def results_json(p: Profile, results: list[CheckResult], static: bool) -> dict[s
     fix, node; plus `cause` on a skip) and `failed`; `warnings`, `passed`, `skipped` added."""
     c = counts(results)
     return {"profile": p.name, "static": static, "results": mask_data([r.to_json() for r in results]),
-            "failed": c[CheckStatus.FAIL], "warnings": c[CheckStatus.WARN], "passed": c[CheckStatus.PASS],
-            "skipped": c[CheckStatus.SKIP]}
+            "failed": c[FAIL], "warnings": c[WARN], "passed": c[PASS],
+            "skipped": c[SKIP]}
 
 
 def check_event(r: CheckResult, action: str = "check") -> ActionEvent:
@@ -992,11 +999,11 @@ async def check_action(p: Profile, remote: Any) -> AsyncIterator[ActionEvent]:
     results = await run_checks(p, remote=remote)
     for r in results:
         yield check_event(r)
-    yield ActionEvent("check", "fail" if counts(results)[CheckStatus.FAIL] else "done", summary(results))
+    yield ActionEvent("check", "fail" if counts(results)[FAIL] else "done", summary(results))
 
 
-SYMBOL = {CheckStatus.PASS: "ok  ", CheckStatus.WARN: "WARN", CheckStatus.FAIL: "FAIL", CheckStatus.SKIP: "skip"}
-_COLOUR = {CheckStatus.FAIL: "\x1b[1;31m", CheckStatus.WARN: "\x1b[33m", CheckStatus.SKIP: "\x1b[2m"}
+SYMBOL = {PASS: "ok  ", WARN: "WARN", FAIL: "FAIL", SKIP: "skip"}
+_COLOUR = {FAIL: "\x1b[1;31m", WARN: "\x1b[33m", SKIP: "\x1b[2m"}
 
 
 def format_results(results: list[CheckResult], colour: bool = False) -> list[str]:
@@ -1020,7 +1027,7 @@ def format_results(results: list[CheckResult], colour: bool = False) -> list[str
         because = f" (see {r.cause})" if r.cause else ""
         # masked like every other face: a check quotes what a node printed or the profile says
         lines.append(f"{sym} {r.id}{where}: {mask_secrets(r.message)}{because}")
-        if r.fix and r.status in (CheckStatus.FAIL, CheckStatus.WARN):
+        if r.fix and r.status in (FAIL, WARN):
             lines.append(f"     fix: {mask_secrets(r.fix)}")
         i = j
     lines.append(summary(results))

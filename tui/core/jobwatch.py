@@ -26,10 +26,10 @@ from .alerts import Alert
 from .history import last_run, runs
 from .profile import Profile
 from .state import JobState, RayJobState
+from .state import ACTIVE_JOB_STATUSES, JobStatus
 
 log = logging.getLogger("rlconsole.jobwatch")
 
-NOT_ON_CLUSTER = "NOT_ON_CLUSTER"
 """A job's status when the current Ray does not know it (see JobState.on_cluster)."""
 
 LineCallback = Callable[[list[str]], None]
@@ -220,7 +220,7 @@ class JobWatcher:
         self.profile = profile
         self.pool = pool
         self.job_id = job_id
-        self.status = "UNKNOWN"
+        self.status: str = JobStatus.UNKNOWN  # Ray's word for it, or one of the console's two
         self.on_cluster: bool | None = None  # see JobState.on_cluster
         self.on_lines = on_lines
         self.on_alert = on_alert
@@ -639,7 +639,7 @@ class JobWatcher:
         step = rm.last_step
         if self.on_cluster is False:
             # The last run, not a live one: where it got to, nothing that looks current.
-            return JobState(id=self.job_id, status=NOT_ON_CLUSTER, step=step, total_steps=rm.total_steps,
+            return JobState(id=self.job_id, status=JobStatus.NOT_ON_CLUSTER, step=step, total_steps=rm.total_steps,
                             last_checkpoint=rm.last_checkpoint, on_cluster=False,
                             summary={"step": step, "total_steps": rm.total_steps,
                                      "last_checkpoint": rm.last_checkpoint})
@@ -647,7 +647,7 @@ class JobWatcher:
         metrics = {k: v for k, v in last.items()
                    if isinstance(v, (int, float)) and v == v and v not in (float("inf"), float("-inf"))}
         summary = rm.summary()
-        if self.status != "RUNNING":
+        if self.status != JobStatus.RUNNING:
             summary["eta_s"] = summary["wall_step_time_s"] = None  # only a running job has an ETA
         return JobState(id=self.job_id, status=self.status, step=step, total_steps=rm.total_steps,
                         metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=summary,
@@ -686,13 +686,13 @@ async def find_job(profile: Profile, remote: Any, known: list[RayJobState] | Non
 
     jobs = [j for j in jobs if usable(j.get("id"))]
     mine = {r.job_id for r in runs(profile.name)}
-    active = [j for j in jobs if j["status"] in ("RUNNING", "PENDING")]
+    active = [j for j in jobs if j["status"] in ACTIVE_JOB_STATUSES]
     for pick in ([j for j in active if j["id"] in mine], active):
         if pick:
             return pick[-1]["id"], pick[-1]["status"]
     rec = last_run(profile.name)
     if rec and usable(rec.job_id):
-        st = next((j["status"] for j in jobs if j["id"] == rec.job_id), "UNKNOWN")
+        st = next((j["status"] for j in jobs if j["id"] == rec.job_id), JobStatus.UNKNOWN)
         return rec.job_id, st
     if jobs:
         return jobs[-1]["id"], jobs[-1]["status"]

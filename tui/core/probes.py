@@ -59,6 +59,7 @@ from .state import (
     RayNodeState,
     RayState,
 )
+from .state import JobStatus
 
 log = logging.getLogger("rlconsole.probes")
 
@@ -226,7 +227,7 @@ def current_job(ray: RayState) -> JobState | None:
     """The job the console is about: the newest running/pending one, else the newest."""
     if not ray.jobs:
         return None
-    active = [j for j in ray.jobs if j.status in ("RUNNING", "PENDING")]
+    active = [j for j in ray.jobs if j.status in (JobStatus.RUNNING, JobStatus.PENDING)]
     j = (active or ray.jobs)[-1]
     return JobState(id=j.id, status=j.status)
 

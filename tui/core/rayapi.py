@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from .state import RayJobState
+from .state import JobStatus
 
 __all__ = [
     "HTTP_BODY_MAX",
@@ -219,7 +220,7 @@ def job_from_api(j: Any) -> RayJobState | None:
     jid = _text(j.get("submission_id")) or _text(j.get("job_id"))
     start, end = _num(j.get("start_time")), _num(j.get("end_time"))
     return RayJobState(
-        id=jid, status=_text(j.get("status"), 40) or "UNKNOWN", entrypoint=_text(j.get("entrypoint"), ENTRYPOINT_MAX),
+        id=jid, status=_text(j.get("status"), 40) or JobStatus.UNKNOWN, entrypoint=_text(j.get("entrypoint"), ENTRYPOINT_MAX),
         start_time=start / 1000 if start else None,
         end_time=end / 1000 if end else None,
         message=_text(j.get("message"), RAY_MESSAGE_MAX) or None)
@@ -289,7 +290,7 @@ class RayJobClient:
     async def status(self, job_id: str) -> str:
         """A job's status word; "UNKNOWN" when Ray does not know it."""
         j = await self.get_job(job_id)
-        return j.status if j is not None else "UNKNOWN"
+        return j.status if j is not None else JobStatus.UNKNOWN
 
 
 def client_for_url(url: str, timeout: float = 30.0) -> RayJobClient:

@@ -9,7 +9,34 @@ build states directly.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any, Literal
+
+
+class JobStatus(str, Enum):
+    """A training job's status: Ray's five, and the console's two: UNKNOWN (Ray did not
+    answer) and NOT_ON_CLUSTER (a run from the history the current Ray does not list).
+
+    A `str` enum (Python 3.10 has no StrEnum): it equals Ray's own strings, so a status
+    read from Ray compares with these members as it is, and it serialises as its value in
+    `status --json` and in f-strings."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    STOPPED = "STOPPED"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    UNKNOWN = "UNKNOWN"
+    NOT_ON_CLUSTER = "NOT_ON_CLUSTER"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ACTIVE_JOB_STATUSES = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
+"""A job that holds the cluster: a second submit is refused, keys that change it ask."""
+
+TERMINAL_JOB_STATUSES = frozenset({JobStatus.FAILED, JobStatus.SUCCEEDED, JobStatus.STOPPED})
 
 ContainerStatus = Literal[
     "created", "running", "paused", "restarting", "removing", "exited", "dead",

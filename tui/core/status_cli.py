@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from .probes import snapshot
 from .profile import Profile
 from .state import ClusterState, NodeState
+from .state import JobStatus
 
 WIDTH = 80
 
@@ -168,7 +169,7 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
             # the log's step lines carry every metric; event files only when it has none
             await w.poll_scalars_once(read_scalars=not w.parser.steps)
         st.job = w.job_state()
-        if w.status == "FAILED":
+        if w.status == JobStatus.FAILED:
             from .alerts import diagnose_failure
 
             n = w.spool.line_count

@@ -20,8 +20,8 @@ from ..state import RayJobState
 from ..render import render
 from .base import Remote, gather_nodes
 from .events import ActionEvent
+from ..state import ACTIVE_JOB_STATUSES, JobStatus
 
-ACTIVE = {"PENDING", "RUNNING"}
 
 
 async def job_client(remote: Remote) -> RayJobClient:
@@ -134,7 +134,7 @@ async def _submit_locked(profile: Profile, remote: Remote, job: Any, force: bool
     except Exception as e:  # noqa: BLE001 - any failure to reach Ray is the same one-line story
         yield ActionEvent("submit", "fail", f"cannot reach Ray's job API on {profile.head.name}: {e}; run setup-ray first")
         return
-    running = [j for j in jobs if j.status in ACTIVE]
+    running = [j for j in jobs if j.status in ACTIVE_JOB_STATUSES]
     if running and not force:
         ids = ", ".join(j.id for j in running)
         yield ActionEvent("submit", "fail", f"a job is already running on this cluster ({ids}); stop it first or use --force")
@@ -201,7 +201,7 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         yield ActionEvent("stop", "skip", f"Ray's job API does not answer ({e}); no job to stop")
         return
     if job_id is None:
-        running = [j for j in jobs if j.status in ACTIVE]
+        running = [j for j in jobs if j.status in ACTIVE_JOB_STATUSES]
         rec = last_run(profile.name)
         pick = [j for j in running if rec and j.id == rec.job_id] or running[-1:]
         if not pick:
@@ -213,17 +213,17 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         if job_id not in known:
             yield ActionEvent("stop", "fail", f"Ray knows no job {job_id}")
             return
-        if known[job_id].status not in ACTIVE:
+        if known[job_id].status not in ACTIVE_JOB_STATUSES:
             yield ActionEvent("stop", "skip", f"{job_id} is already {known[job_id].status}; nothing to stop")
             return
     yield ActionEvent("stop", "step", f"stopping {job_id}")
     try:
         await client.stop(job_id)
-        status = await _wait_status(client, job_id, {"STOPPED", "SUCCEEDED", "FAILED"}, wait_s)
+        status = await _wait_status(client, job_id, {JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED}, wait_s)
     except Exception as e:  # noqa: BLE001 - a refusal, a timeout or a hostile answer: one line
         yield ActionEvent("stop", "fail", f"Ray did not stop {job_id}: {_first_line(e)}")
         return
-    if status in ACTIVE:
+    if status in ACTIVE_JOB_STATUSES:
         yield ActionEvent("stop", "fail", f"{job_id} is still {status} after {wait_s:.0f} s")
         return
     yield ActionEvent("stop", "step", f"{job_id} is {status}; checking that the cards are free")

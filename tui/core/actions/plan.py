@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..profile import Profile
-from ..state import ClusterState
+from ..state import ACTIVE_JOB_STATUSES, ClusterState
 from .base import Remote
 
 FRESH_S = 60.0
@@ -94,7 +94,7 @@ def running_job_text(state: ClusterState | None) -> str | None:
     """The job a cluster state shows running (or about to), as questions name it:
     "job raysubmit_x at step 812". None: no job runs."""
     job = state.job if state is not None else None
-    if job is None or job.status not in ("RUNNING", "PENDING"):
+    if job is None or job.status not in ACTIVE_JOB_STATUSES:
         return None
     return f"job {job.id}" + (f" at step {job.step}" if job.step is not None else f", {job.status.lower()}")
 

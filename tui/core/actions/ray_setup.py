@@ -92,11 +92,12 @@ async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
 async def _running_jobs(remote: Remote) -> list[str]:
     """Ids of PENDING/RUNNING jobs, best effort (empty when the job API does not answer):
     they are named in the question before a stop kills them."""
-    from .jobs import ACTIVE, job_client, list_jobs
+    from ..state import ACTIVE_JOB_STATUSES
+    from .jobs import job_client, list_jobs
 
     try:
         client = await asyncio.wait_for(job_client(remote), 30)
-        return [j.id for j in await asyncio.wait_for(list_jobs(client), 30) if j.status in ACTIVE]
+        return [j.id for j in await asyncio.wait_for(list_jobs(client), 30) if j.status in ACTIVE_JOB_STATUSES]
     except Exception:  # noqa: BLE001 - no answer: the question still says any job dies
         return []
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from tui.core.parsers.ansi import strip_ansi
 from tui.core.state import RayJobState, RayNodeState, RayState
+from ..state import JobStatus
 
 __all__ = [
     "SOURCE",
@@ -283,10 +284,10 @@ _NOT_EXITED_RE = re.compile(rf"Job has not exited yet\. Status:\s*(?:JobStatus\.
 _STOPPING_RE = re.compile(r"(?:Attempting to stop|Waiting for) job '([^']+)'")
 _MESSAGE_RE = re.compile(r"^Status message:\s*(.*)$", re.MULTILINE)
 _BANNER_STATUS = {
-    "succeeded": "SUCCEEDED",
-    "failed": "FAILED",
-    "was stopped": "STOPPED",
-    "submitted successfully": "PENDING",
+    "succeeded": JobStatus.SUCCEEDED,
+    "failed": JobStatus.FAILED,
+    "was stopped": JobStatus.STOPPED,
+    "submitted successfully": JobStatus.PENDING,
 }
 
 

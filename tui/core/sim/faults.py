@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cluster import SimError, _control, _read_json, _state_dir, sim_status
+from ..state import JobStatus
 
 __all__ = ["FAULTS", "Fault", "clear_faults", "clear_for_profile", "fault_list_text", "plant_fault",
            "sim_dir_for_profile"]
@@ -42,24 +43,24 @@ class Fault:
 
 FAULTS: dict[str, Fault] = {f.kind: f for f in (
     Fault("oom", "one card runs out of memory in the actor update (torch_musa's "
-          "`torch.OutOfMemoryError: MUSA out of memory ...`)", True, "FAILED", "musa-oom", "job-end"),
+          "`torch.OutOfMemoryError: MUSA out of memory ...`)", True, JobStatus.FAILED, "musa-oom", "job-end"),
     Fault("collective-timeout", "a rank's collective times out (MCCL watchdog: `Watchdog caught "
-          "collective operation timeout: WorkMCCL(...)`)", True, "FAILED", "collective-timeout", "job-end"),
+          "collective operation timeout: WorkMCCL(...)`)", True, JobStatus.FAILED, "collective-timeout", "job-end"),
     Fault("actor-death", "the node's worker process dies (SIGKILL); the driver gets Ray's "
-          "`ActorDiedError: The actor died unexpectedly ...`", True, "FAILED", "ray-actor-died", "job-end"),
+          "`ActorDiedError: The actor died unexpectedly ...`", True, JobStatus.FAILED, "ray-actor-died", "job-end"),
     Fault("driver-killed", "the job's driver is killed (SIGKILL, as by the kernel's OOM killer); "
-          "Ray: `Job entrypoint command failed with exit code ...`", False, "FAILED", "driver-killed", "job-end"),
+          "Ray: `Job entrypoint command failed with exit code ...`", False, JobStatus.FAILED, "driver-killed", "job-end"),
     Fault("stall", "the trainer stops making steps, its process alive (a hang); undone by clear",
           False, "RUNNING (stalled)", None, "stall"),
     Fault("card-hot", "a card runs hot (93 C) with its memory nearly full (card tool hook)",
-          True, "RUNNING", None, "card:"),
+          True, JobStatus.RUNNING, None, "card:"),
     Fault("card-mem-lost", "a card drops out of the card tool's report (no memory report)",
-          True, "RUNNING", None, "card:"),
+          True, JobStatus.RUNNING, None, "card:"),
     Fault("disk-full", "the node's disk is full: its checkpoint shard write fails with "
           "`OSError: [Errno 28] No space left on device` (at the next save_freq step)",
-          True, "FAILED", "no-space-left", "job-end"),
+          True, JobStatus.FAILED, "no-space-left", "job-end"),
     Fault("node-lost", "the node is lost: its sshd stops and its raylet dies; Ray's "
-          "`(raylet) Raylet is terminated ...` and an actor error fail the job", True, "FAILED",
+          "`(raylet) Raylet is terminated ...` and an actor error fail the job", True, JobStatus.FAILED,
           "raylet-died", "node:"),
 )}
 

@@ -245,6 +245,8 @@ class SimNodeServer:
                     dst.write(chunk)
 
         async def pump_in() -> None:
+            stdin = proc.stdin
+            assert stdin is not None
             while True:
                 try:
                     data = await process.stdin.read(65536)
@@ -260,12 +262,12 @@ class SimNodeServer:
                 if not data:
                     break
                 try:
-                    proc.stdin.write(data)
-                    await proc.stdin.drain()
+                    stdin.write(data)
+                    await stdin.drain()
                 except (BrokenPipeError, ConnectionResetError):
                     break
             with contextlib.suppress(Exception):
-                proc.stdin.close()
+                stdin.close()
 
         out_t = asyncio.ensure_future(pump_out(proc.stdout, process.stdout))
         err_t = asyncio.ensure_future(pump_out(proc.stderr, process.stderr))
