@@ -65,9 +65,11 @@ async def _plan_then_ask(profile: Profile, remote: PoolRemote, opts: dict, as_js
         print("\n".join(f"submit: {line}" for line in plan.lines()), flush=True)
     if dry_run:
         return 0 if plan.ok else 1
-    if not plan.ok:
-        print(f"rlconsole: submit refused: {len(plan.failed_ids)} preflight check(s) failed "
-              f"({', '.join(plan.failed_ids)}); `rlconsole check` shows the fixes", file=sys.stderr)
+    if not plan.ok:  # what submit itself says of a failed preflight: each check, then the refusal
+        from .plan import preflight_events
+
+        for ev in preflight_events(list(plan.results)):
+            _print(ev, as_json)
         return 1
     if not await asyncio.to_thread(_confirm, f"Submit {plan.run_name} on {plan.cards} cards?", yes):
         print("rlconsole: cancelled", file=sys.stderr)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..profile import Profile
 from ..state import ACTIVE_JOB_STATUSES, ClusterState
 from .base import Remote
+from .events import ActionEvent
 
 FRESH_S = 60.0
 """A verdict older than this is not trusted to stand for the checks at submit time."""
@@ -149,6 +150,27 @@ def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | 
         taken_at=time.time() if now is None else now,
         results=tuple(results),
     )
+
+
+def preflight_events(results: list[CheckResult]) -> list[ActionEvent]:
+    """What submit says of its preflight: each result that did not pass (with its fix),
+    then, when a check failed, the refusal that ends it."""
+    from ..checks import CheckStatus, check_event
+
+    out: list[ActionEvent] = []
+    for r in results:
+        if r.status is not CheckStatus.PASS:
+            ev = check_event(r, action="submit")
+            if r.status in (CheckStatus.FAIL, CheckStatus.WARN):
+                ev.kind = "warn"
+                ev.message += f" (fix: {r.fix})" if r.fix else ""
+            out.append(ev)
+    failed = [r for r in results if r.status is CheckStatus.FAIL]
+    if failed:
+        ids = list(dict.fromkeys(r.id for r in failed))
+        out.append(ActionEvent("submit", "fail", f"{len(failed)} preflight check(s) failed "
+                                                 f"({', '.join(ids)}); fix them or use --skip-checks"))
+    return out
 
 
 def _int(v: Any) -> int | None:

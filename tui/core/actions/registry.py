@@ -89,23 +89,14 @@ async def _setup_ray(profile: Profile, remote: Remote, stop_first: bool | None =
 async def _submit(profile: Profile, remote: Remote, skip_checks: bool = False, force: bool = False,
                   **_: Any) -> AsyncIterator[ActionEvent]:
     if not skip_checks:
-        from ..checks import CheckStatus, check_event, run_checks
+        from ..checks import run_checks
+        from .plan import preflight_events
 
         yield ActionEvent("submit", "step", "preflight checks")
-        results = await run_checks(profile, remote=remote, before_submit=True)
-        for r in results:
-            if r.status is not CheckStatus.PASS:
-                ev = check_event(r, action="submit")
-                if r.status in (CheckStatus.FAIL, CheckStatus.WARN):
-                    ev.kind = "warn"
-                    ev.message += f" (fix: {r.fix})" if r.fix else ""
-                yield ev
-        failed = [r for r in results if r.status is CheckStatus.FAIL]
-        if failed:
-            ids = list(dict.fromkeys(r.id for r in failed))
-            yield ActionEvent("submit", "fail", f"{len(failed)} preflight check(s) failed "
-                                                f"({', '.join(ids)}); fix them or use --skip-checks")
-            return
+        for ev in preflight_events(await run_checks(profile, remote=remote, before_submit=True)):
+            yield ev
+            if ev.kind == "fail":
+                return
     from .jobs import submit
 
     async for ev in submit(profile, remote, force=bool(force)):
