@@ -103,7 +103,7 @@ def status_time(profile_path: Path, state: Path, job_id: str, into: Path) -> tup
 async def soak(profile_path: Path, a: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from tui.app import RlconsoleApp
     from tui.core.actions.jobs import job_client
-    from tui.core.debuglog import state_dir
+    from tui.core.locations import state_dir
     from tui.core.history import RunRecord, record_run
     from tui.core.profile import load_profile
     from tui.live import LiveBackend

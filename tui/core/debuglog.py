@@ -13,9 +13,10 @@ import sys
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
+from .locations import log_path
 # The one masking rule lives in secrets.py; re-exported here for the modules that
 # always imported it from the log.
-from .secrets import SECRET_NAME, is_secret_name, mask_secrets  # noqa: E402,F401
+from .secrets import SECRET_NAME, is_secret_name, mask_secrets  # noqa: F401
 
 
 class SecretMaskingFilter(logging.Filter):
@@ -27,20 +28,6 @@ class SecretMaskingFilter(logging.Filter):
         record.msg = mask_secrets(msg)
         record.args = None
         return True
-
-
-def state_dir() -> Path:
-    """Where rlconsole keeps its log, run history and sim state for this user."""
-    from platformdirs import user_state_dir
-
-    d = Path(os.environ.get("RLCONSOLE_STATE_DIR") or user_state_dir("rlconsole"))
-    # 0700: the log, the run history and the log spools say what ran where, with what
-    d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return d
-
-
-def log_path() -> Path:
-    return state_dir() / "rlconsole.log"
 
 
 _configured = False

@@ -14,7 +14,6 @@ No Textual here: the core never imports it.
 
 from __future__ import annotations
 
-import os
 import re
 import string
 from collections.abc import Iterable
@@ -25,9 +24,9 @@ from typing import Any
 import yaml
 
 from tui.core.alerts import Alert, AlertLevel
+from tui.core.locations import user_catalog_path
 
 PACKAGED_CATALOG = Path(__file__).with_name("diagnosis.yaml")
-USER_CATALOG_NAME = "diagnosis.yaml"
 LEVELS: tuple[str, ...] = ("error", "warning")
 REQUIRED_KEYS: tuple[str, ...] = ("id", "level", "pattern", "title", "explanation", "fix")
 OPTIONAL_KEYS: tuple[str, ...] = ("keywords", "ignore_case")
@@ -42,19 +41,6 @@ class CatalogError(ValueError):
     """A catalog file is unusable; the message names the file, the entry and the key."""
 
 
-def user_config_dir() -> Path:
-    """rlconsole's user config dir (RLCONSOLE_CONFIG_DIR wins), as the profile loader has it."""
-    env = os.environ.get("RLCONSOLE_CONFIG_DIR")
-    if env:
-        return Path(env)
-    from platformdirs import user_config_dir as _ucd
-
-    return Path(_ucd("rlconsole"))
-
-
-def user_catalog_path() -> Path:
-    """Where a user's extra signatures live."""
-    return user_config_dir() / USER_CATALOG_NAME
 
 
 class _Blank(dict):

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .debuglog import state_dir
+from .locations import history_path
 from .secrets import mask_argv, mask_data
 
 
@@ -28,10 +27,6 @@ class RunRecord:
     tensorboard_dir: str | None = None
     checkpoint_dir: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def history_path() -> Path:
-    return state_dir() / "runs.jsonl"
 
 
 class HistoryWriteError(OSError):

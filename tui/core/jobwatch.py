@@ -52,11 +52,9 @@ def driver_log_path(profile: Profile, job_id: str) -> str:
 
 
 def spool_dir() -> Path:
-    from .debuglog import state_dir
+    from .locations import spool_root
 
-    d = state_dir() / "spool"
-    d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return d
+    return spool_root()
 
 
 async def read_remote_bytes(sess: Any, path: str, offset: int, container: bool, limit: int = 64 << 20) -> bytes:

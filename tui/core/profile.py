@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, TypeVar, cast
 import yaml
 
 from .errors import ProfileError, UsageError
+from .locations import user_profiles_dir
 from .yamlpos import DuplicateKeyError, LimitError, LocatedDict, LocatedList, load_located
 
 # --------------------------------------------------------------------------- model
@@ -834,12 +835,6 @@ def load_profile(path: str | Path) -> Profile:
 # --------------------------------------------------------------------------- lookup
 
 
-def user_config_dir() -> Path:
-    from platformdirs import user_config_dir as _ucd
-
-    return Path(os.environ.get("RLCONSOLE_CONFIG_DIR") or _ucd("rlconsole"))
-
-
 def packaged_profiles_dir() -> Path:
     import profiles
 
@@ -847,7 +842,7 @@ def packaged_profiles_dir() -> Path:
 
 
 def profile_search_dirs() -> list[Path]:
-    return [Path.cwd() / "profiles", user_config_dir() / "profiles", packaged_profiles_dir()]
+    return [Path.cwd() / "profiles", user_profiles_dir(), packaged_profiles_dir()]
 
 
 def available_profiles() -> Iterator[tuple[str, Path]]:
@@ -880,5 +875,5 @@ def resolve_profile(spec: str | None, fallback: Callable[[], str | None] | None 
             if cand.is_file():
                 return cand
     names = ", ".join(n for n, _ in available_profiles()) or "none"
-    raise UsageError(f"no profile named {spec!r} (looked in ./profiles, {user_config_dir() / 'profiles'}, "
+    raise UsageError(f"no profile named {spec!r} (looked in ./profiles, {user_profiles_dir()}, "
                      f"the packaged profiles; known: {names})")

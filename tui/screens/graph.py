@@ -269,9 +269,9 @@ class GraphScreen(Screen[None]):
 
     def action_export(self) -> None:
         if self.export_dir is None:
-            from ..core.debuglog import state_dir
+            from ..core.locations import exports_dir
 
-            self.export_dir = state_dir() / "exports"
+            self.export_dir = exports_dir()
         self.export_dir.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.run_name)[:80] or "run"
         path = self.export_dir / f"{safe}-metrics-{time.strftime('%Y%m%d-%H%M%S')}.csv"

@@ -76,12 +76,9 @@ class SimError(RlconsoleError):
 
 
 def default_state_dir() -> Path:
-    env = os.environ.get("RLCONSOLE_SIM_DIR")
-    if env:
-        return Path(env).expanduser()
-    from platformdirs import user_state_dir
+    from ..locations import sim_dir
 
-    return Path(user_state_dir("rlconsole")) / "sim"
+    return sim_dir()
 
 
 def _state_dir(state_dir: str | Path | None) -> Path:
