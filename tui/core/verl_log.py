@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .parsers.ansi import strip_escapes
+
 __all__ = [
     "parse_step_line",
     "parse_value",
@@ -46,7 +48,6 @@ __all__ = [
     "strip_ansi",
 ]
 
-_ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])")
 _REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]")
 # `step:N` as the first field of a step line: not part of a longer key such as
 # `training/global_step:19` or `timing_s/step:12.5`, and followed by ` - ` or the end.
@@ -84,8 +85,8 @@ _WRAPPERS = frozenset(
 
 
 def strip_ansi(text: str) -> str:
-    """Remove ANSI escape sequences (Ray colours its prefixes)."""
-    return _ANSI_RE.sub("", text) if "\x1b" in text else text
+    """Remove ANSI escape sequences (Ray colours its prefixes): the parsers' one rule."""
+    return strip_escapes(text)
 
 
 def parse_value(text: str) -> float | None:
@@ -129,8 +130,7 @@ def _last_segment(rest: str) -> str:
 
 def _parse_rest(line: str) -> tuple[int, str] | None:
     """(step, the metrics text after `step:N - `), or None when it is no step line."""
-    if "\x1b" in line:
-        line = _ANSI_RE.sub("", line)
+    line = strip_escapes(line)
     m = _STEP_RE.search(line)
     if m is None:
         return None
@@ -416,8 +416,7 @@ class LogMetricsParser:
     # -- internals ----------------------------------------------------------------------
 
     def _one(self, line: str) -> int | None:
-        if "\x1b" in line:
-            line = _ANSI_RE.sub("", line)
+        line = strip_escapes(line)
         if self._pending is not None:
             if self._continue(line):
                 return None

@@ -19,6 +19,7 @@ import re
 
 __all__ = [
     "strip_ansi",
+    "strip_escapes",
     "clean_line",
     "parse_number",
     "parse_mib",
@@ -62,6 +63,12 @@ def strip_ansi(text: str | bytes | None) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return _CONTROLS.sub("", text)
 
+
+
+def strip_escapes(text: str) -> str:
+    """Only the escape sequences (colour, titles, hyperlinks), nothing else: for a log
+    line a parser reads as it is (carriage returns and controls are its business)."""
+    return _ESCAPES.sub("", text) if "\x1b" in text or "\x9b" in text else text
 
 
 def clean_line(line: str) -> str:
