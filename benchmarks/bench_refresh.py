@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tui.core.parsers.detect import GMI_JSON_ARGS, GMI_PLAIN_ARGS  # noqa: E402
 from tui.core.probes import container_probe_command, probe_node, probe_ray  # noqa: E402
 from tui.core.profile import Profile, load_profile  # noqa: E402
-from tui.core.sim.cluster import sim_down, sim_up  # noqa: E402
+from tui.sim.cluster import sim_down, sim_up  # noqa: E402
 from tui.core.ssh import SessionPool  # noqa: E402
 from benchmarks.mdsection import write_section  # noqa: E402
 

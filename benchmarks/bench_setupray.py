@@ -35,7 +35,7 @@ from tui.core.actions.ray_setup import (  # noqa: E402
 from tui.core.actions.registry import run_action  # noqa: E402
 from tui.core.actions.remote import PoolRemote  # noqa: E402
 from tui.core.profile import Profile, load_profile  # noqa: E402
-from tui.core.sim.cluster import sim_down, sim_up  # noqa: E402
+from tui.sim.cluster import sim_down, sim_up  # noqa: E402
 from tui.core.ssh import SessionPool, wrap_command  # noqa: E402
 from benchmarks.mdsection import write_section  # noqa: E402
 

@@ -106,7 +106,7 @@ async def soak(profile_path: Path, a: argparse.Namespace, tmp: Path) -> dict[str
     from tui.core.locations import state_dir
     from tui.core.history import RunRecord, record_run
     from tui.core.profile import load_profile
-    from tui.live import LiveBackend
+    from tui.backend.live import LiveBackend
 
     prof = load_profile(profile_path)
     b = LiveBackend(prof)
@@ -179,7 +179,7 @@ def main() -> None:
     os.environ.update(XDG_STATE_HOME=str(tmp / "xdg-state"), XDG_CONFIG_HOME=str(tmp / "xdg-config"),
                       RLCONSOLE_STATE_DIR=str(tmp / "state"))
     from tui.cli import main as cli
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     sim = tmp / "sim"
     path = Path(sim_up(4, 8, state_dir=sim))

@@ -57,7 +57,7 @@ def import_cost(env: dict[str, str]) -> float:
     best = 1e9
     for _ in range(3):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import tui.cli, tui.core.status_cli, tui.core.probes, tui.core.ssh, "
+        subprocess.run([sys.executable, "-c", "import tui.cli, tui.cli.status, tui.core.probes, tui.core.ssh, "
                         "tui.core.jobwatch"], check=True, env=env, cwd=ROOT)
         best = min(best, time.perf_counter() - t)
     return best
@@ -89,7 +89,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from benchmarks.baseline import extract_baseline
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     base = Path(tempfile.mkdtemp(prefix="rlc-bench-status-"))
     env = {**os.environ, "XDG_STATE_HOME": str(base / "state"), "XDG_CONFIG_HOME": str(base / "config"),

@@ -1,7 +1,7 @@
 """Benchmark: reading TensorBoard scalars, tbparse vs rlconsole's incremental reader.
 
 The reference run's shape: 2710 steps x 120 tags = 325,200 scalars, written by
-tensorboard's own writer (tui.core.tbwrite) in both layouts - one event per scalar (what
+tensorboard's own writer (tui.sim.tbwrite) in both layouts - one event per scalar (what
 VeRL's torch `SummaryWriter.add_scalar` loop writes) and one event per step.
 
 Measured, for each layout:
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.mdsection import write_section  # noqa: E402
 
 from tui.core.tbreader import ScalarReader  # noqa: E402
-from tui.core.tbwrite import ScalarWriter  # noqa: E402
+from tui.sim.tbwrite import ScalarWriter  # noqa: E402
 
 HEADING = "TensorBoard scalars: incremental reader vs tbparse"
 NAME = "tensorboard"

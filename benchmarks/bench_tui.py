@@ -56,7 +56,7 @@ def heavy_modules_loaded() -> list[str]:
 
 async def run(nodes: int, gpus: int, presses: int) -> dict[str, float]:
     from tui.app import RlconsoleApp
-    from tui.backend import demo_backend, demo_metrics, demo_state
+    from tui.backend.static import demo_backend, demo_metrics, demo_state
     from widgets.node_grid import NodeGrid
 
     b = demo_backend(nodes=nodes, gpus=gpus)  # test data (0.2 s of it at 64 nodes): not timed

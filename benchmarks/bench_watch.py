@@ -46,7 +46,7 @@ def child(tree: str, profile_path: str, seconds: float) -> None:
     assert Path(tui.__file__).resolve().is_relative_to(Path(tree).resolve()), tui.__file__
     from tui.app import RlconsoleApp
     from tui.core.profile import load_profile
-    from tui.live import LiveBackend
+    from tui.backend.live import LiveBackend
 
     async def go() -> dict[str, float]:
         profile = load_profile(profile_path)
@@ -135,7 +135,7 @@ def main() -> None:
         child(a.child[0], a.child[1], float(a.child[2]))
         return
 
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     base = Path(tempfile.mkdtemp(prefix="rlc-bench-watch-"))
     from benchmarks.baseline import extract_baseline

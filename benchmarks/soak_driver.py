@@ -53,7 +53,7 @@ def main() -> int:
     ap.add_argument("--ckpt", required=True)
     a = ap.parse_args()
 
-    from tui.core.tbwrite import ScalarWriter
+    from tui.sim.tbwrite import ScalarWriter
 
     os.makedirs(a.tb, exist_ok=True)
     os.makedirs(a.ckpt, exist_ok=True)

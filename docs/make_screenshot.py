@@ -54,8 +54,8 @@ def _cli(args: list[str], env: dict[str, str]) -> str:
 
 def live(out: Path, width: int, height: int) -> None:
     from tui.core.profile import load_profile
-    from tui.core.sim.cluster import sim_down, sim_up
-    from tui.live import LiveBackend
+    from tui.sim.cluster import sim_down, sim_up
+    from tui.backend.live import LiveBackend
 
     base = Path(tempfile.mkdtemp(prefix="rlc-screenshot-"))
     env = {**os.environ, "XDG_STATE_HOME": str(base / "state"), "XDG_CONFIG_HOME": str(base / "config")}
@@ -91,7 +91,7 @@ def main() -> None:
     w, h = (int(x) for x in a.size.lower().split("x"))
     out = Path(a.out).resolve()
     if a.static:
-        from tui.backend import demo_backend
+        from tui.backend.static import demo_backend
 
         asyncio.run(shoot(demo_backend(), out, w, h))
     else:

@@ -108,7 +108,7 @@ def ssh_kit(tmp_path: Path) -> SshKit:
 async def node_server(ssh_kit: SshKit, tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable]]:
     """Factory: `await node_server(address="127.0.0.1", trusted=True, **kw)` starts a
     SimNodeServer (stopped at teardown) and, if `trusted`, adds its key to known_hosts."""
-    from tui.core.sim.server import SimNodeServer
+    from tui.sim.server import SimNodeServer
 
     servers = []
 
@@ -159,7 +159,7 @@ def sim_cluster(tmp_path_factory: pytest.TempPathFactory):
     Yields a `SimInfo` (state dir, profile path, loaded profile). `sim down` runs at
     the end even when tests fail."""
     from tui.core.profile import load_profile
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     state = tmp_path_factory.mktemp("sim")
     profile_path = sim_up(4, 8, state_dir=state)

@@ -241,7 +241,7 @@ def test_profile_monitoring_thresholds_and_console_bell(tmp_path: Path) -> None:
 def test_demo_alerts_come_from_the_rules() -> None:
     """The demo's alerts are what the rules raise on the demo data: the hot card and the
     nearly full card the demo state plants, each once over eleven refreshes."""
-    from tui.backend import demo_alerts
+    from tui.backend.static import demo_alerts
 
     got = demo_alerts()
     assert [a.key for a in got] == ["card:node71:3:hot", "card:node116:5:mem"]

@@ -26,7 +26,7 @@ from tests.conftest import require_dockerd
 from tui.cli import main
 from tui.core.alerts import Alert
 from tui.core.profile import load_profile
-from tui.live import LiveBackend
+from tui.backend.live import LiveBackend
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def monkeypatch_module():
 def live_job(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch):
     """A sim with Ray up and a long job running; yields (sim state dir, profile path)."""
     require_dockerd()
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     state = tmp_path_factory.mktemp("alerts-state")
     monkeypatch_module.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
@@ -206,7 +206,7 @@ async def test_cards_stall_node_and_ranges_on_the_live_path(live_job, tmp_path: 
         assert len(w.opened("stall", mark)) <= 1
 
         # -- a node's sshd stops: down once, then back, and nothing stays open for it
-        from tui.core.sim.cluster import sim_node
+        from tui.sim.cluster import sim_node
 
         mark = len(w.alerts)
         await asyncio.to_thread(sim_node, "stop", "node3", sim)

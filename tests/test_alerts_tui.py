@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from tui.app import RlconsoleApp
-from tui.backend import demo_backend, demo_state
+from tui.backend.static import demo_backend, demo_state
 from tui.cli import build_parser
 from tui.core.alerts import Alert
 from tui.screens.alerts import AlertsScreen

@@ -25,7 +25,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 import pytest
 
 from tests.conftest import require_dockerd
-from tui.backend import StaticBackend, demo_backend
+from tui.backend.static import StaticBackend, demo_backend
 from tui.core.state import ClusterState
 
 T = TypeVar("T")
@@ -102,7 +102,7 @@ def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         def make_static() -> StaticBackend:
             b = demo_backend()
             # a fresh console before anything ran: no job yet
-            from tui.backend import demo_state
+            from tui.backend.static import demo_state
             b.state = demo_state(b.profile, step=0, job_status=None, busy=False)
             b.warmup, b.log_lines, b.summary, b.series, b.alerts = [], [], {}, {}, []
             return b
@@ -112,8 +112,8 @@ def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     require_dockerd()
     from tui.core.probes import snapshot
     from tui.core.profile import load_profile
-    from tui.core.sim.cluster import sim_down, sim_up
-    from tui.live import LiveBackend
+    from tui.sim.cluster import sim_down, sim_up
+    from tui.backend.live import LiveBackend
 
     state = tmp_path_factory.mktemp("contract-state")
     _module_env.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))

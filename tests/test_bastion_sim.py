@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def bastion_sim(tmp_path_factory: pytest.TempPathFactory):
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     d = tmp_path_factory.mktemp("bastion-sim")
     path = sim_up(2, 2, state_dir=d, bastion=True, docker=False)
@@ -71,7 +71,7 @@ async def test_the_console_through_the_bastion(bastion_sim) -> None:
 
     from tui.app import RlconsoleApp
     from tui.core.profile import load_profile
-    from tui.live import LiveBackend
+    from tui.backend.live import LiveBackend
 
     _, path = bastion_sim
     app = RlconsoleApp(LiveBackend(load_profile(path)), bell=False)

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def chain_sim(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch):
     require_dockerd()
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     state = tmp_path_factory.mktemp("chain-state")
     monkeypatch_module.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
@@ -190,7 +190,7 @@ def test_actions_refuse_headless_without_yes(chain_sim: Path, capsys: pytest.Cap
 
 def test_preflight_planted_faults(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The correct sim profile passes every check; each planted fault fails its check."""
-    from tui.core.sim.tree_install import set_debug_save
+    from tui.sim.tree_install import set_debug_save
 
     P = ["--profile", str(chain_sim)]
     prof = load_profile(chain_sim)

@@ -34,7 +34,7 @@ LIVE_IDS = {i for c in LIVE_CHECKS for i in (*c.ids, *c.also)}
 def fresh_sim(tmp_path_factory: pytest.TempPathFactory):
     """A 2 x 4 sim of its own: these tests need it before `containers` has run."""
     require_dockerd()
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     sim = tmp_path_factory.mktemp("checks-sim")
     path = sim_up(2, 4, state_dir=sim)
@@ -219,7 +219,7 @@ def test_text_folds_nodes_and_colours_only_fail_and_warn() -> None:
 
 
 def test_colour_on_a_terminal_unless_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tui.check_cli import use_colour
+    from tui.cli.check import use_colour
 
     master, slave = os.openpty()
     try:
@@ -240,7 +240,7 @@ def test_console_gets_the_same_results_as_the_cli(fresh_sim: Path, capsys: pytes
     go through one path: the same results, in the same order, read back from the events."""
     import asyncio
 
-    from tui.live import LiveBackend
+    from tui.backend.live import LiveBackend
 
     prof = load_profile(fresh_sim)
 
@@ -262,7 +262,7 @@ def test_console_gets_the_same_results_as_the_cli(fresh_sim: Path, capsys: pytes
 def test_unreachable_node_skips_its_checks(fresh_sim: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A node whose SSH server is down: one failure (ssh.reachable) on it, its other
     checks skipped naming that, the rest of the cluster checked as usual."""
-    from tui.core.sim.cluster import sim_node
+    from tui.sim.cluster import sim_node
 
     run(["containers", "--profile", str(fresh_sim), "--yes"], capsys)
     sim_node("stop", "node2", state_dir=fresh_sim.parent)

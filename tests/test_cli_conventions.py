@@ -86,7 +86,7 @@ def test_help_documents_every_environment_variable_the_code_reads() -> None:
     read: set[str] = set()
     for f in list((REPO / "tui").rglob("*.py")) + list((REPO / "widgets").rglob("*.py")):
         if "sim" in f.relative_to(REPO).parts[:3]:
-            continue  # tui/core/sim/: variables the sim sets for its own nodes
+            continue  # tui/sim/: variables the sim sets for its own nodes
         text = f.read_text(encoding="utf-8")
         read |= set(re.findall(r"""(?:environ(?:\.get)?[\[(]|getenv\()\s*["'](RLCONSOLE_[A-Z_]+)""", text))
         read |= set(re.findall(r"""^[A-Z_]+_ENV\s*=\s*["'](RLCONSOLE_[A-Z_]+)""", text, re.MULTILINE))
@@ -99,7 +99,7 @@ def test_help_documents_every_environment_variable_the_code_reads() -> None:
 def test_every_option_has_help() -> None:
     import argparse
 
-    from tui.completion import _commands
+    from tui.cli.completion import _commands
 
     parser = build_parser()
     bare = []

@@ -56,7 +56,7 @@ class Term:
 def test_demo_in_a_terminal(tmp_path: Path) -> None:
     _need_tmux()
     require_dockerd()
-    from tui.core.sim.cluster import sim_down, sim_status
+    from tui.sim.cluster import sim_down, sim_status
 
     sim_dir = tmp_path / "sim"
     env = {**os.environ, "RLCONSOLE_SIM_DIR": str(sim_dir), "RLCONSOLE_STATE_DIR": str(tmp_path / "state"),

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def guard_sim(tmp_path_factory: pytest.TempPathFactory):
     require_dockerd()
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     mp = pytest.MonkeyPatch()
     state = tmp_path_factory.mktemp("guard-state")

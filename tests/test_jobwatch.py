@@ -93,7 +93,7 @@ async def test_remote_scalars_mirror_incrementally(sim_cluster, tmp_path: Path) 
     appended since the last sync travels, and the local copy equals the remote file."""
     from tui.core.jobwatch import RemoteTbMirror
     from tui.core.tbreader import ScalarReader
-    from tui.core.tbwrite import ScalarWriter
+    from tui.sim.tbwrite import ScalarWriter
 
     prof = _direct_profile(sim_cluster, tmp_path)
     remote_dir = Path(sim_cluster.state_dir) / "shared" / "tb-mirror-test"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FORBIDDEN = ("textual", "rich", "widgets", "tui.app", "tui.screens", "tui.live", "tui.backend",
+FORBIDDEN = ("textual", "rich", "widgets", "tui.app", "tui.screens", "tui.backend", "tui.sim",
              "tui.commands", "tui.messages", "tui.cli")
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from tui.backend import demo_profile
+from tui.backend.static import demo_profile
 from tui.core.jobwatch import JobWatcher
 from tui.core.state import JobStatus
 from tui.core.metrics_model import RunMetrics
-from tui.live import LiveBackend, to_pane_summary
+from tui.backend.live import LiveBackend, to_pane_summary
 from widgets.metrics_pane import compact_markup, fmt_step_time, summary_markup
 
 
@@ -172,7 +172,7 @@ def test_parse_cache_leaves_only_new_lines_to_parse(tmp_path) -> None:
 def test_a_down_node_keeps_its_last_known_values_marked_with_their_age() -> None:
     from dataclasses import replace
 
-    from tui.backend import demo_state
+    from tui.backend.static import demo_state
     from tui.core.state import ContainerState
     from widgets.node_grid import NodeRow
 
@@ -205,7 +205,7 @@ def test_incremental_merge_equals_a_full_merge(tmp_path) -> None:
     gives exactly what merging everything from scratch gives, through new steps, a log
     line completed late, TensorBoard catching up, and a resumed run rewriting old steps."""
     from tui.core.tbreader import ScalarReader
-    from tui.core.tbwrite import ScalarWriter
+    from tui.sim.tbwrite import ScalarWriter
 
     prof = demo_profile()
     w = JobWatcher(prof, pool=None, job_id="j", root=tmp_path / "spool")
@@ -268,7 +268,7 @@ def test_live_backend_shows_a_history_job_ray_does_not_know_as_the_last_run(tmp_
     """The issue's case: after `sim down` / `sim up` the console found the previous
     sim's job in the run history and showed it with a step and an ETA while Ray had no
     such job. Now the state's job and the pane say "not on this cluster", no ETA."""
-    from tui.backend import demo_state
+    from tui.backend.static import demo_state
 
     prof = demo_profile()
     b = LiveBackend(prof)
@@ -297,7 +297,7 @@ def test_a_refresh_merges_only_new_steps_while_tensorboard_lags(tmp_path, monkey
     refresh and lags by many steps. No refresh may fall back to a full rebuild (that is
     what made the refresh cost grow with the run), and the result stays exact."""
     from tui.core.tbreader import ScalarReader
-    from tui.core.tbwrite import ScalarWriter
+    from tui.sim.tbwrite import ScalarWriter
 
     prof = demo_profile()
     w = JobWatcher(prof, pool=None, job_id="j", root=tmp_path / "spool")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tui.core.metrics_cli import MetricsSourceError, detect_kind, load_metrics, write_csv, write_json
+from tui.cli.metrics import MetricsSourceError, detect_kind, load_metrics, write_csv, write_json
 from tui.core.metrics_model import RunMetrics, downsample, judge, json_safe
-from tui.core.tbwrite import ScalarWriter
+from tui.sim.tbwrite import ScalarWriter
 
 EXPECTED = {
     "mfu_pct": (25, 40),
@@ -256,7 +256,7 @@ def test_load_metrics_jsonl_and_errors(tmp_path: Path) -> None:
         load_metrics(p)
     with pytest.raises(MetricsSourceError, match="no such file"):
         load_metrics(tmp_path / "missing")
-    with pytest.raises(FileNotFoundError):  # what tui/cli.py catches
+    with pytest.raises(FileNotFoundError):  # what tui/cli/main.py catches
         load_metrics(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
     with pytest.raises(MetricsSourceError, match="no TensorBoard event files"):

@@ -46,7 +46,7 @@ def _opened_by_the_code() -> list[Path]:
     from tui.app import RlconsoleApp
     from tui.core.diagnosis import PACKAGED_CATALOG
     from tui.core.profile import packaged_profiles_dir
-    from tui.core.sim.tree_install import TREE
+    from tui.sim.tree_install import TREE
 
     files = sorted(packaged_profiles_dir().glob("*.yaml"))
     assert files, "no packaged profiles found"

@@ -19,8 +19,8 @@ from tui.core.probes import (
     sampler_script,
     snapshot,
 )
-from tui.core.sim import gmi
-from tui.core.sim.cluster import sim_node
+from tui.sim import gmi
+from tui.sim.cluster import sim_node
 from tui.core.ssh import SessionPool
 
 # --------------------------------------------------------------------------- units

@@ -17,7 +17,7 @@ from textual.command import CommandList
 
 from tests.conftest import make_node
 from tui.app import RlconsoleApp
-from tui.backend import demo_backend, demo_profile
+from tui.backend.static import demo_backend, demo_profile
 from tui.cli import main
 from tui.commands import KEYS, offered_keys
 from tui.core.actions.registry import CHANGING_ACTIONS, read_only_refusal, run_action
@@ -137,7 +137,7 @@ async def test_live_registry_refuses_and_the_node_sees_no_command(node_server, s
     refused actions send nothing. The control run without read-only does reach it."""
     from tui.core.actions.remote import PoolRemote
     from tui.core.ssh import SessionPool
-    from tui.live import LiveBackend
+    from tui.backend.live import LiveBackend
 
     srv = await node_server()
     node = make_node("node1", "127.0.0.1", srv.port, ssh_kit.client_key)

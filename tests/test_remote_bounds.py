@@ -261,7 +261,7 @@ def test_event_frame_claiming_a_tebibyte_is_not_reread(tmp_path: Path) -> None:
     import struct as _struct
 
     from tui.core.tbreader import ScalarReader, masked_crc32c
-    from tui.core.tbwrite import ScalarWriter
+    from tui.sim.tbwrite import ScalarWriter
 
     w = ScalarWriter(str(tmp_path / "tb"), sync=True)
     for step in range(1, 4):

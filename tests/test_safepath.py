@@ -143,7 +143,7 @@ class _HostileNode:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def __enter__(self) -> _HostileNode:
-        from tui.core.sim.server import SimNodeServer
+        from tui.sim.server import SimNodeServer
         from tui.core.ssh import NodeSession
 
         self.thread.start()
@@ -298,8 +298,8 @@ def test_logs_and_metrics_refuse_unsafe_job_ids(tmp_path: Path) -> None:
     """`logs --job` and `metrics --job`: a user-typed id goes through the same rule,
     before any connection (a clear error, not a path outside the spool)."""
     from tui.core.errors import ActionError
-    from tui.core.logs_cli import run_logs
-    from tui.core.metrics_cli import MetricsSourceError, spool_log_for_job
+    from tui.cli.logs import run_logs
+    from tui.cli.metrics import MetricsSourceError, spool_log_for_job
 
     prof = load_profile(DATA / "good_profile.yaml")
     for bad in ("../../etc", "/etc", "a\nb"):

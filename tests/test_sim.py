@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import require_dockerd
 from tests.samples import samples_dir
 from tui.core.parsers.gmi import parse_gmi_json, parse_gmi_plain
-from tui.core.sim import gmi
-from tui.core.sim.cluster import SimError, sim_down, sim_node, sim_status, sim_up, short_dir
+from tui.sim import gmi
+from tui.sim.cluster import SimError, sim_down, sim_node, sim_status, sim_up, short_dir
 
 
 
@@ -233,7 +233,7 @@ def test_sim_down_leaves_no_process_and_no_state(tmp_path):
     sd = short_dir(state.resolve())
     assert sim_down(state_dir=state)
     time.sleep(0.2)
-    from tui.core.sim.dockerd import pid_alive
+    from tui.sim.dockerd import pid_alive
 
     assert not [p for p in pids if pid_alive(p)]
     assert not state.exists() and not sd.exists()

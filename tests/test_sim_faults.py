@@ -50,7 +50,7 @@ class BgWatch:
         self.run(self.backend.start(), WAIT_S)
 
     async def _make(self, profile_path: Path) -> Any:
-        from tui.live import LiveBackend
+        from tui.backend.live import LiveBackend
 
         b = LiveBackend(load_profile(profile_path))
         b.subscribe_alerts(self.alerts.append)
@@ -99,7 +99,7 @@ def _set(d: dict[str, Any], dotted: str, value: Any) -> None:
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A sim with Ray up; a profile whose jobs run long and checkpoint every 2 steps."""
     require_dockerd()
-    from tui.core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     mp = pytest.MonkeyPatch()
     state = tmp_path_factory.mktemp("faults-state")
@@ -152,7 +152,7 @@ def _submit(profile: Path) -> str:
 
 
 def _status(profile: Path) -> dict[str, Any]:
-    from tui.core.status_cli import run_status
+    from tui.cli.status import run_status
 
     out = io.StringIO()
     assert run_status(load_profile(profile), json=True, out=out) == 0
@@ -186,7 +186,7 @@ async def test_console_palette_injects_a_fault_and_shows_its_diagnosis(sim: dict
     from textual.command import CommandList, CommandPalette
 
     from tui.app import RlconsoleApp
-    from tui.live import LiveBackend
+    from tui.backend.live import LiveBackend
     from widgets.alerts_bar import AlertsBar
 
     job_id = await asyncio.to_thread(_submit, sim["profile"])
@@ -272,7 +272,7 @@ def test_fault_fails_the_job_and_is_named(sim: dict[str, Any], w: BgWatch, kind:
 
 
 def test_fault_list_and_usage(sim: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    from tui.core.sim.faults import FAULTS
+    from tui.sim.faults import FAULTS
 
     planted = sim["sim"] / "fault.json"
     before = planted.read_text() if planted.exists() else None

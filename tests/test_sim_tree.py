@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.core.sim.tree_install import install_sim_tree, set_debug_save
+from tui.sim.tree_install import install_sim_tree, set_debug_save
 
 VENV_BIN = Path(sys.executable).parent
 RAY_CLI = shutil.which("ray", path=str(VENV_BIN)) or shutil.which("ray")

@@ -339,7 +339,7 @@ async def test_tb_mirror_has_one_writer(node_server, ssh_kit, tmp_path: Path,
     spool's owner fetches; another console reads the owner's copy (two appending the
     same remote bytes would double the mirror)."""
     from tui.core import jobwatch
-    from tui.core.tbwrite import ScalarWriter
+    from tui.sim.tbwrite import ScalarWriter
 
     monkeypatch.setattr(jobwatch, "_is_local", lambda profile: False)  # a console elsewhere
     srv = await node_server()

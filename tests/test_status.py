@@ -13,7 +13,7 @@ import pytest
 
 from tui.core.profile import load_profile
 from tui.core.state import ClusterState, ContainerState, GpuCard, GpuReport, NodeState, RayState
-from tui.core.status_cli import render_table, run_status
+from tui.cli.status import render_table, run_status
 
 
 def _state() -> ClusterState:

@@ -17,7 +17,7 @@ import yaml
 
 from tests.conftest import make_node
 from tui.app import RlconsoleApp
-from tui.backend import demo_backend, demo_profile, demo_state
+from tui.backend.static import demo_backend, demo_profile, demo_state
 from tui.cli import main
 from tui.core.actions.plan import FRESH_S, build_plan, running_job_text
 from tui.core.checks import CheckResult, CheckStatus
@@ -200,7 +200,7 @@ async def test_live_plan_reads_the_tracker_over_ssh(node_server, ssh_kit, tmp_pa
                                                     tracker: str | None, want: int | None) -> None:
     """LiveBackend.submit_plan over a real SSH server: the resume step is the tracker's
     integer (an untrusted answer: anything else is no checkpoint), the checks ran."""
-    from tui.live import LiveBackend
+    from tui.backend.live import LiveBackend
 
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()

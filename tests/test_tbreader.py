@@ -1,5 +1,5 @@
 """ScalarReader against tbparse as the oracle, on real event files written by
-tensorboard's own writer (tui.core.tbwrite): several files, both event layouts,
+tensorboard's own writer (tui.sim.tbwrite): several files, both event layouts,
 tensor-encoded scalars, a partial last record, appends between reads, garbage."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tui.core.tbreader import ByteSource, LocalSource, ScalarReader, masked_crc32c
-from tui.core.tbwrite import ScalarWriter
+from tui.sim.tbwrite import ScalarWriter
 
 # tbparse 0.0.9 under pandas 3 warns about its own use of `inplace=`; not our concern.
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword")

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any, AsyncIterator
 
 from tui.app import RlconsoleApp
-from tui.backend import StaticBackend, demo_backend
+from tui.backend.static import StaticBackend, demo_backend
 from tui.core.actions.events import ActionEvent
 from widgets.confirm import ConfirmationModal
 

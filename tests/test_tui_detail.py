@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tui.app import RlconsoleApp
-from tui.backend import demo_backend, demo_state
+from tui.backend.static import demo_backend, demo_state
 from tui.core.probes import ray_state_from_api
 from tui.core.state import ContainerState
 from tui.screens.node_detail import NodeDetailScreen

@@ -9,7 +9,7 @@ import io
 from textual_plotext import PlotextPlot
 
 from tui.app import RlconsoleApp
-from tui.backend import demo_backend
+from tui.backend.static import demo_backend
 from tui.core.series_tools import ema, in_range, to_csv
 from tui.screens.graph import GraphScreen, expected_band, preselected
 

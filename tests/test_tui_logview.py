@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Input
 
 from tui.app import RlconsoleApp
-from tui.backend import demo_backend
+from tui.backend.static import demo_backend
 from widgets.log_pane import LevelHighlighter, LogPane, source_filter, source_of
 
 from .test_tui_pilot import settle, until

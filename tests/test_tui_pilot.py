@@ -17,7 +17,8 @@ from textual.command import CommandList
 from textual.widgets import DataTable, Input
 
 from tui.app import RlconsoleApp
-from tui.backend import Backend, StaticBackend, demo_backend, demo_state
+from tui.backend.base import Backend
+from tui.backend.static import StaticBackend, demo_backend, demo_state
 from tui.commands import KEYS
 from tui.core.alerts import Alert
 from tui.core.checks import CheckResult, CheckStatus

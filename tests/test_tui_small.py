@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tui.app import RlconsoleApp
-from tui.backend import demo_backend
+from tui.backend.static import demo_backend
 from tui.commands import KEYS
 from widgets.action_panel import ActionPanel
 from widgets.confirm import ConfirmationModal

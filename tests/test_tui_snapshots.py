@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tui.app import RlconsoleApp
-from tui.backend import demo_backend, demo_state
+from tui.backend.static import demo_backend, demo_state
 
 
 async def _settle(pilot) -> None:

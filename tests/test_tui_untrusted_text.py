@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Log, SelectionList, Static
 from textual.widgets._toast import Toast
 
 from tui.app import RlconsoleApp
-from tui.backend import StaticBackend, demo_backend, demo_state
+from tui.backend.static import StaticBackend, demo_backend, demo_state
 from tui.core.actions.events import ActionEvent
 from tui.core.checks import CheckResult, check_event
 from tui.core.state import RayJobState

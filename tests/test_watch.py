@@ -20,10 +20,10 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tui.backend import demo_backend, demo_state
+from tui.backend.static import demo_backend, demo_state
 from tui.core.notify import Notifier
 from tui.core.profile import load_profile
-from tui.watch_cli import watch
+from tui.cli.watch import watch
 
 WAIT_S = 180.0
 

@@ -1,6 +1,6 @@
 """The Textual application: `rlconsole` (live) and `rlconsole demo` (on the simulator).
 
-The app is a thin shell: it subscribes to a `Backend` (tui/backend.py), turns every
+The app is a thin shell: it subscribes to a `Backend` (tui/backend/static.py), turns every
 callback into a typed message for the main screen, and runs actions in workers. All
 knowledge of SSH, Ray, logs and scalars stays in the core behind the backend, which is
 why the same screens run against the live cluster, the simulator and fixed test data.
@@ -22,7 +22,7 @@ from .screens.main import MainScreen
 from .core.state import JobStatus
 
 if TYPE_CHECKING:
-    from .backend import Backend
+    from tui.backend.base import Backend
     from .core.profile import Profile
 
 log = logging.getLogger("rlconsole.app")
@@ -101,7 +101,7 @@ class RlconsoleApp(App[int]):
         watches a running simulated cluster's profile, else none."""
         if not self.backend.simulated:
             return []
-        from .core.sim.faults import FAULTS, sim_dir_for_profile
+        from tui.sim.faults import FAULTS, sim_dir_for_profile
 
         return list(FAULTS) if sim_dir_for_profile(self.backend.profile.path) is not None else []
 
@@ -110,7 +110,7 @@ class RlconsoleApp(App[int]):
         self.run_worker(self._inject_fault(kind), name=f"inject-{kind}", group="faults")
 
     async def _inject_fault(self, kind: str) -> None:
-        from .core.sim.faults import FAULTS, plant_fault, sim_dir_for_profile
+        from tui.sim.faults import FAULTS, plant_fault, sim_dir_for_profile
 
         d = sim_dir_for_profile(self.backend.profile.path)
         watcher = getattr(self.backend, "watcher", None)
@@ -146,8 +146,8 @@ tmux smoke test drive the real terminal path (driver, keys, screen) without a cl
 
 def static_backend(profile: Profile) -> Backend:
     """A StaticBackend over `profile` with the deterministic demo data (see
-    tui/backend.py `demo_backend`, which builds the same for the packaged profile)."""
-    from .backend import StaticBackend, demo_log, demo_metrics, demo_state
+    tui/backend/static.py `demo_backend`, which builds the same for the packaged profile)."""
+    from tui.backend.static import StaticBackend, demo_log, demo_metrics, demo_state
     from .core.alerts import AlertRules
 
     step = 812
@@ -163,7 +163,7 @@ def run_app(profile: Profile, bell: bool | None = None) -> int:
     if os.environ.get(STATIC_BACKEND_ENV) == "1":
         return int(RlconsoleApp(static_backend(profile), bell=bell).run() or 0)
     try:
-        from .live import LiveBackend
+        from tui.backend.live import LiveBackend
     except ImportError as e:
         print(f"rlconsole: the live console cannot start: {e} "
               "(`rlconsole status` and the other subcommands still work)", file=sys.stderr)
@@ -177,7 +177,7 @@ def run_demo(nodes: int = 4, gpus: int = 8, bell: bool | None = None) -> int:
     """`rlconsole demo`: start the simulated cluster, open the console on it, and on
     exit ask whether to keep the sim (a later `rlconsole` re-attaches) or stop it."""
     from .core.profile import load_profile
-    from .core.sim.cluster import sim_down, sim_up
+    from tui.sim.cluster import sim_down, sim_up
 
     path = sim_up(nodes, gpus)
     rc = run_app(load_profile(path), bell=bell)

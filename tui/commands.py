@@ -90,7 +90,7 @@ class RlconsoleCommands(Provider):
             (f"{k.label} ({k.shown_key})", k.help, partial(app.run_main_action, k.action))
             for k in offered_keys(read_only)]
         if not read_only and app.fault_kinds():  # a fault changes the cluster: not in read-only
-            from .core.sim.faults import DEMO_FAULT, FAULTS
+            from tui.sim.faults import DEMO_FAULT, FAULTS
 
             out.append(("Inject a fault", f"Simulated cluster: {FAULTS[DEMO_FAULT].what}; the job fails "
                         "at its next step and the alert names the cause", partial(app.inject_fault, DEMO_FAULT)))

@@ -47,7 +47,7 @@ from .node_detail import NodeDetailScreen
 from .preflight import PreflightScreen
 
 if TYPE_CHECKING:
-    from ..backend import Backend
+    from tui.backend.base import Backend
 
 WIDE_COLS = 150
 NARROW_COLS = 100

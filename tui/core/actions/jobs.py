@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from ..history import RunRecord, last_run, record_run
 from ..parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
@@ -99,23 +99,31 @@ async def release_submit_lock(profile: Profile, remote: Remote, token: str) -> N
         pass
 
 
+SubmitHook = Callable[[Profile], list[str]]
+SUBMIT_HOOKS: list[SubmitHook] = []
+"""Run (in a thread) before every submit; each returns what it did, one line each. The
+core knows no simulator: the simulated cluster registers its hook here (a new job on the
+sim starts without the faults planted for the last one, as on a repaired cluster)."""
+
+
+def add_submit_hook(hook: SubmitHook) -> None:
+    if hook not in SUBMIT_HOOKS:
+        SUBMIT_HOOKS.append(hook)
+
+
 async def submit(profile: Profile, remote: Remote, force: bool = False) -> AsyncIterator[ActionEvent]:
     """Submit the job, holding the head's submit reservation from before the list of
     running jobs until Ray has the new one: two consoles pressing `s` together cannot
     both see "nothing running" and both submit."""
     job = render(profile)
     yield ActionEvent("submit", "start", f"submitting {job.submission_id}")
-    if profile.simulated:
-        # A new job on the simulated cluster starts without the faults planted in the last
-        # one (`rlconsole sim fault`), as a repaired real cluster would.
-        from ..sim.faults import clear_for_profile
-
+    for hook in SUBMIT_HOOKS:
         try:
-            undone = await asyncio.to_thread(clear_for_profile, profile.path)
-        except Exception as e:  # noqa: BLE001 - a sim problem must not block the submit
-            undone = [f"could not clear the sim's faults: {e}"]
-        for what in undone:
-            yield ActionEvent("submit", "step", f"sim: {what}")
+            done = await asyncio.to_thread(hook, profile)
+        except Exception as e:  # noqa: BLE001 - a hook's problem must not block the submit
+            done = [f"{getattr(hook, '__name__', 'hook')}: {e}"]
+        for what in done:
+            yield ActionEvent("submit", "step", what)
     token, why = await take_submit_lock(profile, remote)
     if token is None:
         yield ActionEvent("submit", "fail", why or "cannot reserve the submit")

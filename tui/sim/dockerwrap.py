@@ -214,7 +214,7 @@ def wrapper_script(node: str, real: str, host: str, config_dir: str, privileged:
     Python start per sample per node would cost more than the sample itself."""
     return f"""#!/bin/sh
 # This node's docker (rlconsole sim): the sim's private dockerd, container names mapped
-# to NAME-{node}. See tui/core/sim/dockerwrap.py.
+# to NAME-{node}. See tui/sim/dockerwrap.py.
 export DOCKER_HOST='{host}' DOCKER_CONFIG='{config_dir}'
 if [ "$#" -eq 4 ] && [ "$1" = inspect ] && [ "$2" = --type ] && [ "$3" = container ]; then
   case "$4" in
@@ -225,5 +225,5 @@ if [ "$#" -eq 4 ] && [ "$1" = inspect ] && [ "$2" = --type ] && [ "$3" = contain
       exit $rc ;;
   esac
 fi
-exec '{python}' -IS -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); from tui.core.sim.dockerwrap import main; sys.exit(main(*sys.argv.pop(1).split("|"), privileged=sys.argv.pop(1) == "1"))' '{repo_root}' '{node}|{real}|{host}|{config_dir}' '{1 if privileged else 0}' "$@"
+exec '{python}' -IS -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); from tui.sim.dockerwrap import main; sys.exit(main(*sys.argv.pop(1).split("|"), privileged=sys.argv.pop(1) == "1"))' '{repo_root}' '{node}|{real}|{host}|{config_dir}' '{1 if privileged else 0}' "$@"
 """  # noqa: E501 - one exec line of a generated shell script

@@ -13,8 +13,8 @@ import os
 import sys
 from typing import TextIO
 
-from .core.checks import CheckResult, CheckStatus, format_results, results_json, run_checks, static_checks
-from .core.profile import Profile
+from tui.core.checks import CheckResult, CheckStatus, format_results, results_json, run_checks, static_checks
+from tui.core.profile import Profile
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -29,8 +29,8 @@ def use_colour(stream: TextIO) -> bool:
 
 
 async def _live(p: Profile) -> list[CheckResult]:
-    from .core.actions.remote import PoolRemote
-    from .core.ssh import SessionPool
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
 
     pool = SessionPool(p)
     try:

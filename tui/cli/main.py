@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Callable, NoReturn
 
-from .core.errors import RlconsoleError, UsageError
+from tui.core.errors import RlconsoleError, UsageError
 
 log = logging.getLogger("rlconsole.cli")
 
@@ -29,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _sim_profile_fallback() -> str | None:
     try:
-        from .core.sim.cluster import running_profile
+        from tui.sim.cluster import running_profile
     except ImportError:
         return None
     try:
@@ -40,7 +40,7 @@ def _sim_profile_fallback() -> str | None:
 
 
 def _load(args: argparse.Namespace):  # -> Profile
-    from .core.profile import load_profile, resolve_profile
+    from tui.core.profile import load_profile, resolve_profile
 
     path = resolve_profile(getattr(args, "profile", None), _sim_profile_fallback)
     prof = load_profile(path)
@@ -56,7 +56,7 @@ def _load(args: argparse.Namespace):  # -> Profile
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from .core.render import render
+    from tui.core.render import render
 
     job = render(_load(args))
     if not args.show_secrets:  # the job's env goes to a terminal, a paste, a ticket...
@@ -69,33 +69,33 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .core.status_cli import run_status
+    from tui.cli.status import run_status
 
     return run_status(_load(args), json=args.json)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .check_cli import run_check_cli
+    from tui.cli.check import run_check_cli
 
     return run_check_cli(_load(args), as_json=args.json, static=args.static)
 
 
 def cmd_action(args: argparse.Namespace) -> int:
-    from .core.actions.cli import run_action_cli
+    from tui.cli.actions import run_action_cli
 
     return run_action_cli(_load(args), args)
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from .core.logs_cli import run_logs
+    from tui.cli.logs import run_logs
 
     return run_logs(_load(args), job_id=args.job, follow=args.follow, tail=args.tail)
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from .core.metrics_cli import MetricsSourceError, load_metrics, write_csv, write_json
+    from tui.cli.metrics import MetricsSourceError, load_metrics, write_csv, write_json
 
-    from .core.metrics_cli import spool_log_for_job
+    from tui.cli.metrics import spool_log_for_job
 
     try:
         if (args.source is None) == (args.job is None):
@@ -116,7 +116,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from .core.sim import cluster
+    from tui.sim import cluster
 
     if args.sim_cmd == "up":
         path = cluster.sim_up(args.nodes, args.gpus, replay_gpu=args.replay_gpu, bastion=args.bastion)
@@ -129,7 +129,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(f"{args.node}: SSH server {'stopped' if args.sim_cmd == 'stop-node' else 'started'}")
         return 0
     if args.sim_cmd == "fault":
-        from .core.sim import faults
+        from tui.sim import faults
 
         if args.list or not args.node:
             if not args.list:
@@ -158,8 +158,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from .core.importer import import_script, render_profile, summary
-    from .core.profile import load_profile_text
+    from tui.core.importer import import_script, render_profile, summary
+    from tui.core.profile import load_profile_text
 
     res = import_script(args.script, hostfile=args.hostfile, name=args.name,
                         keep_dropped=args.keep_dropped,
@@ -179,20 +179,20 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from .app import run_app
+    from tui.app import run_app
 
     return run_app(_load(args), bell=False if getattr(args, "no_bell", False) else None)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from .watch_cli import run_watch
+    from tui.cli.watch import run_watch
 
     return run_watch(_load(args), args.notify, args.level)
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
     """Every profile `--profile NAME` can find, and where; the first of a name wins."""
-    from .core.profile import available_profiles, profile_search_dirs
+    from tui.core.profile import available_profiles, profile_search_dirs
 
     found = list(available_profiles())
     if args.names:
@@ -224,7 +224,7 @@ def _version() -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .app import run_demo
+    from tui.app import run_demo
 
     return run_demo(nodes=args.nodes, gpus=args.gpus, bell=False if getattr(args, "no_bell", False) else None)
 
@@ -291,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("status", cmd_status, "one-shot snapshot of nodes, cards, containers, Ray, job")
     sp.add_argument("--json", action="store_true", help="the snapshot as JSON (the README documents its fields)")
 
-    from .core.actions.registry import ACTION_TABLE
+    from tui.core.actions.registry import ACTION_TABLE
 
     specs = {a.name: a for a in ACTION_TABLE}
     sp = add("check", cmd_check, specs["check"].help)
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     os.umask(0o077)
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .core.debuglog import mask_secrets, setup_logging
+    from tui.core.debuglog import mask_secrets, setup_logging
 
     setup_logging(verbose=getattr(args, "verbose", False))
     fn = getattr(args, "fn", cmd_tui)

@@ -16,10 +16,10 @@ import sys
 import time
 from typing import Any, Callable, TextIO
 
-from .core.alerts import Alert
-from .core.notify import Notifier
-from .core.profile import Profile
-from .core.state import ClusterState
+from tui.core.alerts import Alert
+from tui.core.notify import Notifier
+from tui.core.profile import Profile
+from tui.core.state import ClusterState
 
 DRAIN_S = 10.0
 """At the end, queued notifications get this long to go out."""
@@ -75,7 +75,7 @@ async def watch(profile: Profile, targets: list[str], level: str, out: TextIO,
                 on_ready: Callable[[Any], None] | None = None) -> int:
     """Watch until `stop` is set. `backend` defaults to the live one."""
     if backend is None:
-        from .live import LiveBackend
+        from tui.backend.live import LiveBackend
 
         backend = LiveBackend(profile)
     notifier = Notifier(targets, level, report=lambda line: print(f"{_stamp(time.time())} {line}",

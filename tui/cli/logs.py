@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from .errors import ActionError
-from .profile import Profile
+from tui.core.errors import ActionError
+from tui.core.profile import Profile
 
 
 async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | None = None) -> int:
-    from .actions.remote import PoolRemote
-    from .jobwatch import JobWatcher, find_job
-    from .safepath import UnsafeName, safe_job_id
-    from .ssh import SessionPool
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.jobwatch import JobWatcher, find_job
+    from tui.core.safepath import UnsafeName, safe_job_id
+    from tui.core.ssh import SessionPool
 
     if job_id is not None:
         try:

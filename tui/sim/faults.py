@@ -21,9 +21,10 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .cluster import SimError, _control, _read_json, _state_dir, sim_status
-from ..state import JobStatus
+from tui.core.state import JobStatus
 
 __all__ = ["FAULTS", "Fault", "clear_faults", "clear_for_profile", "fault_list_text", "plant_fault",
            "sim_dir_for_profile"]
@@ -147,6 +148,20 @@ def sim_dir_for_profile(profile_path: str | Path | None) -> Path | None:
         return None
     d = Path(profile_path).expanduser().resolve().parent
     return d if (d / "state.json").is_file() else None
+
+
+def submit_hook(profile: Any) -> list[str]:
+    """Registered with the core's submit (`add_submit_hook`) by the faces that run
+    actions: a simulated profile's new job starts on a cluster without planted faults."""
+    if not getattr(profile, "simulated", False):
+        return []
+    return [f"sim: {what}" for what in clear_for_profile(getattr(profile, "path", None))]
+
+
+def install_submit_hook() -> None:
+    from tui.core.actions.jobs import add_submit_hook
+
+    add_submit_hook(submit_hook)
 
 
 def clear_for_profile(profile_path: str | Path | None) -> list[str]:

@@ -13,14 +13,14 @@ import json
 import sys
 from typing import TYPE_CHECKING, AsyncIterator
 
-from ..errors import UsageError
-from ..profile import Profile
-from .events import ActionEvent
-from ..errors import RlconsoleError
-from .registry import describe, read_only_refusal, run_action
+from tui.core.errors import UsageError
+from tui.core.profile import Profile
+from tui.core.actions.events import ActionEvent
+from tui.core.errors import RlconsoleError
+from tui.core.actions.registry import describe, read_only_refusal, run_action
 
 if TYPE_CHECKING:
-    from .remote import PoolRemote
+    from tui.core.actions.remote import PoolRemote
 
 
 def _can_ask(question: str, yes: bool) -> None:
@@ -56,7 +56,7 @@ async def _plan_then_ask(profile: Profile, remote: PoolRemote, opts: dict, as_js
                          dry_run: bool) -> int | None:
     """`submit`: print what it will launch and the preflight's verdict (the console's `s`
     shows the same plan), then ask. An exit code to stop with, or None to submit."""
-    from .plan import submit_plan
+    from tui.core.actions.plan import submit_plan
 
     plan = await submit_plan(profile, remote)
     if as_json:
@@ -66,7 +66,7 @@ async def _plan_then_ask(profile: Profile, remote: PoolRemote, opts: dict, as_js
     if dry_run:
         return 0 if plan.ok else 1
     if not plan.ok:  # what submit itself says of a failed preflight: each check, then the refusal
-        from .plan import preflight_events
+        from tui.core.actions.plan import preflight_events
 
         for ev in preflight_events(list(plan.results)):
             _print(ev, as_json)
@@ -81,8 +81,12 @@ async def _plan_then_ask(profile: Profile, remote: PoolRemote, opts: dict, as_js
 
 
 async def _drive(profile: Profile, name: str, opts: dict, as_json: bool, plan: dict | None = None) -> int:
-    from ..ssh import SessionPool
-    from .remote import PoolRemote
+    if profile.simulated:
+        from tui.sim.faults import install_submit_hook
+
+        install_submit_hook()
+    from tui.core.ssh import SessionPool
+    from tui.core.actions.remote import PoolRemote
 
     pool = SessionPool(profile)
     try:

@@ -6,7 +6,7 @@ SOURCE is what a user has at hand after (or during) a run: the driver log saved 
 is the same data. Every source becomes the contract's shape,
 ``[{"step": N, "metrics": {key: number}}]`` in step order.
 
-The argparse wiring lives in tui/cli.py; this module raises `MetricsSourceError` with a
+The argparse wiring lives in tui/cli/main.py; this module raises `MetricsSourceError` with a
 one-line message naming the file (and line, where one is at fault) for it to print.
 """
 
@@ -18,9 +18,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
-from .metrics_model import json_safe
-from .tbreader import EVENT_FILE_MARKER, ScalarReader
-from .verl_log import LogMetricsParser
+from tui.core.metrics_model import json_safe
+from tui.core.tbreader import EVENT_FILE_MARKER, ScalarReader
+from tui.core.verl_log import LogMetricsParser
 
 __all__ = ["load_metrics", "write_json", "write_csv", "MetricsSourceError",
            "MetricsSourceNotFound", "detect_kind"]
@@ -169,9 +169,9 @@ def spool_log_for_job(job_id: str) -> str:
     """`rlconsole metrics --job ID`: the job's driver log as spooled locally by the console
     or `rlconsole logs` (no SSH). The id names a directory under the spool, so it must pass
     the one rule for remote names (`safepath`): one plain, confined component."""
-    from .jobwatch import spool_dir
+    from tui.core.jobwatch import spool_dir
 
-    from .safepath import UnsafeName, confined, safe_job_id
+    from tui.core.safepath import UnsafeName, confined, safe_job_id
 
     try:
         path = confined(spool_dir(), safe_job_id(job_id)) / "driver.log"

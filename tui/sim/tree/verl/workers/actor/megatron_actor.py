@@ -3,7 +3,7 @@
 It keeps the one thing of the vendor's file that matters to the console: the debug
 `torch.save` of the policy-gradient inputs to a developer's NAS path (the reference run's
 appendix, problem 1). As shipped, that block is commented out, as the appendix's fix does;
-`tui.core.sim.tree_install.install_sim_tree(plant_debug_save=True)` restores the original
+`tui.sim.tree_install.install_sim_tree(plant_debug_save=True)` restores the original
 lines, and the update then fails after the first rollout with::
 
     RuntimeError: Parent directory /mnt/seed-program-nas/001688/kechun.wu/0226/tmp_pts does not exist.

@@ -1,6 +1,6 @@
 """The simulated cluster: `rlconsole sim up|down|status`.
 
-`sim_up` starts a background daemon (`python -m tui.core.sim.cluster daemon DIR`,
+`sim_up` starts a background daemon (`python -m tui.sim.cluster daemon DIR`,
 its own session, PID file in the state dir) that runs, for N nodes:
 
 * one in-process SSH server per node (`server.SimNodeServer`) on its own loopback
@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RlconsoleError
+from tui.core.errors import RlconsoleError
 
 log = logging.getLogger("rlconsole.sim")
 
@@ -76,7 +76,7 @@ class SimError(RlconsoleError):
 
 
 def default_state_dir() -> Path:
-    from ..locations import sim_dir
+    from tui.core.locations import sim_dir
 
     return sim_dir()
 
@@ -220,7 +220,7 @@ def sim_status(state_dir: str | Path | None = None) -> SimStatus:
     if not st:
         return SimStatus(str(d), False)
     pid = st.get("pid")
-    alive = pid is not None and _pid_alive(pid) and "tui.core.sim.cluster" in _cmdline(int(pid))
+    alive = pid is not None and _pid_alive(pid) and "tui.sim.cluster" in _cmdline(int(pid))
     status = SimStatus(
         state_dir=str(d), running=bool(alive and st.get("status") == "ready"), pid=pid,
         profile=st.get("profile"), gpus=st.get("gpus"), docker=st.get("docker"),
@@ -317,7 +317,7 @@ def sim_up(
     env = dict(os.environ)
     env["PYTHONPATH"] = str(_repo_root()) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.core.sim.cluster", "daemon", str(d)],
+        [sys.executable, "-m", "tui.sim.cluster", "daemon", str(d)],
         stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True, env=env, cwd="/",
     )
     logf.close()
@@ -429,7 +429,7 @@ def sim_down(state_dir: str | Path | None = None, timeout: float = 20.0) -> bool
         with contextlib.suppress(OSError, ValueError):
             pid = int((d / "daemon.pid").read_text().strip())
     # 1. The daemon cleans up its children itself on SIGTERM.
-    if pid and _pid_alive(pid) and "tui.core.sim.cluster" in _cmdline(pid):
+    if pid and _pid_alive(pid) and "tui.sim.cluster" in _cmdline(pid):
         _kill(pid, signal.SIGTERM)
         if _wait_gone([pid], timeout):
             _kill(pid, signal.SIGKILL)
@@ -534,7 +534,7 @@ def _script(path: Path, text: str) -> None:
 def _seed_profile() -> dict[str, Any]:
     import yaml
 
-    from ..profile import packaged_profiles_dir
+    from tui.core.profile import packaged_profiles_dir
 
     return yaml.safe_load((packaged_profiles_dir() / "qwen3-8b-grpo-32gpu.yaml").read_text())
 
@@ -860,7 +860,7 @@ class _Daemon:
                              jump=f"{getpass.getuser()}@{BASTION_ADDRESS}:{self.bastion.port}" if self.bastion else None)
         ppath = self.d / "profile.yaml"
         ppath.write_text(_profile_text(prof, self.d))
-        from ..profile import load_profile
+        from tui.core.profile import load_profile
 
         load_profile(ppath)  # a sim that writes an invalid profile must fail here, loudly
         self.state["profile"] = str(ppath)
@@ -984,5 +984,5 @@ def _daemon_main(state_dir: str) -> int:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "daemon":
         sys.exit(_daemon_main(sys.argv[2]))
-    print("usage: python -m tui.core.sim.cluster daemon STATE_DIR", file=sys.stderr)
+    print("usage: python -m tui.sim.cluster daemon STATE_DIR", file=sys.stderr)
     sys.exit(2)

@@ -3,7 +3,7 @@
 The real cluster keeps its code and data on an NFS share (`/data/datapool`): VeRL's checkout
 (with `scripts/converter_hf_to_mcore.py`, the Hydra configs and `musa_examples/data/*.parquet`),
 Megatron-LM, and the models. The simulated cluster gets the same layout under one directory,
-filled with the SIMULATION stand-ins of `tui/core/sim/tree/`, so the console runs the very
+filled with the SIMULATION stand-ins of `tui/sim/tree/`, so the console runs the very
 same commands (download, convert, `python3 -m verl.trainer.main_ppo ...`) on both.
 
 Not laid out here, on purpose: the HF model directory (what the `model` action downloads) and

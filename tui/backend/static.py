@@ -1,20 +1,8 @@
-"""The one seam between the Textual app and everything that produces data.
+"""`StaticBackend`: the `Backend` protocol (tui/backend/base.py) over fixed data.
 
-The app never talks to SSH, Ray or event files itself: it takes its data through the
-small `Backend` protocol below. `LiveBackend` (tui/live.py) implements it over the real
-core (probes, log stream, TensorBoard reader, actions); `StaticBackend` here implements it
-over fixed data so that snapshot tests, Pilot tests, the README screenshot and the
-benchmark are deterministic and need no cluster.
-
-Contract every backend keeps:
-- Callbacks are called on the event loop that called `start()` (the app's loop), or
-  from another thread only if the callback is thread-safe: the app's callbacks only
-  `post_message`, which Textual makes thread-safe, so both work.
-- Callbacks must be cheap to call and never block; the app coalesces on its side.
-- Log lines are numbered 0, 1, 2, ... in the order they were delivered over the whole
-  run; `Alert.line` and `log_search` use that numbering.
-- `stop()` stops *watching*. It never stops the training job or Ray: quitting the
-  console must leave a 20-hour run alone.
+The demo's data, the snapshot and Pilot tests, the README screenshot and the benchmarks
+read it: every value comes from a formula, never a clock or a random generator, so a
+screen drawn from it is the same on every machine.
 """
 
 from __future__ import annotations
@@ -22,102 +10,20 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable
 
-from .core.actions.events import ActionEvent
-from .core.alerts import Alert
-from .core.parsers.ansi import clean_line  # noqa: F401 - re-exported for the app layer
-from .core.profile import Node, Profile, SshEndpoint
-from .core.state import (
+from tui.backend.base import AlertCallback, LogCallback, MetricsCallback, Series, StateCallback
+from tui.core.actions.events import ActionEvent
+from tui.core.alerts import Alert
+from tui.core.profile import Node, Profile, SshEndpoint
+from tui.core.state import (
     ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, JobStatus, NodeState,
     RayJobState, RayNodeState, RayState,
 )
 
 if TYPE_CHECKING:  # the preflight's modules load on first use, not with the app
-    from .core.actions.plan import SubmitPlan
-    from .core.checks import CheckResult
-
-Series = dict[str, list[tuple[int, float]]]
-# Callbacks' return values are ignored (the app's post a message and return a bool).
-StateCallback = Callable[[ClusterState], object]
-LogCallback = Callable[[list[str]], object]
-MetricsCallback = Callable[[dict[str, Any], Series], object]
-AlertCallback = Callable[[Alert], object]
-
-class MetricsSummary(TypedDict, total=False):
-    """What the metrics pane reads from the summary dict (all optional; a missing key
-    shows as "—"). Units are fixed here so that every backend agrees on them."""
-
-    job_id: str
-    status: str  # the job's Ray status; step time and ETA only while "RUNNING"
-    on_cluster: bool  # False: a run from the history the current Ray does not know
-    step: int
-    total_steps: int
-    step_time_s: float  # seconds per step, wall clock of recent steps (RUNNING only)
-    eta_s: float  # seconds to the last step (RUNNING only)
-    throughput_per_gpu: float  # tokens/s per card
-    throughput_per_node: float  # tokens/s per node (the profile's expected range unit)
-    reward: float  # mean critic score of the last step
-    reward_trend: float  # last minus a window's mean: > 0 rising
-    mfu_pct: float  # actor MFU in percent (0-100)
-    response_length: float  # mean response length in tokens
-    last_checkpoint: int  # step of latest_checkpointed_iteration.txt
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """Everything the console needs from the world. Keep it small: each method here is
-    one thing the screen shows or one key the user presses."""
-
-    profile: Profile
-    simulated: bool  # the cluster is the simulator: the header says so
-
-    async def start(self) -> None:
-        """Begin watching (probes, log, scalars). Returns quickly; data arrives through
-        the subscriptions. Called once, after the app subscribed."""
-
-    async def stop(self) -> None:
-        """Stop watching and close connections. Never stops the job or Ray."""
-
-    def subscribe_state(self, cb: StateCallback) -> None:
-        """`cb(state)` with a whole new ClusterState at every probe round (1-2 Hz)."""
-
-    def subscribe_log(self, cb: LogCallback) -> None:
-        """`cb(lines)` with batches of new job log lines (no trailing newlines)."""
-
-    def subscribe_metrics(self, cb: MetricsCallback) -> None:
-        """`cb(summary, series)`: summary as in `MetricsSummary`, series keyed by
-        the plotted series (reward, throughput in tokens/s per node, response_length) as
-        (step, value) lists, already thinned to a few hundred points."""
-
-    def subscribe_alerts(self, cb: AlertCallback) -> None:
-        """`cb(alert)` once per new alert."""
-
-    def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
-        """Run one of `tui.core.actions.registry.ACTIONS` (options the app passes:
-        convert(force=True), stop(cluster=True)) and stream its progress. It ends with a `done`,
-        `fail` or `skip` event; an exception is shown as a failure. For "check" each
-        result is one event made by `core.checks.check_event` (`data["check"]` the
-        check's id, `status` pass/fail/warn/skip, `data["result"]` the whole
-        `CheckResult`, read back by `core.checks.result_of`)."""
-
-    def describe_stop(self, cluster: bool = False) -> str:
-        """What `x` (or `X` with cluster=True) would do, named exactly, e.g.
-        "stop job raysubmit_8Hk2 at step 812; last checkpoint at step 800"."""
-
-    async def submit_plan(self) -> SubmitPlan:
-        """What `s` would launch, with the preflight's verdict (`core.actions.plan`),
-        taken now: the app shows it and asks before it submits."""
-
-    async def describe_convert(self) -> str | None:
-        """None when converting has nothing in its way; else what already exists, e.g.
-        "/data/.../Qwen3-8B-MCore holds a checkpoint (64 .distcp shards)". The app then
-        asks before offering convert --force."""
-
-    async def log_search(self, pattern: str, start_line: int, backwards: bool) -> int | None:
-        """Search the whole run's log (the spool, beyond the lines the screen keeps) for
-        a case-insensitive substring, from `start_line` exclusive; the index or None."""
-
+    from tui.core.actions.plan import SubmitPlan
+    from tui.core.checks import CheckResult
 
 # --------------------------------------------------------------------------- demo data
 
@@ -132,7 +38,7 @@ def demo_profile(nodes: int = 4, gpus: int = 8) -> Profile:
     Using the real profile keeps names, ranges and paths honest in screenshots; the
     addresses are loopback ones, as the simulated cluster's are, so that demo data can
     never lead anything to the real cluster's addresses."""
-    from .core.profile import load_profile, packaged_profiles_dir
+    from tui.core.profile import load_profile, packaged_profiles_dir
 
     prof = load_profile(packaged_profiles_dir() / "qwen3-8b-grpo-32gpu.yaml")
     new: list[Node] = []
@@ -252,7 +158,7 @@ def demo_metrics(profile: Profile, step: int = 812) -> tuple[dict[str, Any], Ser
 def demo_alerts(profile: Profile | None = None, step: int = 812) -> list[Alert]:
     """The demo's alerts: the live rule set (tui/core/alerts.py) fed the demo states and
     metrics, never a hand-written list, so the demo only shows what the live path raises."""
-    from .core.alerts import AlertRules
+    from tui.core.alerts import AlertRules
 
     profile = profile or demo_profile()
     rules = AlertRules.for_profile(profile)
@@ -395,7 +301,7 @@ class StaticBackend:
         return self.convert_exists
 
     async def submit_plan(self) -> SubmitPlan:
-        from .core.actions.plan import build_plan, running_job_text
+        from tui.core.actions.plan import build_plan, running_job_text
 
         job = self.state.job
         return build_plan(self.profile, self.checks(), job.last_checkpoint if job else None,
@@ -419,7 +325,7 @@ class StaticBackend:
         """Fake actions: the same event shapes the real ones produce, in a few steps.
         Read-only mode refuses here as the live registry does (same message), before
         the call is recorded: a refused action never ran."""
-        from .core.actions.registry import read_only_refusal
+        from tui.core.actions.registry import read_only_refusal
 
         at = T0
         refused = read_only_refusal(name, self.profile)
@@ -449,7 +355,7 @@ class StaticBackend:
         elif name == "convert" and not opts.get("force") and self.convert_exists:
             yield ev("skip", f"output not empty: {self.convert_exists}")
         elif name == "check":
-            from .core.checks import check_event, summary
+            from tui.core.checks import check_event, summary
 
             results = self.checks()
             for r in results:
@@ -490,7 +396,7 @@ class StaticBackend:
 
 def demo_checks(profile: Profile) -> list[CheckResult]:
     """The demo's preflight: one failure and one warning, so `p` and `s` show both."""
-    from .core.checks import CheckResult, CheckStatus
+    from tui.core.checks import CheckResult, CheckStatus
 
     n = len(profile.nodes)
     return [
@@ -509,7 +415,7 @@ def demo_backend(nodes: int = 4, gpus: int = 8, step: int = 812, **kw: Any) -> S
     summary, series = demo_metrics(prof, step)
     warm = [demo_state(prof, s) for s in range(step - 10, step)]
     if "rules" not in kw:
-        from .core.alerts import AlertRules
+        from tui.core.alerts import AlertRules
 
         kw["rules"] = AlertRules.for_profile(prof)
     return StaticBackend(profile=prof, state=demo_state(prof, step), log_lines=demo_log(step),

@@ -15,13 +15,13 @@ import logging
 import time
 from typing import Any, AsyncIterator
 
-from .backend import AlertCallback, LogCallback, MetricsCallback, StateCallback
-from .core.actions.events import ActionEvent
-from .core.actions.plan import SubmitPlan
-from .core.alerts import Alert, AlertRules
-from .core.profile import Profile
-from .core.state import ClusterState, JobState, NodeState
-from .core.state import JobStatus
+from tui.backend.base import AlertCallback, LogCallback, MetricsCallback, StateCallback
+from tui.core.actions.events import ActionEvent
+from tui.core.actions.plan import SubmitPlan
+from tui.core.alerts import Alert, AlertRules
+from tui.core.profile import Profile
+from tui.core.state import ClusterState, JobState, NodeState
+from tui.core.state import JobStatus
 
 _ACTIVE = (JobStatus.RUNNING, JobStatus.PENDING, JobStatus.UNKNOWN)
 """Watched-job states that are not an end (UNKNOWN: not yet seen by Ray's job API)."""
@@ -67,12 +67,16 @@ def to_pane_summary(rm: Any, status: str | None = JobStatus.RUNNING, on_cluster:
 
 class LiveBackend:
     def __init__(self, profile: Profile) -> None:
-        from .core.actions.remote import PoolRemote
-        from .core.probes import ClusterMonitor
-        from .core.ssh import SessionPool
+        from tui.core.actions.remote import PoolRemote
+        from tui.core.probes import ClusterMonitor
+        from tui.core.ssh import SessionPool
 
         self.profile = profile
         self.simulated = profile.simulated
+        if profile.simulated:
+            from tui.sim.faults import install_submit_hook
+
+            install_submit_hook()
         refresh = profile.monitoring.refresh_s
         self.pool = SessionPool(profile, backoff_max_s=max(2.0, 2 * refresh))
         self.monitor = ClusterMonitor(profile, pool=self.pool)
@@ -128,7 +132,7 @@ class LiveBackend:
             if ray_job is not None:
                 w.status, w.on_cluster = ray_job.status, True
             elif time.monotonic() - self._attached_at > self.ATTACH_GRACE_S:
-                from .core.status_cli import job_on_cluster
+                from tui.cli.status import job_on_cluster
 
                 head = next((n for n in st.nodes if n.role == "head"), None)
                 if head is not None and head.reachable and job_on_cluster(st.ray, w.job_id) is False:
@@ -207,7 +211,7 @@ class LiveBackend:
         (after a submit) may both attach; without the lock the slower one could start
         a second watcher nobody stops (its log follower holds one of the head's few SSH
         channel slots for ever)."""
-        from .core.jobwatch import JobWatcher
+        from tui.core.jobwatch import JobWatcher
 
         async with self._attach_lock:
             if self.watcher is not None:
@@ -247,7 +251,7 @@ class LiveBackend:
         return {k: rm.raw_series(k) for k in rm.keys()}
 
     async def _job_loop(self) -> None:
-        from .core.jobwatch import find_job
+        from tui.core.jobwatch import find_job
 
         refresh = self.profile.monitoring.refresh_s
         last_push = 0.0
@@ -277,7 +281,7 @@ class LiveBackend:
 
     def _job_alerts(self, summary: dict[str, Any]) -> None:
         """Feed the watched job to the alert rules; the log's tail only once it FAILED."""
-        from .core.state import JobState
+        from tui.core.state import JobState
 
         w = self.watcher
         tail, start = None, 0
@@ -310,7 +314,7 @@ class LiveBackend:
         return self.pool.head.connected
 
     async def submit_plan(self) -> SubmitPlan:
-        from .core.actions.plan import running_job_text, submit_plan
+        from tui.core.actions.plan import running_job_text, submit_plan
 
         self._plan = await submit_plan(self.profile, self.remote, running=running_job_text(self.state))
         return self._plan
@@ -318,7 +322,7 @@ class LiveBackend:
     # -- actions ----------------------------------------------------------------------
 
     async def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
-        from .core.actions.registry import run_action
+        from tui.core.actions.registry import run_action
 
         submitted: str | None = None
         plan, self._plan = self._plan, None
@@ -361,7 +365,7 @@ class LiveBackend:
         return text
 
     async def describe_convert(self) -> str | None:
-        from .core.actions.model import list_dir, mcore_missing
+        from tui.core.actions.model import list_dir, mcore_missing
 
         if not self.head_up():
             return None

@@ -42,7 +42,7 @@ outputs into `$RLCONSOLE_SIM_NODE_DIR/gmi/{plain,json}` every `RENDER_INTERVAL_S
 (`tool_script`) that prints the matching file or the usage error: the figures are at
 most that old, like a real tool's sampling. The load files' PIDs are checked in the
 node's namespace through `/proc/<namespace init>/root/proc`. `python -m
-tui.core.sim.gmi` renders directly (no daemon), for tests and debugging.
+tui.sim.gmi` renders directly (no daemon), for tests and debugging.
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def tool_script(node_dir: str) -> str:
     d = os.path.join(node_dir, "gmi")
     return f"""#!/bin/sh
 # Simulated mthreads-gmi (rlconsole sim): prints what the sim daemon rendered for this
-# node at most {RENDER_INTERVAL_S:g}s ago. See tui/core/sim/gmi.py.
+# node at most {RENDER_INTERVAL_S:g}s ago. See tui/sim/gmi.py.
 d='{d}'
 case "$#:$*" in
   0:) exec cat "$d/plain" ;;

@@ -10,7 +10,7 @@ it does there, so that the console sees the real sequence: the same exception te
 job log, the job turning FAILED (or staying RUNNING with no steps), the card tool's report
 changing, a node dropping out of SSH and Ray. The texts are the real stack's (sources cited
 where each is raised). `sim fault clear` and the next `submit` remove the file and undo what
-can be undone (card files, a stopped sshd); see tui/core/sim/faults.py.
+can be undone (card files, a stopped sshd); see tui/sim/faults.py.
 """
 
 from __future__ import annotations

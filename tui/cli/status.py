@@ -16,10 +16,10 @@ import textwrap
 import time
 from typing import Any, TextIO
 
-from .probes import snapshot
-from .profile import Profile
-from .state import ClusterState, NodeState
-from .state import JobStatus
+from tui.core.probes import snapshot
+from tui.core.profile import Profile
+from tui.core.state import ClusterState, NodeState
+from tui.core.state import JobStatus
 
 WIDTH = 80
 
@@ -118,7 +118,7 @@ async def _snapshot_with_job(profile: Profile) -> ClusterState:
     """The cluster snapshot, plus the job's progress: the run history and Ray's job
     list name the job; its log (read on from the local spool, so a re-run fetches only
     what is new) and its scalars give step, total and metrics."""
-    from .ssh import SessionPool
+    from tui.core.ssh import SessionPool
 
     pool = SessionPool(profile)
     try:
@@ -145,8 +145,8 @@ def job_on_cluster(ray: Any, job_id: str) -> bool | None:
 
 
 async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
-    from .actions.remote import PoolRemote
-    from .jobwatch import JobWatcher, find_job
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.jobwatch import JobWatcher, find_job
 
     # Ray's job list: the dashboard's when the probe read it; none at all when no Ray
     # answered (then the slow-to-import job client has nothing to ask either).
@@ -170,7 +170,7 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
             await w.poll_scalars_once(read_scalars=not w.parser.steps)
         st.job = w.job_state()
         if w.status == JobStatus.FAILED:
-            from .alerts import diagnose_failure
+            from tui.core.alerts import diagnose_failure
 
             n = w.spool.line_count
             message = next((j.message for j in st.ray.jobs if j.id == job_id), None)

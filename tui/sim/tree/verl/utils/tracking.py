@@ -39,7 +39,7 @@ def _scalar_writer(logdir: str) -> Any:
     """
     for _ in range(3):
         try:
-            from tui.core.tbwrite import ScalarWriter
+            from tui.sim.tbwrite import ScalarWriter
 
             return ScalarWriter(logdir, per_scalar=True, flush_secs=5)
         except ImportError:

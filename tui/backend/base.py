@@ -1,0 +1,111 @@
+"""The one seam between the Textual app and everything that produces data.
+
+The app never talks to SSH, Ray or event files itself: it takes its data through the
+small `Backend` protocol below. `LiveBackend` (tui/backend/live.py) implements it over the
+real core (probes, log stream, TensorBoard reader, actions); `StaticBackend`
+(tui/backend/static.py) over fixed data, so that snapshot tests, Pilot tests, the README
+screenshot and the benchmark are deterministic and need no cluster.
+
+Contract every backend keeps (tests/test_backend_contract.py runs both against it):
+- Callbacks are called on the event loop that called `start()` (the app's loop), or
+  from another thread only if the callback is thread-safe: the app's callbacks only
+  `post_message`, which Textual makes thread-safe, so both work.
+- Callbacks must be cheap to call and never block; the app coalesces on its side.
+- Log lines are numbered 0, 1, 2, ... in the order they were delivered over the whole
+  run; `Alert.line` and `log_search` use that numbering.
+- `stop()` stops *watching*. It never stops the training job or Ray: quitting the
+  console must leave a 20-hour run alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Protocol, TypedDict, runtime_checkable
+
+from tui.core.actions.events import ActionEvent
+from tui.core.alerts import Alert
+from tui.core.profile import Profile
+from tui.core.state import ClusterState
+
+if TYPE_CHECKING:  # the preflight's modules load on first use, not with the app
+    from tui.core.actions.plan import SubmitPlan
+
+Series = dict[str, list[tuple[int, float]]]
+# Callbacks' return values are ignored (the app's post a message and return a bool).
+StateCallback = Callable[[ClusterState], object]
+LogCallback = Callable[[list[str]], object]
+MetricsCallback = Callable[[dict[str, Any], Series], object]
+AlertCallback = Callable[[Alert], object]
+
+class MetricsSummary(TypedDict, total=False):
+    """What the metrics pane reads from the summary dict (all optional; a missing key
+    shows as "—"). Units are fixed here so that every backend agrees on them."""
+
+    job_id: str
+    status: str  # the job's Ray status; step time and ETA only while "RUNNING"
+    on_cluster: bool  # False: a run from the history the current Ray does not know
+    step: int
+    total_steps: int
+    step_time_s: float  # seconds per step, wall clock of recent steps (RUNNING only)
+    eta_s: float  # seconds to the last step (RUNNING only)
+    throughput_per_gpu: float  # tokens/s per card
+    throughput_per_node: float  # tokens/s per node (the profile's expected range unit)
+    reward: float  # mean critic score of the last step
+    reward_trend: float  # last minus a window's mean: > 0 rising
+    mfu_pct: float  # actor MFU in percent (0-100)
+    response_length: float  # mean response length in tokens
+    last_checkpoint: int  # step of latest_checkpointed_iteration.txt
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Everything the console needs from the world. Keep it small: each method here is
+    one thing the screen shows or one key the user presses."""
+
+    profile: Profile
+    simulated: bool  # the cluster is the simulator: the header says so
+
+    async def start(self) -> None:
+        """Begin watching (probes, log, scalars). Returns quickly; data arrives through
+        the subscriptions. Called once, after the app subscribed."""
+
+    async def stop(self) -> None:
+        """Stop watching and close connections. Never stops the job or Ray."""
+
+    def subscribe_state(self, cb: StateCallback) -> None:
+        """`cb(state)` with a whole new ClusterState at every probe round (1-2 Hz)."""
+
+    def subscribe_log(self, cb: LogCallback) -> None:
+        """`cb(lines)` with batches of new job log lines (no trailing newlines)."""
+
+    def subscribe_metrics(self, cb: MetricsCallback) -> None:
+        """`cb(summary, series)`: summary as in `MetricsSummary`, series keyed by
+        the plotted series (reward, throughput in tokens/s per node, response_length) as
+        (step, value) lists, already thinned to a few hundred points."""
+
+    def subscribe_alerts(self, cb: AlertCallback) -> None:
+        """`cb(alert)` once per new alert."""
+
+    def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
+        """Run one of `tui.core.actions.registry.ACTIONS` (options the app passes:
+        convert(force=True), stop(cluster=True)) and stream its progress. It ends with a `done`,
+        `fail` or `skip` event; an exception is shown as a failure. For "check" each
+        result is one event made by `core.checks.check_event` (`data["check"]` the
+        check's id, `status` pass/fail/warn/skip, `data["result"]` the whole
+        `CheckResult`, read back by `core.checks.result_of`)."""
+
+    def describe_stop(self, cluster: bool = False) -> str:
+        """What `x` (or `X` with cluster=True) would do, named exactly, e.g.
+        "stop job raysubmit_8Hk2 at step 812; last checkpoint at step 800"."""
+
+    async def submit_plan(self) -> SubmitPlan:
+        """What `s` would launch, with the preflight's verdict (`core.actions.plan`),
+        taken now: the app shows it and asks before it submits."""
+
+    async def describe_convert(self) -> str | None:
+        """None when converting has nothing in its way; else what already exists, e.g.
+        "/data/.../Qwen3-8B-MCore holds a checkpoint (64 .distcp shards)". The app then
+        asks before offering convert --force."""
+
+    async def log_search(self, pattern: str, start_line: int, backwards: bool) -> int | None:
+        """Search the whole run's log (the spool, beyond the lines the screen keeps) for
+        a case-insensitive substring, from `start_line` exclusive; the index or None."""
