@@ -9,6 +9,7 @@ import pytest
 
 from tui.core.alerts import Alert, AlertRules, OpenAlerts, Thresholds, diagnose_tail
 from tui.core.errors import ProfileError
+from tui.core.metrics_model import MetricsSummary
 from tui.core.profile import load_profile
 from tui.core.state import (
     ClusterState, GpuCard, GpuReport, JobState, NodeState, RayJobState, RayNodeState, RayState,
@@ -112,24 +113,24 @@ def job(status: str, step: int | None = 5, id: str = "raysubmit_1") -> JobState:
 
 def test_job_failed_with_the_diagnosis_of_the_last_lines() -> None:
     r = rules()
-    assert r.observe_job(job("RUNNING"), {"step": 5}, now=0) == []
+    assert r.observe_job(job("RUNNING"), MetricsSummary(step=5), now=0) == []
     tail = ["step:5 - actor/pg_loss:0.1", "Traceback (most recent call last):",
             "torch.OutOfMemoryError: MUSA out of memory. Tried to allocate 2.00 GiB"]
-    a = r.observe_job(job("FAILED"), {"step": 5}, now=1, log_tail=tail, tail_start=100)
+    a = r.observe_job(job("FAILED"), MetricsSummary(step=5), now=1, log_tail=tail, tail_start=100)
     assert len(a) == 1 and a[0].level == "error" and a[0].key == "job-end"
     assert a[0].message.startswith("job raysubmit_1 RUNNING -> FAILED at step 5: ")
     assert "memory" in a[0].message.lower() and a[0].line == 102
-    assert r.observe_job(job("FAILED"), {"step": 5}, now=2, log_tail=tail) == []
+    assert r.observe_job(job("FAILED"), MetricsSummary(step=5), now=2, log_tail=tail) == []
     # a new job runs: the failure is over
-    a = r.observe_job(job("RUNNING", 0, id="raysubmit_2"), {}, now=3)
+    a = r.observe_job(job("RUNNING", 0, id="raysubmit_2"), MetricsSummary(), now=3)
     assert msgs(a) == [("info", "job raysubmit_2 is RUNNING", True)]
 
 
 @pytest.mark.parametrize("status,level", [("SUCCEEDED", "info"), ("STOPPED", "warning")])
 def test_job_succeeded_or_stopped(status: str, level: str) -> None:
     r = rules()
-    r.observe_job(job("PENDING", None), {}, now=0)
-    a = r.observe_job(job(status), {}, now=1)
+    r.observe_job(job("PENDING", None), MetricsSummary(), now=0)
+    a = r.observe_job(job(status), MetricsSummary(), now=1)
     assert msgs(a) == [(level, f"job raysubmit_1 PENDING -> {status} at step 5", False)]
 
 
@@ -139,43 +140,43 @@ def test_a_refresh_that_could_not_tell_does_not_swallow_the_end(gap: str) -> Non
     in Ray's list) between RUNNING and FAILED: the end of the watched run is still news,
     once (seen on the live path under load: Ray said FAILED, no alert came)."""
     r = rules()
-    r.observe_job(job("RUNNING"), {"step": 5}, now=0)
-    assert r.observe_job(job(gap), {"step": 5}, now=1) == []
-    a = r.observe_job(job("FAILED"), {"step": 5}, now=2, log_tail=["Traceback (most recent call last):"])
+    r.observe_job(job("RUNNING"), MetricsSummary(step=5), now=0)
+    assert r.observe_job(job(gap), MetricsSummary(step=5), now=1) == []
+    a = r.observe_job(job("FAILED"), MetricsSummary(step=5), now=2, log_tail=["Traceback (most recent call last):"])
     assert [x.key for x in a] == ["job-end"] and a[0].message.startswith("job raysubmit_1 RUNNING -> FAILED")
-    assert r.observe_job(job("FAILED"), {"step": 5}, now=3) == []
+    assert r.observe_job(job("FAILED"), MetricsSummary(step=5), now=3) == []
 
 
 def test_an_old_jobs_end_is_not_news() -> None:
     """Attaching to a job that already ended is not a state change."""
-    assert rules().observe_job(job("FAILED"), {}, now=0, log_tail=["Traceback"]) == []
+    assert rules().observe_job(job("FAILED"), MetricsSummary(), now=0, log_tail=["Traceback"]) == []
 
 
 def test_steps_stalled_after_k_times_the_observed_step_time_then_resumed() -> None:
     r = rules(stall_factor=3, step_time_s=(600.0, 1200.0))
     # attaching reads 40 steps at once, then steps arrive every 10 s (the log's own
     # timing_s/step says 1000 s: the wall clock is what counts)
-    assert r.observe_job(job("RUNNING", 40), {"step": 40, "step_time_s": 1000.0}, now=0) == []
+    assert r.observe_job(job("RUNNING", 40), MetricsSummary(step=40, step_time_s=1000.0), now=0) == []
     for i in range(1, 5):
-        assert r.observe_job(job("RUNNING", 40 + i), {"step": 40 + i}, now=10 * i) == []
+        assert r.observe_job(job("RUNNING", 40 + i), MetricsSummary(step=40 + i), now=10 * i) == []
     assert r.expected_step_s() == 10
-    s = {"step": 44}
+    s = MetricsSummary(step=44)
     assert r.observe_job(job("RUNNING", 44), s, now=69) == []  # 2.9 x: not yet
     a = r.observe_job(job("RUNNING", 44), s, now=71)
     assert len(a) == 1 and a[0].key == "stall" and a[0].level == "warning"
     assert "no new step for 31 s (last step 44; expected one every 10 s" in a[0].message
     assert r.observe_job(job("RUNNING", 44), s, now=100) == []  # once per episode
-    a = r.observe_job(job("RUNNING", 45), {"step": 45}, now=101)
+    a = r.observe_job(job("RUNNING", 45), MetricsSummary(step=45), now=101)
     assert msgs(a) == [("info", "steps resumed at step 45", True)]
 
 
 def test_stall_falls_back_to_the_profiles_step_time() -> None:
     r = rules(stall_factor=2, step_time_s=(60.0, 120.0))
-    assert r.observe_job(job("RUNNING"), {"step": 1}, now=0) == []
-    assert r.observe_job(job("RUNNING"), {"step": 1}, now=239) == []
-    assert len(r.observe_job(job("RUNNING"), {"step": 1}, now=241)) == 1
+    assert r.observe_job(job("RUNNING"), MetricsSummary(step=1), now=0) == []
+    assert r.observe_job(job("RUNNING"), MetricsSummary(step=1), now=239) == []
+    assert len(r.observe_job(job("RUNNING"), MetricsSummary(step=1), now=241)) == 1
     # the job stops: the stall ends with it
-    a = r.observe_job(job("STOPPED", 1), {"step": 1}, now=242)
+    a = r.observe_job(job("STOPPED", 1), MetricsSummary(step=1), now=242)
     assert ("info", "job raysubmit_1 is STOPPED: no longer waiting for steps", True) in msgs(a)
 
 
@@ -183,14 +184,14 @@ def test_throughput_out_of_range_needs_n_consecutive_steps() -> None:
     r = rules(out_of_range_steps=3, throughput_per_node=(600.0, 900.0))
 
     def feed(step: int, tput: float) -> list[Alert]:
-        return r.observe_job(job("RUNNING", step), {"step": step, "throughput_per_node": tput}, now=step)
+        return r.observe_job(job("RUNNING", step), MetricsSummary(step=step, throughput_per_node=tput), now=step)
 
     assert feed(1, 700) == []
     assert feed(2, 100) == []  # one noisy step
     assert feed(3, 750) == []
     assert feed(4, 100) == [] and feed(5, 120) == []
     # the same step seen again does not count twice
-    assert r.observe_job(job("RUNNING", 5), {"step": 5, "throughput_per_node": 120}, now=5.5) == []
+    assert r.observe_job(job("RUNNING", 5), MetricsSummary(step=5, throughput_per_node=120), now=5.5) == []
     a = feed(6, 110)
     assert len(a) == 1 and a[0].key == "range:throughput"
     assert a[0].message == ("throughput 110 tokens/s per node outside the profile's 600-900 "
@@ -201,8 +202,8 @@ def test_throughput_out_of_range_needs_n_consecutive_steps() -> None:
 
 def test_mfu_out_of_range() -> None:
     r = rules(out_of_range_steps=2, mfu_pct=(25.0, 40.0))
-    assert r.observe_job(job("RUNNING", 1), {"step": 1, "mfu_pct": 55.0}, now=1) == []
-    a = r.observe_job(job("RUNNING", 2), {"step": 2, "mfu_pct": 56.0}, now=2)
+    assert r.observe_job(job("RUNNING", 1), MetricsSummary(step=1, mfu_pct=55.0), now=1) == []
+    a = r.observe_job(job("RUNNING", 2), MetricsSummary(step=2, mfu_pct=56.0), now=2)
     assert [x.key for x in a] == ["range:mfu"]
 
 

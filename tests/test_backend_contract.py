@@ -26,6 +26,7 @@ import pytest
 
 from tests.conftest import require_dockerd
 from tui.backend.static import StaticBackend, demo_backend
+from tui.core.metrics_model import MetricsSummary
 from tui.core.state import ClusterState
 
 T = TypeVar("T")
@@ -59,7 +60,7 @@ class Recorder:
 
     states: list[ClusterState] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
-    summaries: list[dict[str, Any]] = field(default_factory=list)
+    summaries: list[MetricsSummary] = field(default_factory=list)
     series: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[Any] = field(default_factory=list)
 
@@ -104,7 +105,7 @@ def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             # a fresh console before anything ran: no job yet
             from tui.backend.static import demo_state
             b.state = demo_state(b.profile, step=0, job_status=None, busy=False)
-            b.warmup, b.log_lines, b.summary, b.series, b.alerts = [], [], {}, {}, []
+            b.warmup, b.log_lines, b.summary, b.series, b.alerts = [], [], None, {}, []
             return b
         yield Kit("static", make_static, _static_world)
         return
@@ -156,9 +157,9 @@ async def _eta_agrees_with_tqdm(rec: Recorder) -> None:
     seen: set[tuple[int, float]] = set()
 
     def sample() -> bool:
-        s = rec.summaries[-1] if rec.summaries else {}
-        step, total, eta = s.get("step"), s.get("total_steps"), s.get("eta_s")
-        if not (step and total and eta and step >= 12 and s.get("status") == "RUNNING"):
+        s = rec.summaries[-1] if rec.summaries else MetricsSummary()
+        step, total, eta = s.step, s.total_steps, s.eta_s
+        if not (step and total and eta and step >= 12 and s.status == "RUNNING"):
             return False
         bars = [p for p in (parse_tqdm(ln) for ln in rec.lines[-400:] if "Training Progress" in ln)
                 if p is not None and p.n == step and p.s_per_it]
@@ -195,13 +196,13 @@ async def _contract(kit: Kit) -> None:
 
     # -- steps and metrics arrive, for the submitted job
     await until("metrics with step >= 3, reward and throughput",
-                lambda: rec.summaries and (rec.summaries[-1].get("step") or 0) >= 3
-                and rec.summaries[-1].get("reward") is not None
-                and rec.summaries[-1].get("throughput_per_node"))
+                lambda: rec.summaries and (rec.summaries[-1].step or 0) >= 3
+                and rec.summaries[-1].reward is not None
+                and rec.summaries[-1].throughput_per_node)
     await until("the state's job is the submitted one, RUNNING",
                 lambda: rec.last_job is not None and rec.last_job.id == job_id and rec.last_job.status == "RUNNING")
     s = rec.summaries[-1]
-    assert s["total_steps"] and s["total_steps"] > s["step"]
+    assert s.total_steps and s.total_steps > s.step
     assert set(rec.series[-1]) >= {"reward", "throughput", "response_length"}
     assert job_id in b.describe_stop()
 
@@ -233,14 +234,14 @@ async def _contract(kit: Kit) -> None:
     await within("start() of a second backend", b2.start(), 60)
     await until("the re-attached job, RUNNING",
                 lambda: rec2.last_job is not None and rec2.last_job.id == job_id and rec2.last_job.status == "RUNNING")
-    await until("re-attached metrics", lambda: rec2.summaries and (rec2.summaries[-1].get("step") or 0) >= 3)
+    await until("re-attached metrics", lambda: rec2.summaries and (rec2.summaries[-1].step or 0) >= 3)
 
     # -- stop the job: it shows STOPPED, with no step time or ETA
     evs = await _drain(b2, "stop")
     _events_ok("stop", evs)
     await until("the job shows STOPPED",
                 lambda: rec2.last_job is not None and rec2.last_job.id == job_id and rec2.last_job.status == "STOPPED")
-    await until("no ETA once stopped", lambda: rec2.summaries and rec2.summaries[-1].get("eta_s") is None, 60)
+    await until("no ETA once stopped", lambda: rec2.summaries and rec2.summaries[-1].eta_s is None, 60)
     assert "no job is running" in b2.describe_stop()
     t0 = time.monotonic()
     await within("backend.stop() after the job stopped", b2.stop(), 60)

@@ -15,7 +15,8 @@ from tui.backend.static import demo_profile
 from tui.core.jobwatch import JobWatcher
 from tui.core.state import JobStatus
 from tui.core.metrics_model import RunMetrics
-from tui.backend.live import LiveBackend, to_pane_summary
+from tui.backend.live import LiveBackend
+from tui.core.metrics_model import summarize
 from widgets.metrics_pane import compact_markup, fmt_step_time, summary_markup
 
 
@@ -34,8 +35,8 @@ def test_eta_from_the_wall_clock_cadence_not_timing_s_per_step() -> None:
     assert rm.wall_step_time_s() == pytest.approx(1.1)
     assert rm.eta_s() == pytest.approx(140 * 1.1)
     assert rm.step_time_s() == pytest.approx(12.0)  # the trainer's own figure, kept as an indicator
-    s = to_pane_summary(rm, "RUNNING", True, "raysubmit_x")
-    assert s["step_time_s"] == pytest.approx(1.1) and s["eta_s"] == pytest.approx(154.0)
+    s = summarize(rm, demo_profile().monitoring, "RUNNING", True, "raysubmit_x")
+    assert s.step_time_s == pytest.approx(1.1) and s.eta_s == pytest.approx(154.0)
 
 
 def test_eta_without_arrival_times_uses_tqdms_rate() -> None:
@@ -52,9 +53,9 @@ def test_eta_without_arrival_times_uses_tqdms_rate() -> None:
 def test_no_step_time_or_eta_unless_running() -> None:
     rm = _rm()
     for status in ("STOPPED", "FAILED", "SUCCEEDED", "PENDING", "UNKNOWN"):
-        s = to_pane_summary(rm, status, True, "raysubmit_x")
-        assert s["eta_s"] is None and s["step_time_s"] is None, status
-        assert s["step"] == 20 and s["last_checkpoint"] == 10
+        s = summarize(rm, demo_profile().monitoring, status, True, "raysubmit_x")
+        assert s.eta_s is None and s.step_time_s is None, status
+        assert s.step == 20 and s.last_checkpoint == 10
         mon = demo_profile().monitoring
         for fn in (summary_markup, compact_markup):
             text = fn(s, mon).plain
@@ -63,9 +64,9 @@ def test_no_step_time_or_eta_unless_running() -> None:
 
 def test_a_run_from_the_history_is_the_last_run_not_a_current_one() -> None:
     rm = _rm()
-    s = to_pane_summary(rm, JobStatus.NOT_ON_CLUSTER, False, "raysubmit_old")
-    assert s["on_cluster"] is False and s["step"] == 20 and s["last_checkpoint"] == 10
-    assert not {"eta_s", "step_time_s", "reward", "throughput_per_node"} & {k for k, v in s.items() if v is not None}
+    s = summarize(rm, demo_profile().monitoring, JobStatus.NOT_ON_CLUSTER, False, "raysubmit_old")
+    assert s.on_cluster is False and s.step == 20 and s.last_checkpoint == 10
+    assert not {"eta_s", "step_time_s", "reward", "throughput_per_node"} & {k for k, v in s.figures().items() if v is not None}
     mon = demo_profile().monitoring
     for fn in (summary_markup, compact_markup):
         text = fn(s, mon).plain
@@ -77,7 +78,7 @@ def test_step_times_under_a_minute_in_seconds() -> None:
     assert fmt_step_time(42.0) == "42 s/step"
     assert fmt_step_time(1.1) == "1.1 s/step"
     assert fmt_step_time(1032.0) == "17.2 min/step"
-    s = to_pane_summary(_rm(wall_s=42.0), "RUNNING", True, "j")
+    s = summarize(_rm(wall_s=42.0), demo_profile().monitoring, "RUNNING", True, "j")
     text = summary_markup(s, demo_profile().monitoring).plain
     assert "42 s/step" in text and "0.0 min/step" not in text and "0.7 min/step" not in text
 
@@ -287,7 +288,7 @@ def test_live_backend_shows_a_history_job_ray_does_not_know_as_the_last_run(tmp_
     assert job.step == 4 and job.metrics == {}
     b.refresh_metrics(w)
     s = summaries[-1]
-    assert s["on_cluster"] is False and s.get("eta_s") is None and s["step"] == 4
+    assert s.on_cluster is False and s.eta_s is None and s.step == 4
     assert "not on this cluster" in summary_markup(s, prof.monitoring).plain
     assert "no job is running" in b.describe_stop()
 

@@ -24,6 +24,7 @@ from tui.core.state import RayJobState
 from tui.screens.graph import GraphScreen
 from tui.screens.main import MainScreen
 from tui.screens.preflight import PreflightScreen
+from tui.core.metrics_model import MetricsSummary
 from widgets.action_panel import ActionPanel
 from widgets.confirm import ConfirmationModal
 from widgets.log_pane import LogPane
@@ -115,8 +116,8 @@ async def test_ray_pane_and_metrics_summary_show_remote_text() -> None:
         st = demo_state(b.profile)
         st.ray.jobs = [RayJobState(id=HOSTILE + TRAILING, status="RUNNING", start_time=1.0)]
         b.push_state(st)
-        b.push_metrics({"on_cluster": False, "job_id": VANISH + TRAILING, "step": 3,
-                        "last_checkpoint": HOSTILE}, {})
+        b.push_metrics(MetricsSummary(on_cluster=False, job_id=VANISH + TRAILING, step=3,
+                                      last_checkpoint=HOSTILE), {})  # type: ignore[arg-type] - hostile text
         await settle(pilot)
         assert HOSTILE + TRAILING in _plain(app.screen.query_one(RayPane))
         summary = _plain(app.screen.query_one(MetricsPane).query_one("#metrics-summary", Static))

@@ -2,71 +2,74 @@
 
 Backend callbacks may fire on any thread and at any rate; they only post one of these
 messages (post_message is thread-safe), and the screen's handlers update widgets on the
-UI thread. One class per kind of news keeps handlers explicit and greppable, in the
-style of harlequin's messages module.
+UI thread. One dataclass per kind of news keeps handlers explicit and greppable (harlequin's
+and toolong's messages modules are the model). A newer metrics summary replaces one still
+waiting in the queue (`can_replace`): a screen that falls behind draws the latest, never a
+backlog. Cluster states are not replaced: each one is a point of every card's history (the
+sparklines, the detail screen's utilisation), and the monitor already coalesces them
+before they are posted (`ClusterMonitor.notify_delay_s`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from textual.message import Message
 
-from .core.actions.events import ActionEvent
-from .core.alerts import Alert
-from .core.state import ClusterState
 from widgets.alerts_bar import AlertsBar
 
+from .core.actions.events import ActionEvent
+from .core.alerts import Alert
+from .core.metrics_model import MetricsSummary
+from .core.state import ClusterState
 
+
+@dataclass
 class StateUpdated(Message):
     """A new whole-cluster snapshot from the probes."""
 
-    def __init__(self, state: ClusterState) -> None:
-        super().__init__()
-        self.state = state
+    state: ClusterState
 
 
+@dataclass
 class LogLinesReceived(Message):
-    """A batch of new job log lines."""
+    """A batch of new job log lines (never coalesced: every line is numbered)."""
 
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__()
-        self.lines = lines
+    lines: list[str]
 
 
+@dataclass
 class MetricsUpdated(Message):
     """New metrics summary and plot series (one per training step, at most)."""
 
-    def __init__(self, summary: dict[str, Any], series: dict[str, list[tuple[int, float]]]) -> None:
-        super().__init__()
-        self.summary = summary
-        self.series = series
+    summary: MetricsSummary
+    series: dict[str, list[tuple[int, float]]]
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, MetricsUpdated)
 
 
+@dataclass
 class AlertRaised(Message):
     """One new alert."""
 
-    def __init__(self, alert: Alert) -> None:
-        super().__init__()
-        self.alert = alert
+    alert: Alert
 
 
+@dataclass
 class ActionEventReceived(Message):
     """One progress event of a running action (from its worker)."""
 
-    def __init__(self, event: ActionEvent) -> None:
-        super().__init__()
-        self.event = event
+    event: ActionEvent
 
 
+@dataclass
 class ActionFinished(Message):
     """A running action ended: `ok` False on fail or exception, None when cancelled."""
 
-    def __init__(self, name: str, ok: bool | None, message: str = "") -> None:
-        super().__init__()
-        self.name = name
-        self.ok = ok
-        self.message = message
+    name: str
+    ok: bool | None
+    message: str = ""
 
 
 AlertsBarClicked = AlertsBar.Clicked  # the widget owns its message; the name stays for handlers

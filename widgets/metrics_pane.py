@@ -15,6 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
+from tui.core.metrics_model import MetricsSummary
 from tui.core.profile import Monitoring
 from tui.core.state import JobStatus
 
@@ -43,80 +44,76 @@ def fmt_step_time(s: float) -> str:
     return f"{s / 60:.1f} min/step"
 
 
-def _job_head(summary: dict[str, Any], total: Any) -> str | None:
+def _job_head(summary: MetricsSummary, total: Any) -> str | None:
     """The first line when the job is not running: what it is and where it got to,
     never an ETA. None for a running job (or no status: demo data from before)."""
-    step = summary.get("step")
+    step = summary.step
     where = f"step [b]{step}[/]/{total or '?'}" if step is not None else "no steps"
-    ck = summary.get("last_checkpoint")
-    ck_s = "  checkpoint step $ck" if ck is not None else ""
-    if summary.get("on_cluster") is False:
+    ck_s = "  checkpoint step $ck" if summary.last_checkpoint is not None else ""
+    if summary.on_cluster is False:
         return f"[$text-warning]last run[/] $jid: not on this cluster  {where}{ck_s}"
-    status = summary.get("status")
-    if status and status != JobStatus.RUNNING:
+    if summary.status and summary.status != JobStatus.RUNNING:
         return f"{where}  [b]$status[/]{ck_s}"
     return None
 
 
-def _content(markup: str, summary: dict[str, Any]) -> Content:
+def _content(markup: str, summary: MetricsSummary) -> Content:
     """Markup of our own with the remote-derived values (job id, status, checkpoint)
     as `$variables`: Textual inserts variables as plain text, never as markup."""
-    return Content.from_markup(markup, jid=str(summary.get("job_id") or ""),
-                               status=str(summary.get("status") or ""),
-                               ck=str(summary.get("last_checkpoint")))
+    return Content.from_markup(markup, jid=str(summary.job_id or ""), status=str(summary.status or ""),
+                               ck=str(summary.last_checkpoint))
 
 
-def judge(value: float | None, rng: tuple[float, float] | None) -> str:
-    """✓ inside the expected range, ✗ outside (with the range), nothing when unknown."""
-    if value is None or rng is None:
+def verdict(summary: MetricsSummary, name: str) -> str:
+    """✓ inside the expected range, ✗ outside (with the range), nothing when unknown:
+    the core judged it (`MetricsSummary.judged`); this only draws it."""
+    j = summary.judged.get(name)
+    if j is None:
         return ""
-    lo, hi = rng
-    if lo <= value <= hi:
-        return f" [$text-success]✓[/][dim] {lo:g}-{hi:g}[/]"
-    return f" [$text-error]✗ {lo:g}-{hi:g}[/]"
+    if j.ok:
+        return f" [$text-success]✓[/][dim] {j.low:g}-{j.high:g}[/]"
+    return f" [$text-error]✗ {j.low:g}-{j.high:g}[/]"
 
 
-def _num(d: dict[str, Any], key: str) -> float | None:
-    v = d.get(key)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+ARROWS = {"rising": " [$text-success]↑[/]", "falling": " [$text-warning]↓[/]", "flat": " →"}
 
 
-def compact_markup(summary: dict[str, Any], mon: Monitoring) -> Content:
+def compact_markup(summary: MetricsSummary, mon: Monitoring) -> Content:
     """Two lines for an 80-column screen: the numbers that answer "is it healthy?"."""
     return _content(_compact(summary, mon), summary)
 
 
-def summary_markup(summary: dict[str, Any], mon: Monitoring) -> Content:
+def summary_markup(summary: MetricsSummary, mon: Monitoring) -> Content:
     """Four lines: progress, throughput, reward and MFU, response length and checkpoint."""
     return _content(_summary(summary, mon), summary)
 
 
-def _compact(summary: dict[str, Any], mon: Monitoring) -> str:
-    step = summary.get("step")
-    total = summary.get("total_steps") or mon.total_steps
+def _compact(summary: MetricsSummary, mon: Monitoring) -> str:
+    step = summary.step
+    total = summary.total_steps or mon.total_steps
     not_running = _job_head(summary, total)
-    if summary.get("on_cluster") is False:
+    if summary.on_cluster is False:
         return not_running or ""
     if step is None:
         return "[dim]no steps yet[/]"
-    st = _num(summary, "step_time_s")
+    st = summary.step_time_s
     l1 = not_running or (
-        f"step [b]{step}[/]/{total or '?'}  ETA [b]{fmt_duration(_num(summary, 'eta_s'))}[/]"
-        + ("" if st is None else f"  {fmt_step_time(st)}{judge(st / 60, mon.step_time_min)}"))
-    tn, r, mfu = _num(summary, "throughput_per_node"), _num(summary, "reward"), _num(summary, "mfu_pct")
-    ck = summary.get("last_checkpoint")
-    l2 = ("—" if tn is None else f"[b]{tn:,.0f}[/] tok/s/node{judge(tn, mon.throughput_tokens_per_s_per_node)}")
+        f"step [b]{step}[/]/{total or '?'}  ETA [b]{fmt_duration(summary.eta_s)}[/]"
+        + ("" if st is None else f"  {fmt_step_time(st)}{verdict(summary, 'step_time')}"))
+    tn, r, mfu = summary.throughput_per_node, summary.reward, summary.mfu_pct
+    ck = summary.last_checkpoint
+    l2 = ("—" if tn is None else f"[b]{tn:,.0f}[/] tok/s/node{verdict(summary, 'throughput')}")
     l2 += "  reward " + ("—" if r is None else f"[b]{r:.3f}[/]")
-    l2 += "  MFU " + ("—" if mfu is None else f"[b]{mfu:.1f}%[/]{judge(mfu, mon.mfu_pct)}")
+    l2 += "  MFU " + ("—" if mfu is None else f"[b]{mfu:.1f}%[/]{verdict(summary, 'mfu')}")
     l2 += "  ckpt " + ("none" if ck is None else "$ck")
     return l1 + "\n" + l2
 
 
-def _summary(summary: dict[str, Any], mon: Monitoring) -> str:
-    step = summary.get("step")
-    total = summary.get("total_steps") or mon.total_steps
+def _summary(summary: MetricsSummary, mon: Monitoring) -> str:
+    step = summary.step
+    total = summary.total_steps or mon.total_steps
     not_running = _job_head(summary, total)
-    if summary.get("on_cluster") is False:
+    if summary.on_cluster is False:
         return not_running or ""
     if not_running is not None:
         head = not_running
@@ -124,23 +121,21 @@ def _summary(summary: dict[str, Any], mon: Monitoring) -> str:
         head = "[dim]no steps yet[/]"
     else:
         pct = f" ({100 * step / total:.1f}%)" if total else ""
-        head = f"step [b]{step}[/]/{total or '?'}{pct}  ETA [b]{fmt_duration(_num(summary, 'eta_s'))}[/]"
-        st = _num(summary, "step_time_s")
+        head = f"step [b]{step}[/]/{total or '?'}{pct}  ETA [b]{fmt_duration(summary.eta_s)}[/]"
+        st = summary.step_time_s
         if st is not None:
-            head += f"  {fmt_step_time(st)}{judge(st / 60, mon.step_time_min)}"
-    tn = _num(summary, "throughput_per_node")
-    tg = _num(summary, "throughput_per_gpu")
-    tput = "throughput " + ("—" if tn is None else f"[b]{tn:,.0f}[/] tok/s/node{judge(tn, mon.throughput_tokens_per_s_per_node)}")
+            head += f"  {fmt_step_time(st)}{verdict(summary, 'step_time')}"
+    tn, tg = summary.throughput_per_node, summary.throughput_per_gpu
+    tput = "throughput " + ("—" if tn is None else f"[b]{tn:,.0f}[/] tok/s/node{verdict(summary, 'throughput')}")
     if tg is not None:
         tput += f" · {tg:,.1f} tok/s/GPU"
-    r = _num(summary, "reward")
-    trend = _num(summary, "reward_trend")
-    arrow = "" if trend is None else (" [$text-success]↑[/]" if trend > 0 else " [$text-warning]↓[/]" if trend < 0 else " →")
-    mfu = _num(summary, "mfu_pct")
+    r = summary.reward
+    arrow = ARROWS.get(summary.reward_trend or "", "")
+    mfu = summary.mfu_pct
     third = ("reward " + ("—" if r is None else f"[b]{r:.3f}[/]{arrow}") + "  MFU "
-             + ("—" if mfu is None else f"[b]{mfu:.1f}%[/]{judge(mfu, mon.mfu_pct)}"))
-    rl = _num(summary, "response_length")
-    ck = summary.get("last_checkpoint")
+             + ("—" if mfu is None else f"[b]{mfu:.1f}%[/]{verdict(summary, 'mfu')}"))
+    rl = summary.response_length
+    ck = summary.last_checkpoint
     fourth = ("resp len " + ("—" if rl is None else f"[b]{rl:,.0f}[/] tok") + "  checkpoint "
               + ("[$text-warning]none yet[/]" if ck is None else "step [b]$ck[/]"))
     return "\n".join([head, tput, third, fourth])
@@ -177,7 +172,7 @@ class MetricsPane(Vertical):
     """Below this terminal width the summary folds into two lines (the screen also hides
     the plots): at 80x24 every line counts."""
 
-    summary: dict[str, Any] | None = None
+    summary: MetricsSummary | None = None
 
     def on_resize(self) -> None:
         if self.summary is not None:
@@ -189,14 +184,14 @@ class MetricsPane(Vertical):
         couple of seconds for a 20-hour run whose step changes every few minutes, and
         each update costs a layout pass of the whole screen (its height follows its text)."""
         fn = compact_markup if self.app.size.width < self.COMPACT_BELOW else summary_markup
-        markup = fn(self.summary or {}, self.monitoring)
+        markup = fn(self.summary or MetricsSummary(), self.monitoring)
         key = (markup.plain, tuple(markup.spans))  # Content's == compares the text only
         if key == self._last_summary:
             return
         self._last_summary = key
         self.query_one("#metrics-summary", Static).update(markup)
 
-    def update_metrics(self, summary: dict[str, Any], series: dict[str, list[tuple[int, float]]]) -> None:
+    def update_metrics(self, summary: MetricsSummary, series: dict[str, list[tuple[int, float]]]) -> None:
         self.summary = summary
         self._show_summary()
         for key, _ in PLOTS:

@@ -19,10 +19,11 @@ Contract every backend keeps (tests/test_backend_contract.py runs both against i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Protocol, runtime_checkable
 
 from tui.core.actions.events import ActionEvent
 from tui.core.alerts import Alert
+from tui.core.metrics_model import MetricsSummary
 from tui.core.profile import Profile
 from tui.core.state import ClusterState
 
@@ -33,28 +34,8 @@ Series = dict[str, list[tuple[int, float]]]
 # Callbacks' return values are ignored (the app's post a message and return a bool).
 StateCallback = Callable[[ClusterState], object]
 LogCallback = Callable[[list[str]], object]
-MetricsCallback = Callable[[dict[str, Any], Series], object]
+MetricsCallback = Callable[[MetricsSummary, Series], object]
 AlertCallback = Callable[[Alert], object]
-
-class MetricsSummary(TypedDict, total=False):
-    """What the metrics pane reads from the summary dict (all optional; a missing key
-    shows as "—"). Units are fixed here so that every backend agrees on them."""
-
-    job_id: str
-    status: str  # the job's Ray status; step time and ETA only while "RUNNING"
-    on_cluster: bool  # False: a run from the history the current Ray does not know
-    step: int
-    total_steps: int
-    step_time_s: float  # seconds per step, wall clock of recent steps (RUNNING only)
-    eta_s: float  # seconds to the last step (RUNNING only)
-    throughput_per_gpu: float  # tokens/s per card
-    throughput_per_node: float  # tokens/s per node (the profile's expected range unit)
-    reward: float  # mean critic score of the last step
-    reward_trend: float  # last minus a window's mean: > 0 rising
-    mfu_pct: float  # actor MFU in percent (0-100)
-    response_length: float  # mean response length in tokens
-    last_checkpoint: int  # step of latest_checkpointed_iteration.txt
-
 
 @runtime_checkable
 class Backend(Protocol):
@@ -78,7 +59,7 @@ class Backend(Protocol):
         """`cb(lines)` with batches of new job log lines (no trailing newlines)."""
 
     def subscribe_metrics(self, cb: MetricsCallback) -> None:
-        """`cb(summary, series)`: summary as in `MetricsSummary`, series keyed by
+        """`cb(summary, series)`: the core's `MetricsSummary`, series keyed by
         the plotted series (reward, throughput in tokens/s per node, response_length) as
         (step, value) lists, already thinned to a few hundred points."""
 

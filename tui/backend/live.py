@@ -19,6 +19,7 @@ from tui.backend.base import AlertCallback, LogCallback, MetricsCallback, StateC
 from tui.core.actions.events import ActionEvent
 from tui.core.actions.plan import SubmitPlan
 from tui.core.alerts import Alert, AlertRules
+from tui.core.metrics_model import MetricsSummary, summarize
 from tui.core.profile import Profile
 from tui.core.state import ClusterState, JobState, NodeState
 from tui.core.state import JobStatus
@@ -27,42 +28,6 @@ _ACTIVE = (JobStatus.RUNNING, JobStatus.PENDING, JobStatus.UNKNOWN)
 """Watched-job states that are not an end (UNKNOWN: not yet seen by Ray's job API)."""
 
 log = logging.getLogger("rlconsole.live")
-
-
-def to_pane_summary(rm: Any, status: str | None = JobStatus.RUNNING, on_cluster: bool | None = True,
-                    job_id: str | None = None) -> dict[str, Any]:
-    """RunMetrics -> the `MetricsSummary` keys the metrics pane reads.
-
-    Step time and ETA only while the job is RUNNING (a stopped job has neither), from
-    the wall-clock cadence of the recent steps; a job the current Ray does not know is
-    the last run: its step and checkpoint, nothing else."""
-    s = rm.summary()
-    base: dict[str, Any] = {"job_id": job_id, "status": status, "on_cluster": on_cluster,
-                            "step": s.get("step"), "total_steps": s.get("total_steps"),
-                            "last_checkpoint": s.get("last_checkpoint")}
-    if on_cluster is False:
-        return base
-    trend = None
-    pts = rm.raw_series("critic/rewards/mean") or rm.raw_series("critic/score/mean")
-    if len(pts) >= 4:
-        window = [v for _, v in pts[-10:]]
-        trend = pts[-1][1] - sum(window) / len(window)
-    reward = s.get("reward_mean")
-    if reward is None:
-        reward = s.get("score_mean")
-    running = status == JobStatus.RUNNING
-    step_time = s.get("wall_step_time_s") or s.get("step_time_s")
-    return {
-        **base,
-        "step_time_s": step_time if running else None,
-        "eta_s": s.get("eta_s") if running else None,
-        "throughput_per_gpu": s.get("throughput_tokens_per_s_per_gpu"),
-        "throughput_per_node": s.get("throughput_tokens_per_s_per_node"),
-        "reward": reward,
-        "reward_trend": trend,
-        "mfu_pct": s.get("mfu_pct"),
-        "response_length": s.get("response_length_mean"),
-    }
 
 
 class LiveBackend:
@@ -132,7 +97,7 @@ class LiveBackend:
             if ray_job is not None:
                 w.status, w.on_cluster = ray_job.status, True
             elif time.monotonic() - self._attached_at > self.ATTACH_GRACE_S:
-                from tui.cli.status import job_on_cluster
+                from tui.core.jobwatch import job_on_cluster
 
                 head = next((n for n in st.nodes if n.role == "head"), None)
                 if head is not None and head.reachable and job_on_cluster(st.ray, w.job_id) is False:
@@ -279,7 +244,7 @@ class LiveBackend:
                 await asyncio.wait_for(self._kick.wait(), timeout=refresh)
             self._kick.clear()
 
-    def _job_alerts(self, summary: dict[str, Any]) -> None:
+    def _job_alerts(self, summary: MetricsSummary) -> None:
         """Feed the watched job to the alert rules; the log's tail only once it FAILED."""
         from tui.core.state import JobState
 
@@ -292,7 +257,7 @@ class LiveBackend:
         message = None
         if w.status == JobStatus.FAILED and self.state is not None:
             message = next((j.message for j in self.state.ray.jobs if j.id == w.job_id), None)
-        job = JobState(id=w.job_id, status=w.status, step=summary.get("step"))
+        job = JobState(id=w.job_id, status=w.status, step=summary.step)
         for a in self.rules.observe_job(job, summary, log_tail=tail, tail_start=start, job_message=message):
             self._alert(a)
 
@@ -301,7 +266,7 @@ class LiveBackend:
         (merging every step's metrics is the costly part). Runs on the app's loop."""
         rm = w.run_metrics()
         self._job = w.job_state(rm)
-        summary = to_pane_summary(rm, w.status, w.on_cluster, w.job_id)
+        summary = summarize(rm, self.profile.monitoring, w.status, w.on_cluster, w.job_id)
         series = {"reward": rm.series("critic/rewards/mean", 300) or rm.series("critic/score/mean", 300),
                   "throughput": rm.series("throughput_tokens_per_s_per_node", 300),
                   "response_length": rm.series("response_length/mean", 300)}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable
 from tui.backend.base import AlertCallback, LogCallback, MetricsCallback, Series, StateCallback
 from tui.core.actions.events import ActionEvent
 from tui.core.alerts import Alert
+from tui.core.metrics_model import MetricsSummary, monitoring_ranges
 from tui.core.profile import Node, Profile, SshEndpoint
 from tui.core.state import (
     ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, JobStatus, NodeState,
@@ -133,7 +134,7 @@ def demo_log(step: int = 812, count: int = 40) -> list[str]:
     return out
 
 
-def demo_metrics(profile: Profile, step: int = 812) -> tuple[dict[str, Any], Series]:
+def demo_metrics(profile: Profile, step: int = 812) -> tuple[MetricsSummary, Series]:
     """A summary and three series up to `step`, smooth and deterministic."""
     steps = list(range(max(1, step - 239), step + 1))
     reward = [(s, round(0.30 + 0.12 * math.tanh(s / 600) + 0.01 * math.sin(s / 3), 4)) for s in steps]
@@ -141,17 +142,13 @@ def demo_metrics(profile: Profile, step: int = 812) -> tuple[dict[str, Any], Ser
     rlen = [(s, round(4800.0 + (s * 37) % 700, 1)) for s in steps]
     total = profile.monitoring.total_steps or 2710
     step_time = 1032.0
-    nodes = len(profile.nodes) or 1
     gpn = profile.nodes[0].gpus if profile.nodes else 8
-    summary: dict[str, Any] = {
-        "job_id": JOB_ID, "status": JobStatus.RUNNING, "on_cluster": True,
-        "step": step, "total_steps": total, "step_time_s": step_time,
-        "eta_s": (total - step) * step_time,
-        "throughput_per_node": tput[-1][1], "throughput_per_gpu": round(tput[-1][1] / gpn, 1),
-        "reward": reward[-1][1], "reward_trend": 0.012, "mfu_pct": 31.4,
-        "response_length": rlen[-1][1], "last_checkpoint": (step // 100) * 100,
-    }
-    del nodes
+    summary = MetricsSummary.judge(
+        monitoring_ranges(profile.monitoring),
+        job_id=JOB_ID, status=JobStatus.RUNNING, on_cluster=True, step=step, total_steps=total,
+        step_time_s=step_time, eta_s=(total - step) * step_time, throughput_per_node=tput[-1][1],
+        throughput_per_gpu=round(tput[-1][1] / gpn, 1), reward=reward[-1][1], reward_trend="rising",
+        mfu_pct=31.4, response_length=rlen[-1][1], last_checkpoint=(step // 100) * 100)
     return summary, {"reward": reward, "throughput": tput, "response_length": rlen}
 
 
@@ -186,7 +183,7 @@ class StaticBackend:
     profile: Profile
     state: ClusterState
     log_lines: list[str] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: MetricsSummary | None = None
     series: Series = field(default_factory=dict)
     alerts: list[Alert] = field(default_factory=list)
     simulated: bool = True
@@ -218,8 +215,8 @@ class StaticBackend:
         self.push_state(self.state)
         if self.log_lines:
             self.push_log(self.log_lines)
-        if self.summary or self.series:
-            self.push_metrics(self.summary, self.series)
+        if self.summary is not None or self.series:
+            self.push_metrics(self.summary or MetricsSummary(), self.series)
         for a in self.alerts:
             self._emit_alert(a)
 
@@ -268,7 +265,7 @@ class StaticBackend:
             out.setdefault("actor/entropy", [(s, round(0.41 - s * 1e-5, 5)) for s in steps])
         return out
 
-    def push_metrics(self, summary: dict[str, Any], series: Series) -> None:
+    def push_metrics(self, summary: MetricsSummary, series: Series) -> None:
         self.summary, self.series = summary, series
         for cb in self._metrics_cbs:
             cb(summary, series)
@@ -374,10 +371,9 @@ class StaticBackend:
             if opts.get("cluster"):
                 st.ray = RayState(available=False, error="ray is not running")
             self.push_state(st)
-            if self.summary:
+            if self.summary is not None:
                 # a stopped job has no step time and no ETA (the live pane's rule too)
-                self.push_metrics({**{k: v for k, v in self.summary.items() if k not in ("eta_s", "step_time_s")},
-                                   "status": JobStatus.STOPPED}, self.series)
+                self.push_metrics(self.summary.stopped(JobStatus.STOPPED), self.series)
             yield ev("done", "stopped")
         else:
             for i in range(3):

@@ -134,19 +134,10 @@ async def _snapshot_with_job(profile: Profile) -> ClusterState:
         await pool.close()
 
 
-def job_on_cluster(ray: Any, job_id: str) -> bool | None:
-    """Whether the current Ray knows `job_id`: its job list says (dashboard API); no
-    Ray on a reachable head means no; the CLI fallback lists no jobs: not known."""
-    if not ray.available:
-        return False
-    if ray.source == "api":
-        return any(j.id == job_id for j in ray.jobs)
-    return None
-
 
 async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     from tui.core.actions.remote import PoolRemote
-    from tui.core.jobwatch import JobWatcher, find_job
+    from tui.core.jobwatch import job_on_cluster, JobWatcher, find_job
 
     # Ray's job list: the dashboard's when the probe read it; none at all when no Ray
     # answered (then the slow-to-import job client has nothing to ask either).

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
+from .metrics_model import MetricsSummary, judge_range
 from .state import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, JobStatus
 
 if TYPE_CHECKING:
@@ -268,12 +269,12 @@ class AlertRules:
 
     # ------------------------------------------------------------------ job
 
-    def observe_job(self, job: JobState | None, summary: Mapping[str, Any] | None = None,
+    def observe_job(self, job: JobState | None, summary: MetricsSummary | None = None,
                     now: float | None = None, log_tail: list[str] | None = None,
                     tail_start: int = 0, job_message: str | None = None) -> list[Alert]:
         """Job state changes, steps stalled, throughput/MFU out of range.
 
-        `summary` is the metrics pane's summary (`MetricsSummary` keys); `log_tail` the
+        `summary` is the metrics pane's summary (the core's `MetricsSummary`); `log_tail` the
         last lines of the job's log (line `tail_start` is the first), read for a
         diagnosis when the job turns FAILED; `job_message` Ray's message for the job, read
         when the log names no cause (a SIGKILLed driver writes nothing).
@@ -281,7 +282,7 @@ class AlertRules:
         at = time.time() if now is None else now
         if job is None:
             return []
-        summary = summary or {}
+        summary = summary or MetricsSummary()
         out: list[Alert] = []
         if job.id != self._job_id:  # another job: its step and range history start afresh
             self._job_id = job.id
@@ -330,7 +331,7 @@ class AlertRules:
         out += ended
 
         # -- steps stalled
-        step = summary.get("step", job.step)
+        step = summary.step if summary.step is not None else job.step
         stall: dict[str, Condition] = {}
         if job.status == JobStatus.RUNNING and isinstance(step, int):
             if self._last_step is None or step > self._last_step:
@@ -369,18 +370,18 @@ class AlertRules:
             return self.t.step_time_s[1]
         return None
 
-    def _ranges(self, job: JobState, summary: Mapping[str, Any], step: Any, at: float) -> list[Alert]:
-        checks = [("throughput", "throughput", summary.get("throughput_per_node"), self.t.throughput_per_node,
+    def _ranges(self, job: JobState, summary: MetricsSummary, step: Any, at: float) -> list[Alert]:
+        checks = [("throughput", "throughput", summary.throughput_per_node, self.t.throughput_per_node,
                    "tokens/s per node"),
-                  ("mfu", "MFU", summary.get("mfu_pct"), self.t.mfu_pct, "%")]
+                  ("mfu", "MFU", summary.mfu_pct, self.t.mfu_pct, "%")]
         new_step = isinstance(step, int) and (self._range_step is None or step > self._range_step)
         if new_step and job.status == JobStatus.RUNNING:
             self._range_step = step
             for name, _, value, rng, _ in checks:
-                if rng is None or not isinstance(value, (int, float)):
+                inside = judge_range(value, rng)
+                if inside is None:
                     continue
-                out_of = value < rng[0] or value > rng[1]
-                self._range_runs[name] = self._range_runs.get(name, 0) + 1 if out_of else 0
+                self._range_runs[name] = self._range_runs.get(name, 0) + 1 if not inside else 0
         cond: dict[str, Condition] = {}
         keep: list[str] = []
         for name, label, value, rng, unit in checks:

@@ -51,6 +51,16 @@ def driver_log_path(profile: Profile, job_id: str) -> str:
     return f"{ray_temp_dir(profile)}/session_latest/logs/job-driver-{job_id}.log"
 
 
+def job_on_cluster(ray: Any, job_id: str) -> bool | None:
+    """Whether the current Ray knows `job_id`: its job list says (dashboard API); no
+    Ray on a reachable head means no; the CLI fallback lists no jobs: not known."""
+    if not ray.available:
+        return False
+    if ray.source == "api":
+        return any(j.id == job_id for j in ray.jobs)
+    return None
+
+
 def spool_dir() -> Path:
     from .locations import spool_root
 

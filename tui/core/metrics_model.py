@@ -27,7 +27,7 @@ import bisect
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = ["RunMetrics", "Indicator", "Flag", "judge", "downsample", "json_safe"]
@@ -499,3 +499,110 @@ class RunMetrics:
             "gpus_per_node": self.gpus_per_node,
         }
         return json_safe(d)
+
+
+# --------------------------------------------------------------------------- the pane's summary
+
+Trend = Literal["rising", "falling", "flat"]
+
+
+def judge_range(value: float | None, rng: tuple[float, float] | None) -> bool | None:
+    """`judge` as a yes/no: inside the range or not (None: unknown). The pane's verdicts
+    and the alerts' out-of-range runs use it, `status` the indicators' flags: one rule."""
+    flag = judge(value, rng)
+    return None if flag is None else flag == "ok"
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A figure judged against its expected range, in the range's own unit."""
+
+    value: float
+    low: float
+    high: float
+    ok: bool
+
+
+@dataclass(frozen=True)
+class MetricsSummary:
+    """What the training pane shows of a job, produced by the core and read as it is.
+
+    Step time and ETA only while the job is RUNNING (a stopped job has neither); a job
+    the current Ray does not list (`on_cluster` False) is the last run: its step and
+    checkpoint, nothing else. The figures with an expected range in the profile come
+    judged (`judged`), once, here."""
+
+    job_id: str | None = None
+    status: str | None = None
+    on_cluster: bool | None = None
+    step: int | None = None
+    total_steps: int | None = None
+    last_checkpoint: int | None = None
+    step_time_s: float | None = None  # wall-clock seconds per step of the recent steps
+    eta_s: float | None = None
+    throughput_per_gpu: float | None = None  # tokens/s per card
+    throughput_per_node: float | None = None  # tokens/s per node (the profile's range unit)
+    reward: float | None = None  # mean critic reward (or score) of the last step
+    reward_trend: Trend | None = None
+    mfu_pct: float | None = None  # 0-100
+    response_length: float | None = None  # mean, tokens
+    judged: Mapping[str, Judged] = field(default_factory=dict)
+    """"step_time" (minutes a step), "throughput" (tokens/s per node), "mfu" (%)."""
+
+    @classmethod
+    def judge(cls, ranges: Mapping[str, tuple[float, float] | None], **figures: Any) -> MetricsSummary:
+        """A summary with its figures judged against `ranges` (the profile's monitoring
+        ranges by the names of `judged`)."""
+        made = cls(**figures)
+        values = {"step_time": made.step_time_s / 60 if made.step_time_s is not None else None,
+                  "throughput": made.throughput_per_node, "mfu": made.mfu_pct}
+        judged: dict[str, Judged] = {}
+        for name, value in values.items():
+            rng = ranges.get(name)
+            ok = judge_range(value, rng)
+            if ok is not None and value is not None and rng is not None:
+                judged[name] = Judged(float(value), rng[0], rng[1], ok)
+        return cls(**{**figures, "judged": judged})
+
+    def stopped(self, status: str) -> MetricsSummary:
+        """The same run after it stopped: no step time, no ETA."""
+        return MetricsSummary.judge(self.ranges(), **{**self.figures(), "status": status, "step_time_s": None,
+                                                      "eta_s": None})
+
+    def figures(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "judged"}
+
+    def ranges(self) -> dict[str, tuple[float, float]]:
+        return {k: (j.low, j.high) for k, j in self.judged.items()}
+
+
+def monitoring_ranges(mon: Any) -> dict[str, tuple[float, float] | None]:
+    """The profile's `monitoring:` ranges by the names `MetricsSummary.judged` uses."""
+    return {"step_time": mon.step_time_min, "throughput": mon.throughput_tokens_per_s_per_node,
+            "mfu": mon.mfu_pct}
+
+
+def summarize(rm: RunMetrics, mon: Any, status: str | None = "RUNNING", on_cluster: bool | None = True,
+              job_id: str | None = None) -> MetricsSummary:
+    """RunMetrics -> the pane's summary: the wall-clock cadence of the recent steps for
+    step time and ETA (RUNNING only), the core's reward trend, judged once."""
+    s = rm.summary()
+    base: dict[str, Any] = {"job_id": job_id, "status": status, "on_cluster": on_cluster,
+                            "step": s.get("step"), "total_steps": s.get("total_steps"),
+                            "last_checkpoint": s.get("last_checkpoint")}
+    if on_cluster is False:
+        return MetricsSummary(**base)
+    reward = s.get("reward_mean")
+    if reward is None:
+        reward = s.get("score_mean")
+    running = status == "RUNNING"
+    trend = rm.trend(K_REWARD) if rm.raw_series(K_REWARD) else rm.trend("critic/score/mean")
+    return MetricsSummary.judge(
+        monitoring_ranges(mon), **base,
+        step_time_s=(s.get("wall_step_time_s") or s.get("step_time_s")) if running else None,
+        eta_s=s.get("eta_s") if running else None,
+        throughput_per_gpu=s.get("throughput_tokens_per_s_per_gpu"),
+        throughput_per_node=s.get("throughput_tokens_per_s_per_node"),
+        reward=reward, reward_trend=trend, mfu_pct=s.get("mfu_pct"),
+        response_length=s.get("response_length_mean"))
+

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 import shlex
@@ -363,12 +364,20 @@ class ClusterMonitor:
         if self._notify_handle is None and self.running:
             self._notify_handle = asyncio.get_running_loop().call_later(self.notify_delay_s, self._notify)
 
+    def snapshot(self) -> ClusterState:
+        """The state as of now, for a subscriber to keep and to add to (the live backend
+        sets the job it watches on it): a new container over the same node objects, so
+        what a subscriber does to it never reaches the monitor's own state, and taking it
+        costs a list copy, not a deep copy of 64 nodes' cards (nvitop's `as_snapshot`)."""
+        return dataclasses.replace(self.state, nodes=list(self.state.nodes))
+
     def _notify(self) -> None:
         self._notify_handle = None
         self.state.taken_at = time.time()
+        snap = self.snapshot()
         for cb in list(self._subs):
             try:
-                res = cb(self.state)
+                res = cb(snap)
                 if asyncio.iscoroutine(res):
                     asyncio.ensure_future(res)
             except Exception:  # noqa: BLE001
@@ -538,7 +547,8 @@ class ClusterMonitor:
             self.state.ray = st
             job = current_job(st)
             if job is not None and self.state.job is not None and self.state.job.id == job.id:
-                self.state.job.status = job.status  # keep step/metrics others filled in
+                # keep step/metrics others filled in; a new object: snapshots hold the old one
+                self.state.job = dataclasses.replace(self.state.job, status=job.status)
             elif job is not None or st.available:
                 self.state.job = job
             self._changed()
