@@ -65,7 +65,6 @@ class MainScreen(Screen[None]):
         self.backend = backend
         self.read_only = backend.profile.console.read_only
         self.state: ClusterState | None = None
-        self.alerts: list[Alert] = []
         self.bells = 0
         self.running: dict[str, Worker[Any]] = {}
         self.check_events: list[ActionEvent] = []
@@ -96,6 +95,11 @@ class MainScreen(Screen[None]):
         self.query_one(LogPane).spool_search = self.backend.log_search
         self.query_one(LogPane).log_widget.focus()
 
+    @property
+    def alerts(self) -> list[Alert]:
+        """This session's alerts, oldest first: the bar keeps them (one list, not two)."""
+        return self.query_one(AlertsBar).alerts
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Read-only mode: the keys that change the cluster are not bound (Textual then
         neither runs them nor shows them; the palette goes through here too)."""
@@ -122,7 +126,6 @@ class MainScreen(Screen[None]):
         self.query_one(MetricsPane).update_metrics(msg.summary, msg.series)
 
     def on_alert_raised(self, msg: AlertRaised) -> None:
-        self.alerts.append(msg.alert)
         self.query_one(AlertsBar).add_alert(msg.alert)
         if msg.alert.level == "error" and not msg.alert.ends and getattr(self.app, "bell_on", False):
             self.bells += 1  # counted, so a test can see it rang (headless apps make no sound)
