@@ -64,10 +64,19 @@ def child(tree: str, profile_path: str, seconds: float) -> None:
             await asyncio.sleep(3.0)  # first samples of every node parsed, screen settled
             await pilot.pause()
             s0, p0 = mon.samples, getattr(mon, "parsed", None)
+            prof = None
+            if os.environ.get("RLC_BENCH_CPROFILE"):  # `--profile-job`: where the time goes
+                import cProfile
+
+                prof = cProfile.Profile()
+                prof.enable()
             r0 = resource.getrusage(resource.RUSAGE_SELF)
             t0 = time.monotonic()
             await asyncio.sleep(seconds)
             r1 = resource.getrusage(resource.RUSAGE_SELF)
+            if prof is not None:
+                prof.disable()
+                prof.dump_stats(os.environ["RLC_BENCH_CPROFILE"])
             wall = time.monotonic() - t0
             res = {
                 "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
@@ -160,12 +169,39 @@ def start_busy(profile: Path, env: dict[str, str]) -> subprocess.Popen:
     while time.monotonic() < deadline:
         time.sleep(2)
         doc = json.loads(_cli(["status", "--profile", str(profile), "--json"], env))
-        cards = [c for n in doc["nodes"] for c in ((n.get("gpu") or {}).get("cards") or [])]
+        cards = [c for n in doc["nodes"] for c in (n.get("gpus") or [])]
         total, busy = len(cards), sum(1 for c in cards if (c.get("util_pct") or 0) > 0)
         if total and busy == total:
             return proc
     proc.kill()
     raise SystemExit(f"the cards did not all turn busy: {busy} of {total}")
+
+
+def profile_run(out: Path, nodes: int, step_s: float | None, seconds: float) -> None:
+    """One cProfile'd run of this checkout watching `nodes` x 8, idle or with the job."""
+    import pstats
+
+    from tui.sim.cluster import sim_down, sim_up
+
+    base = Path(tempfile.mkdtemp(prefix="rlc-bench-prof-"))
+    env = {**os.environ, "XDG_STATE_HOME": str(base / "state"), "XDG_CONFIG_HOME": str(base / "config"),
+           "XDG_CACHE_HOME": str(base / "cache"), "RLCONSOLE_SIM_STEP_S": str(step_s or 1.0)}
+    for v in ("RLCONSOLE_PROFILE", "RLCONSOLE_STATE_DIR", "RLCONSOLE_SIM_DIR"):
+        env.pop(v, None)
+    os.environ.update({k: env[k] for k in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                                            "RLCONSOLE_SIM_STEP_S")})
+    sim = base / "sim"
+    profile = sim_up(nodes, 8, state_dir=sim, docker=None if step_s else False)
+    try:
+        if step_s:
+            start_job(profile, env, want_step=1 if step_s > 5 else 2)
+        r = measure(ROOT, profile, seconds, {**env, "RLC_BENCH_CPROFILE": str(out)})
+        print(f"{100 * r['cpu_s'] / r['wall_s']:.2f}% of a core; {r['samples']} samples, {r['parsed']} parsed")
+        st = pstats.Stats(str(out))
+        st.sort_stats("cumulative").print_stats(30)
+        st.sort_stats("tottime").print_stats(20)
+    finally:
+        sim_down(state_dir=sim)
 
 
 def measure(tree: Path, profile: Path, seconds: float, env: dict[str, str]) -> dict[str, float]:
@@ -191,12 +227,22 @@ def main() -> None:
                          "what a running job costs the console at scale, where 64 raylets do not fit")
     ap.add_argument("--child", nargs=3, metavar=("TREE", "PROFILE", "SECONDS"), help=argparse.SUPPRESS)
     ap.add_argument("--busy-loads", metavar="PROFILE", help=argparse.SUPPRESS)
+    ap.add_argument("--profile", metavar="OUT.prof", dest="profile_out",
+                    help="no comparison: one run of this checkout under cProfile (stats to OUT.prof), "
+                         "watching --profile-nodes x 8, idle or (--profile-job) with the job at the "
+                         "first --job-step-s pace")
+    ap.add_argument("--profile-nodes", type=int, default=4)
+    ap.add_argument("--profile-job", action="store_true")
     a = ap.parse_args()
     if a.child:
         child(a.child[0], a.child[1], float(a.child[2]))
         return
     if a.busy_loads:
         hold_busy_loads(a.busy_loads, REFRESH_S)
+        return
+    if a.profile_out:
+        step_s = float(a.job_step_s.split(",")[0]) if a.profile_job else None
+        profile_run(Path(a.profile_out), a.profile_nodes, step_s, a.seconds)
         return
 
     from tui.sim.cluster import sim_down, sim_up
