@@ -19,11 +19,11 @@ from ..state import ACTIVE_JOB_STATUSES, ClusterState
 from .base import Remote
 from .events import ActionEvent
 
-FRESH_S = 60.0
-"""A verdict older than this is not trusted to stand for the checks at submit time."""
-
 if TYPE_CHECKING:
     from ..checks import CheckResult
+
+FRESH_S = 60.0
+"""A verdict older than this is not trusted to stand for the checks at submit time."""
 
 TRACKER = "latest_checkpointed_iteration.txt"
 """The file VeRL's trainer writes in its checkpoint directory after each save."""
