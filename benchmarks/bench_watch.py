@@ -177,8 +177,8 @@ def start_busy(profile: Path, env: dict[str, str]) -> subprocess.Popen:
     raise SystemExit(f"the cards did not all turn busy: {busy} of {total}")
 
 
-def profile_run(out: Path, nodes: int, step_s: float | None, seconds: float) -> None:
-    """One cProfile'd run of this checkout watching `nodes` x 8, idle or with the job."""
+def profile_run(out: Path, nodes: int, step_s: float | None, seconds: float, busy: bool = False) -> None:
+    """One cProfile'd run of this checkout watching `nodes` x 8: idle, busy or with the job."""
     import pstats
 
     from tui.sim.cluster import sim_down, sim_up
@@ -192,15 +192,21 @@ def profile_run(out: Path, nodes: int, step_s: float | None, seconds: float) -> 
                                             "RLCONSOLE_SIM_STEP_S")})
     sim = base / "sim"
     profile = sim_up(nodes, 8, state_dir=sim, docker=None if step_s else False)
+    loads = None
     try:
         if step_s:
             start_job(profile, env, want_step=1 if step_s > 5 else 2)
+        if busy:
+            loads = start_busy(profile, env)
         r = measure(ROOT, profile, seconds, {**env, "RLC_BENCH_CPROFILE": str(out)})
         print(f"{100 * r['cpu_s'] / r['wall_s']:.2f}% of a core; {r['samples']} samples, {r['parsed']} parsed")
         st = pstats.Stats(str(out))
         st.sort_stats("cumulative").print_stats(30)
         st.sort_stats("tottime").print_stats(20)
     finally:
+        if loads is not None:
+            loads.kill()
+            loads.wait(timeout=30)
         sim_down(state_dir=sim)
 
 
@@ -233,6 +239,7 @@ def main() -> None:
                          "first --job-step-s pace")
     ap.add_argument("--profile-nodes", type=int, default=4)
     ap.add_argument("--profile-job", action="store_true")
+    ap.add_argument("--profile-busy", action="store_true", help="with --profile: every card busy (no trainer)")
     a = ap.parse_args()
     if a.child:
         child(a.child[0], a.child[1], float(a.child[2]))
@@ -242,7 +249,7 @@ def main() -> None:
         return
     if a.profile_out:
         step_s = float(a.job_step_s.split(",")[0]) if a.profile_job else None
-        profile_run(Path(a.profile_out), a.profile_nodes, step_s, a.seconds)
+        profile_run(Path(a.profile_out), a.profile_nodes, step_s, a.seconds, busy=a.profile_busy)
         return
 
     from tui.sim.cluster import sim_down, sim_up
