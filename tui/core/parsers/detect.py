@@ -153,7 +153,8 @@ def _split_probe(clean: str) -> tuple[str | None, list[_Section], list[str], boo
     current: _Section | None = None
     ended = False
     for line in clean.split("\n"):
-        marker = _MARKER_RE.match(line.strip())
+        # a marker holds "@@": one C-level scan spares the regex the ~450 other lines
+        marker = _MARKER_RE.match(line.strip()) if "@@" in line else None
         if marker:
             kind, value = marker.group(1), (marker.group(2) or "").strip()
             if kind == "tool":

@@ -214,14 +214,19 @@ def _norm(key: str) -> str:
     return _NON_ALNUM.sub("", key.casefold())
 
 
-def _get(mapping: object, *names: str) -> Any:
-    """Look a key up ignoring case, spaces and punctuation (the trailing-space key).
-    The first of `names` that is present wins."""
-    if not isinstance(mapping, dict):
-        return None
+def _keys(mapping: object) -> dict[str, Any]:
+    """The mapping by normalised key (the first of keys that normalise alike wins): made
+    once per mapping, then looked up many times (a card is read with a dozen lookups;
+    normalising its keys for each one was most of the cost of a busy 64-node refresh)."""
     found: dict[str, Any] = {}
-    for key, value in mapping.items():
-        found.setdefault(_norm(str(key)), value)
+    if isinstance(mapping, dict):
+        for key, value in mapping.items():
+            found.setdefault(_norm(str(key)), value)
+    return found
+
+
+def _pick(found: dict[str, Any], *names: str) -> Any:
+    """From a `_keys` view: the first of `names` that is present."""
     for name in names:
         value = found.get(_norm(name))
         if value is not None:
@@ -229,9 +234,16 @@ def _get(mapping: object, *names: str) -> Any:
     return None
 
 
-def _section(mapping: object, *names: str) -> dict[str, Any]:
-    value = _get(mapping, *names)
-    return value if isinstance(value, dict) else {}
+def _get(mapping: object, *names: str) -> Any:
+    """Look a key up ignoring case, spaces and punctuation (the trailing-space key).
+    The first of `names` that is present wins."""
+    return _pick(_keys(mapping), *names)
+
+
+def _section(found: dict[str, Any], *names: str) -> dict[str, Any]:
+    """From a `_keys` view: a sub-mapping, as its own view ({} when absent or not one)."""
+    value = _pick(found, *names)
+    return _keys(value) if isinstance(value, dict) else {}
 
 
 def _text(value: object) -> str:
@@ -242,8 +254,9 @@ def _text(value: object) -> str:
 
 
 def _json_processes(entry: dict[str, Any]) -> list[GpuProcess]:
-    """Processes if a JSON GPU entry carries any (gmi documents none; tolerate some)."""
-    raw = _get(entry, "Processes", "Process Info", "Compute Processes")
+    """Processes if a JSON GPU entry (a `_keys` view) carries any (gmi documents none;
+    tolerate some)."""
+    raw = _pick(entry, "Processes", "Process Info", "Compute Processes")
     if isinstance(raw, dict):
         raw = _get(raw, "Process Info", "Processes", "ProcessInfo") or list(raw.values())
     if not isinstance(raw, list):
@@ -261,22 +274,23 @@ def _json_processes(entry: dict[str, Any]) -> list[GpuProcess]:
     return procs
 
 
-def _json_card(entry: dict[str, Any], position: int) -> GpuCard:
-    index_value = parse_number(_get(entry, "Index", "Minor Number", "GPU Index"))
+def _json_card(raw: dict[str, Any], position: int) -> GpuCard:
+    entry = _keys(raw)
+    index_value = parse_number(_pick(entry, "Index", "Minor Number", "GPU Index"))
     index = int(index_value) if index_value is not None and index_value == int(index_value) else position
     memory = _section(entry, "FB Memory Usage", "Memory Usage", "Memory")
     utilization = _section(entry, "Utilization")
     temperature = _section(entry, "Temperature")
     power = _section(entry, "Power Readings", "Power")
-    uuid = _text(_get(entry, "GPU UUID", "UUID"))
-    temp_raw = _get(temperature, "GPU Current Temp", "GPU Temp", "Current Temp", "GPU")
-    power_raw = _get(power, "Power Draw", "Instant Power Draw", "Average Power Draw")
+    uuid = _text(_pick(entry, "GPU UUID", "UUID"))
+    temp_raw = _pick(temperature, "GPU Current Temp", "GPU Temp", "Current Temp", "GPU")
+    power_raw = _pick(power, "Power Draw", "Instant Power Draw", "Average Power Draw")
     return GpuCard(
         index=index,
-        name=_text(_get(entry, "Product Name", "Name")),
-        util_pct=parse_number(_get(utilization, "Gpu", "GPU Util", "GPU Utilization"), ("%",)),
-        mem_used_mib=parse_mib(_get(memory, "Used")),
-        mem_total_mib=parse_mib(_get(memory, "Total")),
+        name=_text(_pick(entry, "Product Name", "Name")),
+        util_pct=parse_number(_pick(utilization, "Gpu", "GPU Util", "GPU Utilization"), ("%",)),
+        mem_used_mib=parse_mib(_pick(memory, "Used")),
+        mem_total_mib=parse_mib(_pick(memory, "Total")),
         temp_c=parse_number(temp_raw, ("C", "°C")),
         power_w=parse_number(power_raw, ("W",)),
         uuid=uuid or None,
