@@ -17,7 +17,7 @@ from tui.core.errors import UsageError
 from tui.core.profile import Profile
 from tui.core.actions.events import ActionEvent
 from tui.core.errors import RlconsoleError
-from tui.core.actions.registry import describe, read_only_refusal, run_action
+from tui.core.actions.registry import SPECS, describe, read_only_refusal, run_action
 
 if TYPE_CHECKING:
     from tui.core.actions.remote import PoolRemote
@@ -113,18 +113,8 @@ def run_action_cli(profile: Profile, args: argparse.Namespace) -> int:
     refused = read_only_refusal(name, profile)
     if refused is not None:  # before asking: the answer could not change it
         raise RlconsoleError(refused)
-    opts: dict = {}
-    if name == "convert":
-        opts["force"] = bool(args.force)
-    elif name == "submit":
-        opts["force"] = bool(args.force)
-        opts["skip_checks"] = bool(args.skip_checks)
-    elif name == "stop":
-        opts["cluster"] = bool(args.cluster)
-        opts["job_id"] = args.job
-    elif name == "setup-ray":
-        opts["stop_first"] = False if args.no_stop else None
-    if name == "submit" and not opts["skip_checks"]:
+    opts = SPECS[name].opts_from(args)
+    if name == "submit" and not opts.get("skip_checks"):
         # the plan first (it runs the preflight), then the question
         dry_run = bool(getattr(args, "dry_run", False))
         if not dry_run:

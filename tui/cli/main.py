@@ -305,19 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
         sp = add(name, cmd_action, spec.help)
         sp.add_argument("--yes", "-y", action="store_true", help="do not ask; needed headless")
         sp.add_argument("--json", action="store_true", help="print progress events as JSON lines")
-        if name == "convert":
-            sp.add_argument("--force", action="store_true", help="delete and redo a complete output")
-        if name == "submit":
-            sp.add_argument("--force", action="store_true", help="submit even if a job is running")
-            sp.add_argument("--skip-checks", action="store_true", help="do not run preflight first (and show no plan)")
-            sp.add_argument("--dry-run", action="store_true",
-                            help="print what would be launched and the preflight's verdict, then stop "
-                                 "(exit 0: submit would go ahead, 1: it would refuse)")
-        if name == "stop":
-            sp.add_argument("--cluster", action="store_true", help="also `ray stop --force` on every node")
-            sp.add_argument("--job", metavar="ID", help="the Ray submission id to stop (default: the watched job)")
-        if name == "setup-ray":
-            sp.add_argument("--no-stop", action="store_true", help="do not stop Ray first")
+        for o in spec.options:  # the action table declares them: the flags and the runner's options agree
+            if o.metavar:
+                sp.add_argument(o.flag, metavar=o.metavar, help=o.help)
+            else:
+                sp.add_argument(o.flag, action="store_true", help=o.help)
 
     sp = add("logs", cmd_logs, "print the job's driver log")
     sp.add_argument("--job", metavar="ID", help="the Ray submission id (default: the running or last job)")

@@ -28,6 +28,23 @@ class ActionKey:
 
 
 @dataclass(frozen=True)
+class ActionOption:
+    """An option of an action: the CLI's flag and help, and the runner's keyword it sets
+    (`opt`; None: the CLI's own, such as `--dry-run`) to `value` when the flag is given,
+    or to the flag's argument when it takes one (`metavar`)."""
+
+    flag: str
+    opt: str | None
+    help: str
+    value: Any = True
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
 class ActionSpec:
     """One action as every face names it."""
 
@@ -36,7 +53,18 @@ class ActionSpec:
     run: Runner
     question: Callable[..., str]  # `question(profile, **opts)`: the confirmation, naming what changes
     keys: tuple[ActionKey, ...] = ()
+    options: tuple[ActionOption, ...] = ()
     changes_cluster: bool = True  # refused in read-only mode
+
+    def opts_from(self, given: Any) -> dict[str, Any]:
+        """The runner's options from parsed CLI flags (an argparse namespace)."""
+        out: dict[str, Any] = {}
+        for o in self.options:
+            v = getattr(given, o.dest, None)
+            if o.opt is None or v is None or v is False:
+                continue
+            out[o.opt] = v if o.metavar else o.value
+        return out
 
 
 # --------------------------------------------------------------------------- runners
@@ -188,14 +216,22 @@ ACTION_TABLE: tuple[ActionSpec, ...] = (
                (ActionKey("m", "model", "Model", "Model download: fetch the HF model on the head node when absent"),)),
     ActionSpec("convert", "convert the HF model to a Megatron MCore checkpoint", _convert, _q_convert,
                (ActionKey("c", "convert", "Convert",
-                          "Convert HF -> Megatron MCore (asks before --force when a checkpoint exists)"),)),
+                          "Convert HF -> Megatron MCore (asks before --force when a checkpoint exists)"),),
+               (ActionOption("--force", "force", "delete and redo a complete output"),)),
     ActionSpec("setup-ray", "(re)start the Ray cluster on every node", _setup_ray, _q_setup_ray,
-               (ActionKey("r", "setup_ray", "Setup Ray", "Setup Ray: ray stop, then start the head and join the workers"),)),
+               (ActionKey("r", "setup_ray", "Setup Ray", "Setup Ray: ray stop, then start the head and join the workers"),),
+               (ActionOption("--no-stop", "stop_first", "do not stop Ray first", value=False),)),
     ActionSpec("submit", "submit the training job through Ray's job API", _submit, _q_submit,
-               (ActionKey("s", "submit", "Submit", "Submit the training job (ray job submit)"),)),
+               (ActionKey("s", "submit", "Submit", "Submit the training job (ray job submit)"),),
+               (ActionOption("--force", "force", "submit even if a job is running"),
+                ActionOption("--skip-checks", "skip_checks", "do not run preflight first (and show no plan)"),
+                ActionOption("--dry-run", None, "print what would be launched and the preflight's verdict, then "
+                                                "stop (exit 0: submit would go ahead, 1: it would refuse)"))),
     ActionSpec("stop", "stop the running job (and with --cluster, Ray itself)", _stop, _q_stop,
                (ActionKey("x", "stop_job", "Stop job", "Stop the running job (asks first; names the job, step and checkpoint)"),
-                ActionKey("X", "stop_cluster", "Stop Ray", "Stop the job, then `ray stop --force` on every node (asks first)"))),
+                ActionKey("X", "stop_cluster", "Stop Ray", "Stop the job, then `ray stop --force` on every node (asks first)")),
+               (ActionOption("--cluster", "cluster", "also `ray stop --force` on every node"),
+                ActionOption("--job", "job_id", "the Ray submission id to stop (default: the watched job)", metavar="ID"))),
     ActionSpec("check", "preflight checks (exit 0 pass, 1 a check failed, 2 bad profile)", _check, _q_check,
                (ActionKey("p", "preflight", "Preflight", "Preflight: run the checks and list their results"),),
                changes_cluster=False),
