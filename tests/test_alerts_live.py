@@ -25,6 +25,7 @@ import yaml
 from tests.conftest import require_dockerd
 from tui.cli import main
 from tui.core.alerts import Alert
+from tui.core.metrics_model import MetricsSummary
 from tui.core.profile import load_profile
 from tui.backend.live import LiveBackend
 
@@ -79,7 +80,7 @@ class Watch:
     def __init__(self, profile_path: Path) -> None:
         self.backend = LiveBackend(load_profile(profile_path))
         self.alerts: list[Alert] = []
-        self.summaries: list[dict[str, Any]] = []
+        self.summaries: list[MetricsSummary] = []
         self.backend.subscribe_alerts(self.alerts.append)
         self.backend.subscribe_metrics(lambda s, _series: self.summaries.append(s))
 
@@ -113,7 +114,7 @@ class Watch:
         return [a for a in self.alerts[since:] if a.key == key and a.ends]
 
     def step(self) -> int:
-        return max((s.get("step") or 0 for s in self.summaries), default=0)
+        return max((s.step or 0 for s in self.summaries), default=0)
 
 
 def sim_processes(sim: Path, node: str | None, match: Callable[[list[bytes]], bool]) -> list[int]:

@@ -21,8 +21,7 @@ from tui.core.actions.plan import SubmitPlan
 from tui.core.alerts import Alert, AlertRules
 from tui.core.metrics_model import MetricsSummary, summarize
 from tui.core.profile import Profile
-from tui.core.state import ClusterState, JobState, NodeState
-from tui.core.state import JobStatus
+from tui.core.state import ClusterState, JobState, JobStatus, NodeState
 
 _ACTIVE = (JobStatus.RUNNING, JobStatus.PENDING, JobStatus.UNKNOWN)
 """Watched-job states that are not an end (UNKNOWN: not yet seen by Ray's job API)."""
@@ -255,8 +254,10 @@ class LiveBackend:
             start = max(0, n - 300)
             tail = w.spool.lines(start, n)
         message = None
-        if w.status == JobStatus.FAILED and self.state is not None:
-            message = next((j.message for j in self.state.ray.jobs if j.id == w.job_id), None)
+        if w.status == JobStatus.FAILED:
+            # Ray's word on the job as the monitor has it now: a snapshot reaches this
+            # backend a notify later, and the job's end is told from the first sign of it
+            message = next((j.message for j in self.monitor.state.ray.jobs if j.id == w.job_id), None)
         job = JobState(id=w.job_id, status=w.status, step=summary.step)
         for a in self.rules.observe_job(job, summary, log_tail=tail, tail_start=start, job_message=message):
             self._alert(a)

@@ -17,6 +17,7 @@ import time
 from typing import Any, Callable, TextIO
 
 from tui.core.alerts import Alert
+from tui.core.metrics_model import MetricsSummary
 from tui.core.notify import Notifier
 from tui.core.profile import Profile
 from tui.core.state import ClusterState
@@ -59,11 +60,11 @@ class Watch:
             step = f" at step {job.step}" if job.step is not None else ""
             self.say(f"JOB {job.id} {was + ' -> ' if was else ''}{job.status}{step}", st.taken_at)
 
-    def on_metrics(self, summary: dict[str, Any], _series: Any) -> None:
-        if summary.get("step") is not None:
-            self.step = summary["step"]
-        if summary.get("job_id"):
-            self.job_id = summary["job_id"]
+    def on_metrics(self, summary: MetricsSummary, _series: Any) -> None:
+        if summary.step is not None:
+            self.step = summary.step
+        if summary.job_id:
+            self.job_id = summary.job_id
 
     def on_alert(self, a: Alert) -> None:
         self.say(a.one_line() + (" [ended]" if a.ends else ""), a.at)
