@@ -316,3 +316,14 @@ def test_refuses_a_foreign_state_dir(tmp_path):
         sim_up(1, 1, state_dir=d)
     assert sim_down(state_dir=d) is False  # not ours: nothing stopped, nothing removed
     assert (d / "precious.txt").read_text() == "keep me"
+
+
+def test_sim_down_knows_a_daemon_started_before_the_layout_step() -> None:
+    """A sim started by the version whose simulator lived in `tui/core/sim` must still be
+    recognised (and stopped) by `sim down` after an upgrade; nothing else is a daemon."""
+    from tui.sim.cluster import _is_daemon
+
+    assert _is_daemon("/venv/bin/python -m tui.core.sim.cluster daemon /tmp/x/sim")
+    assert _is_daemon("/venv/bin/python -m tui.sim.cluster daemon /tmp/x/sim")
+    assert not _is_daemon("/venv/bin/python -m tui.cli sim up")
+    assert not _is_daemon("")

@@ -220,7 +220,7 @@ def sim_status(state_dir: str | Path | None = None) -> SimStatus:
     if not st:
         return SimStatus(str(d), False)
     pid = st.get("pid")
-    alive = pid is not None and _pid_alive(pid) and "tui.sim.cluster" in _cmdline(int(pid))
+    alive = pid is not None and _pid_alive(pid) and _is_daemon(_cmdline(int(pid)))
     status = SimStatus(
         state_dir=str(d), running=bool(alive and st.get("status") == "ready"), pid=pid,
         profile=st.get("profile"), gpus=st.get("gpus"), docker=st.get("docker"),
@@ -429,7 +429,7 @@ def sim_down(state_dir: str | Path | None = None, timeout: float = 20.0) -> bool
         with contextlib.suppress(OSError, ValueError):
             pid = int((d / "daemon.pid").read_text().strip())
     # 1. The daemon cleans up its children itself on SIGTERM.
-    if pid and _pid_alive(pid) and "tui.sim.cluster" in _cmdline(pid):
+    if pid and _pid_alive(pid) and _is_daemon(_cmdline(pid)):
         _kill(pid, signal.SIGTERM)
         if _wait_gone([pid], timeout):
             _kill(pid, signal.SIGKILL)
@@ -465,6 +465,13 @@ def sim_down(state_dir: str | Path | None = None, timeout: float = 20.0) -> bool
 
 
 # --------------------------------------------------------------------------- daemon
+
+
+def _is_daemon(cmdline: str) -> bool:
+    """A sim daemon's command line: this module, or its name before the layout step
+    (`tui.core.sim.cluster`), so that `sim down` after an upgrade still stops a sim
+    started by the earlier version."""
+    return "tui.sim.cluster" in cmdline or "tui.core.sim.cluster" in cmdline
 
 
 def _free_ports(n: int, host: str = "0.0.0.0") -> list[int]:
