@@ -134,3 +134,53 @@ async def test_proxyjump_hostname_user_port_identity_from_ssh_config(node_server
         assert (await asyncio.wait_for(s.run("echo cfg"), WAIT_S)).stdout.strip() == "cfg"
     finally:
         await asyncio.wait_for(s.close(), WAIT_S)
+
+
+async def test_ssh_config_port_applies_when_the_profile_names_none(node_server, ssh_kit, tmp_path) -> None:
+    """A node whose profile gives no port is reached on ssh_config's `Port` for its host
+    (as `ssh` would), not on 22; a port in the profile wins over the config."""
+    srv = await node_server(address="127.0.0.51")
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host 127.0.0.51\n  Port {srv.port}\n")
+    st = settings(ssh_kit)
+    st.config = str(cfg)
+
+    node = make_node("node1", srv.address, srv.port, ssh_kit.client_key)
+    node.ssh.port, node.ssh.port_given = 22, False
+    s = NodeSession(node, st, backoff_initial_s=30, backoff_max_s=30)
+    try:
+        await asyncio.wait_for(s.wait_first_attempt(), WAIT_S)
+        assert s.connected, s.reason
+        assert (await asyncio.wait_for(s.run("echo port"), WAIT_S)).stdout.strip() == "port"
+    finally:
+        await asyncio.wait_for(s.close(), WAIT_S)
+
+    # the profile's own port wins: a port nobody listens on makes the node down
+    with socket.socket() as free:
+        free.bind(("127.0.0.51", 0))
+        unused = free.getsockname()[1]
+    node.ssh.port, node.ssh.port_given = unused, True
+    s = NodeSession(node, st, backoff_initial_s=30, backoff_max_s=30)
+    try:
+        await asyncio.wait_for(s.wait_first_attempt(), WAIT_S)
+        assert not s.connected
+        assert f"127.0.0.51:{unused}" in (s.reason or ""), s.reason
+    finally:
+        await asyncio.wait_for(s.close(), WAIT_S)
+
+
+def test_profile_marks_whether_a_port_was_given(tmp_path) -> None:
+    """Only a port the profile names is forced on the connection (it never connects here)."""
+    from pathlib import Path
+
+    from tui.core.profile import load_profile
+
+    seed = (Path(__file__).parent.parent / "profiles" / "qwen3-8b-grpo-32gpu.yaml").read_text()
+    assert "\n  port: 22\n" in seed
+    p = tmp_path / "p.yaml"
+    p.write_text(seed)
+    assert {(n.ssh.port, n.ssh.port_given) for n in load_profile(p).nodes} == {(22, True)}
+    p.write_text(seed.replace("\n  port: 22\n", "\n").replace(
+        "gpus: 8, role: worker}", "gpus: 8, role: worker, ssh: {port: 2201}}", 1))
+    assert [(n.ssh.port, n.ssh.port_given) for n in load_profile(p).nodes] == [
+        (22, False), (2201, True), (22, False), (22, False)]

@@ -49,6 +49,9 @@ class SshEndpoint:
     identity: list[str] = field(default_factory=list)
     jump_host: str | None = None  # the older one-hop spelling of `jump`
     jump: list[str] = field(default_factory=list)  # [user@]host[:port] hops, first to last
+    # False when neither the node nor `ssh:` names a port: the connection then leaves the
+    # port to ~/.ssh/config (`Port`), as `ssh` does, and 22 only where that says nothing.
+    port_given: bool = True
 
     @property
     def hops(self) -> list[str]:
@@ -608,6 +611,7 @@ class _NodeDefaults:
 
     user: str | None
     port: int
+    port_given: bool
     identity: list[str]
     jump_host: str | None
     jump: list[str]
@@ -621,6 +625,7 @@ def _ssh(root: _Section) -> tuple[SshSettings, _NodeDefaults]:
     defaults = _NodeDefaults(
         user=s.string("user", None),
         port=s.port("port", 22),
+        port_given="port" in s.data,
         identity=s.str_list("identity", [], allow_scalar=True),
         jump_host=s.string("jump_host", None),
         jump=s.str_list("jump", [], allow_scalar=True),
@@ -647,6 +652,7 @@ def _node(n: _Section, line: int, d: _NodeDefaults) -> Node:
     endpoint = SshEndpoint(
         host=host,
         port=e.port("port", d.port),
+        port_given=d.port_given or "port" in e.data,
         user=e.string("user", d.user),
         identity=[expand_local(p) for p in e.str_list("identity", d.identity, allow_scalar=True)],
         jump_host=e.string("jump_host", d.jump_host),

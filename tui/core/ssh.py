@@ -155,12 +155,13 @@ def wrap_command(
     return text
 
 
-def _parse_jump(spec: str) -> tuple[str | None, str, int]:
-    """`[user@]host[:port]` -> (user, host, port)."""
+def _parse_jump(spec: str) -> tuple[str | None, str, int | None]:
+    """`[user@]host[:port]` -> (user, host, port); port None when the hop names none, so
+    ~/.ssh/config's `Port` for that host applies (22 where it says nothing)."""
     user = None
     if "@" in spec:
         user, spec = spec.rsplit("@", 1)
-    port = 22
+    port: int | None = None
     if spec.startswith("[") and "]" in spec:
         host, _, rest = spec[1:].partition("]")
         if rest.startswith(":"):
@@ -396,10 +397,11 @@ class NodeSession:
             return [self.settings.known_hosts]
         return default_known_hosts() or b""  # empty: every host key is refused
 
-    def _options(self, host: str, port: int, user: str | None) -> dict[str, Any]:
+    def _options(self, host: str, port: int | None, user: str | None) -> dict[str, Any]:
+        """asyncssh's connect options; what is None here (port, user) is left out, so the
+        user's ~/.ssh/config (`Port`, `User`, `HostName`...) decides it, as with `ssh`."""
         opts: dict[str, Any] = dict(
             host=host,
-            port=port,
             known_hosts=self._known_hosts(),
             connect_timeout=self.settings.connect_timeout_s,
             keepalive_interval=self.settings.keepalive_interval_s,
@@ -413,6 +415,8 @@ class NodeSession:
         )
         if self.settings.config:
             opts["config"] = [self.settings.config]
+        if port is not None:
+            opts["port"] = port
         if user:
             opts["username"] = user
         if self.node.ssh.identity:
@@ -436,8 +440,9 @@ class NodeSession:
         tunnels: list[asyncssh.SSHClientConnection] = []
         try:
             for hop in ep.hops:
-                juser, jhost, jport = _parse_jump(hop)
-                opts = self._options(jhost, jport, juser or ep.user)
+                juser, jhost, given_port = _parse_jump(hop)
+                jport = given_port or 22  # for messages; the connection leaves it to ssh_config
+                opts = self._options(jhost, given_port, juser or ep.user)
                 if tunnels:
                     opts["tunnel"] = tunnels[-1]
                 try:
@@ -453,7 +458,7 @@ class NodeSession:
                                    + _describe_connect_error(exc, Node(jhost, jhost, 1, "worker",
                                                                        SshEndpoint(jhost, jport, juser)),
                                                              self.settings)) from None
-            opts = self._options(ep.host, ep.port, ep.user)
+            opts = self._options(ep.host, ep.port if ep.port_given else None, ep.user)
             if tunnels:
                 opts["tunnel"] = tunnels[-1]
             conn = await asyncssh.connect(client_factory=lambda: _Client(self), **opts)
