@@ -5,9 +5,11 @@ it starts the simulated cluster in a temporary directory, runs the seed's proced
 headless (containers, convert, setup-ray, submit), waits for steps, opens the console
 headless on it, saves Textual's own SVG screenshot, then stops the job and the sim. So
 the README shows only what the live path really produces. `--static` takes the
-deterministic demo data the snapshot tests use instead. Run:
+deterministic demo data the snapshot tests use instead. `--browser` shoots docs/browser.png
+instead: the same running job, through `rlconsole serve` in Debian's headless Chromium
+(Playwright, from the test extras). Run:
 
-    python docs/make_screenshot.py [--static] [--size 160x50] [--out docs/screenshot.svg]
+    python docs/make_screenshot.py [--static | --browser] [--size 160x50] [--out docs/screenshot.svg]
 """
 
 from __future__ import annotations
@@ -52,7 +54,30 @@ def _cli(args: list[str], env: dict[str, str]) -> str:
     return r.stdout
 
 
-def live(out: Path, width: int, height: int) -> None:
+def browser_shot(profile: Path, out: Path, env: dict[str, str]) -> None:
+    """The served console (read-only, as `serve` defaults) in headless Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", "--port", "0", "--profile", str(profile)],
+                            stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        url = next(line.strip() for line in proc.stdout if line.startswith("http://"))
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
+                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            page = b.new_page(viewport={"width": 1600, "height": 960})
+            page.goto(url)
+            page.wait_for_timeout(15000)  # the console's first samples, steps and plots
+            page.screenshot(path=str(out))
+            b.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def live(out: Path, width: int, height: int, browser: bool = False) -> None:
     from tui.core.profile import load_profile
     from tui.sim.cluster import sim_down, sim_up
     from tui.backend.live import LiveBackend
@@ -76,7 +101,10 @@ def live(out: Path, width: int, height: int) -> None:
             return bool(st is not None and st.job is not None and st.job.step and st.job.step >= 10
                         and all(n.gpu is not None for n in st.nodes))
 
-        asyncio.run(shoot(LiveBackend(load_profile(profile)), out, width, height, ready))
+        if browser:
+            browser_shot(profile, out, env)
+        else:
+            asyncio.run(shoot(LiveBackend(load_profile(profile)), out, width, height, ready))
         _cli(["stop", "--profile", str(profile), "--yes"], env)
     finally:
         sim_down(state_dir=sim)
@@ -87,7 +115,10 @@ def main() -> None:
     ap.add_argument("--size", default="160x50")
     ap.add_argument("--out", default=str(Path(__file__).with_name("screenshot.svg")))
     ap.add_argument("--static", action="store_true", help="the demo data of the snapshot tests, no sim")
+    ap.add_argument("--browser", action="store_true", help="docs/browser.png: the console through `serve`")
     a = ap.parse_args()
+    if a.browser and a.out == ap.get_default("out"):
+        a.out = str(Path(__file__).with_name("browser.png"))
     w, h = (int(x) for x in a.size.lower().split("x"))
     out = Path(a.out).resolve()
     if a.static:
@@ -95,7 +126,7 @@ def main() -> None:
 
         asyncio.run(shoot(demo_backend(), out, w, h))
     else:
-        live(out, w, h)
+        live(out, w, h, browser=a.browser)
     print(out)
 
 

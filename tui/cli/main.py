@@ -190,6 +190,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return run_watch(_load(args), args.notify, args.level)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from tui.cli.serve import run_serve
+
+    return run_serve(_load(args), host=args.host, port=args.port,
+                     allow_remote=args.allow_remote, allow_actions=args.allow_actions)
+
+
 def cmd_profiles(args: argparse.Namespace) -> int:
     """Every profile `--profile NAME` can find, and where; the first of a name wins."""
     from tui.core.profile import available_profiles, profile_search_dirs
@@ -361,6 +368,19 @@ def build_parser() -> argparse.ArgumentParser:
                          "default: the profile's notify.to")
     sp.add_argument("--level", choices=["info", "warning", "error"],
                     help="least severe alert to send (default: notify.level, else warning)")
+
+    sp = add("serve", cmd_serve, "the console in a browser (textual-serve): read-only, loopback, "
+                                 "behind a random access token")
+    sp.epilog = ("example: rlconsole serve -P my-run --port 8765, then on the laptop "
+                 "`ssh -L 8765:127.0.0.1:8765 head` and open the printed URL")
+    sp.add_argument("--port", type=int, default=8765, metavar="N",
+                    help="TCP port (default 8765; 0: any free port, printed)")
+    sp.add_argument("--host", default="127.0.0.1", metavar="ADDR",
+                    help="address to listen on (default 127.0.0.1; others need --allow-remote)")
+    sp.add_argument("--allow-remote", action="store_true",
+                    help="allow a non-loopback --host (plain HTTP: prefer an SSH tunnel)")
+    sp.add_argument("--allow-actions", action="store_true",
+                    help="the served console may change the cluster (default: read-only)")
 
     sp = add("profiles", cmd_profiles, "list the profiles --profile NAME can find, and where")
     sp.add_argument("--names", action="store_true", help="names only, one a line (for shell completion)")

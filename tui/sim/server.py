@@ -12,6 +12,9 @@ Why it is built this way (LAB.md):
   ends, the command's whole process group is killed, or commands would leak. A
   command that ended on its own may leave daemons behind on purpose (`ray start`),
   like on a real host.
+* A client that asks for a terminal (`ssh -t node rlconsole`) gets one: the command
+  runs on a real pseudo-terminal (its controlling tty, window size and resizes from
+  the client), so a full-screen program such as the console itself runs on the node.
 * With `ns_pid`, each command enters that node's PID and mount namespace
   (`nsenter --target PID --pid --mount`), so `ps`, `ray stop --force` and crashes stay
   on that node.
@@ -21,10 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import getpass
 import logging
 import os
 import signal
+import struct
+import termios
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +187,7 @@ class SimNodeServer:
             process_factory=self._handle,
             encoding=None,
             line_editor=False,
-            allow_pty=False,
+            allow_pty=True,
             x11_forwarding=False,
             agent_forwarding=False,
             reuse_address=True,
@@ -216,6 +222,9 @@ class SimNodeServer:
 
     async def _handle(self, process: asyncssh.SSHServerProcess) -> None:
         self.commands += 1
+        if process.term_type:
+            await self._handle_pty(process)
+            return
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv(process.command),
@@ -302,3 +311,104 @@ class SimNodeServer:
                     t.cancel()
             self._pgids.discard(pgid)
             self.active -= 1
+
+    # ---------------------------------------------------------------- terminals
+
+    async def _handle_pty(self, process: asyncssh.SSHServerProcess) -> None:
+        """The command on a pseudo-terminal: `setsid --ctty` makes the tty its controlling
+        terminal (so Ctrl-C and resizes reach its process group through the kernel), and
+        the channel carries the master side both ways."""
+        master, slave = os.openpty()
+        _set_winsize(master, process.term_size)
+        env = dict(self.env, TERM=process.term_type or "xterm")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "setsid", "--ctty", *self.argv(process.command),
+                stdin=slave, stdout=slave, stderr=slave, env=env, cwd=self.cwd)
+        except OSError as exc:
+            os.close(master)
+            os.close(slave)
+            process.stderr.write(f"sh: cannot start: {exc}\r\n".encode())
+            process.exit(127)
+            return
+        os.close(slave)
+        pgid = proc.pid  # setsid without a fork: the session (and group) leader
+        self._pgids.add(pgid)
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        loop = asyncio.get_running_loop()
+        out_done = asyncio.Event()
+
+        def readable() -> None:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every holder of the slave side has closed it
+                data = b""
+            if not data:
+                loop.remove_reader(master)
+                out_done.set()
+                return
+            with contextlib.suppress(Exception):
+                process.stdout.write(data)
+
+        loop.add_reader(master, readable)
+
+        async def pump_in() -> None:
+            while True:
+                try:
+                    data = await process.stdin.read(65536)
+                except asyncssh.TerminalSizeChanged as exc:
+                    _set_winsize(master, (exc.width, exc.height, exc.pixwidth, exc.pixheight))
+                    continue
+                except asyncssh.SignalReceived as exc:
+                    sig = getattr(signal, f"SIG{exc.signal}", None) if isinstance(exc.signal, str) else exc.signal
+                    if sig:
+                        _killpg(pgid, int(sig))
+                    continue
+                except asyncssh.BreakReceived:
+                    continue
+                except Exception:  # noqa: BLE001 - channel gone
+                    break
+                if not data:
+                    break
+                with contextlib.suppress(OSError):
+                    os.write(master, data)
+
+        in_t = asyncio.ensure_future(pump_in())
+        wait_t = asyncio.ensure_future(proc.wait())
+        closed_t = asyncio.ensure_future(process.channel.wait_closed())
+        try:
+            await asyncio.wait({wait_t, closed_t}, return_when=asyncio.FIRST_COMPLETED)
+            if not wait_t.done():
+                _killpg(pgid, signal.SIGHUP)  # the terminal hung up, as sshd does
+                try:
+                    await asyncio.wait_for(asyncio.shield(wait_t), 2.0)
+                except asyncio.TimeoutError:
+                    _killpg(pgid, signal.SIGKILL)
+                    await wait_t
+                return
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(out_done.wait(), 2.0)
+            rc = proc.returncode if proc.returncode is not None else 255
+            with contextlib.suppress(Exception):
+                process.exit(128 - rc if rc < 0 else rc)
+        except asyncio.CancelledError:
+            _killpg(pgid, signal.SIGKILL)
+            raise
+        finally:
+            loop.remove_reader(master)
+            os.close(master)
+            for t in (in_t, closed_t):
+                if not t.done():
+                    t.cancel()
+            self._pgids.discard(pgid)
+            self.active -= 1
+
+
+def _set_winsize(fd: int, size: tuple[int, int, int, int] | None) -> None:
+    """asyncssh gives (columns, rows, pixel width, pixel height); TIOCSWINSZ wants rows first."""
+    if not size or not size[0] or not size[1]:
+        return
+    cols, rows, pw, ph = size
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, pw, ph))
