@@ -311,3 +311,16 @@ async def test_probe_ray_head_down(sim_cluster):
     finally:
         await asyncio.to_thread(sim_node, "start", "node1", sim_cluster.state_dir)
         await pool.close()
+
+
+def test_split_samples_frames_by_marker_line_whatever_the_chunking() -> None:
+    """The sampler's output arrives in arbitrary chunks: samples come out whole, the
+    unfinished rest is kept, a marker inside a line is not a marker, CRLF becomes LF."""
+    from tui.core.probes import SAMPLE_END, split_samples
+
+    stream = (f"a\nb\n{SAMPLE_END}\nc x{SAMPLE_END}\nd\r\n{SAMPLE_END}\ne\n")
+    for cut in range(len(stream) + 1):
+        got, rest = split_samples(stream[:cut])
+        got2, rest2 = split_samples(rest + stream[cut:])
+        assert got + got2 == ["a\nb\n", f"c x{SAMPLE_END}\nd\n"], cut
+        assert rest2 == "e\n"

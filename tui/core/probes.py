@@ -150,11 +150,35 @@ _VOLATILE = re.compile(r'^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d 
                        re.MULTILINE)
 
 
-def sample_key(lines: list[str]) -> str:
+def sample_key(text: str) -> str:
     """What decides whether a sample needs parsing: its text without the tools' own
     timestamps. Equal keys mean equal parsed states, so an unchanged node costs a
     comparison per refresh instead of a parse."""
-    return _VOLATILE.sub("", "\n".join(lines))
+    return _VOLATILE.sub("", text)
+
+
+SAMPLE_CAP = 16 << 20
+"""Characters of sampler output held while waiting for a sample's end marker: what a
+node sends is untrusted, and a sampler that never ends a sample must not grow memory."""
+
+
+def split_samples(buf: str) -> tuple[list[str], str]:
+    """Complete samples (their text, up to the end marker's line) and the unfinished
+    rest. The sampler's output is framed here, by marker, instead of line by line."""
+    out: list[str] = []
+    start = 0
+    mark = SAMPLE_END + "\n"
+    while True:
+        i = buf.find(mark, start)
+        if i < 0:
+            break
+        if i > 0 and buf[i - 1] != "\n":  # the marker text inside a line, not a marker line
+            start = i + len(mark)
+            continue
+        text = buf[:i]
+        out.append(text.replace("\r\n", "\n") if "\r" in text else text)
+        buf, start = buf[i + len(mark):], 0
+    return out, buf
 
 
 def _down_node(node: Node, reason: str | None) -> NodeState:
@@ -451,17 +475,22 @@ class ClusterMonitor:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(wake.wait(), self.refresh_s)
                 continue
-            lines: list[str] = []
+            buf = ""
             # the watchdog's clock starts with the sampler, so one that never prints is caught too
             self._last_sample[sess.name] = max(self._last_sample.get(sess.name, 0.0), time.time())
             try:
-                async with contextlib.aclosing(sess.stream(script)) as it:  # type: ignore[type-var]
-                    async for line in it:
-                        if line == SAMPLE_END:
-                            self._apply_sample(sess, lines)
-                            lines = []
-                        else:
-                            lines.append(line)
+                async with contextlib.aclosing(sess.stream_text(script)) as it:  # type: ignore[type-var]
+                    async for chunk in it:
+                        buf += chunk
+                        if SAMPLE_END not in buf[-(len(chunk) + len(SAMPLE_END) + 1):] and len(buf) <= SAMPLE_CAP:
+                            continue  # a sample arrives in a few chunks: frame it once it ends
+                        samples, buf = split_samples(buf)
+                        for text in samples:
+                            self._apply_sample(sess, text)
+                        if len(buf) > SAMPLE_CAP:
+                            log.warning("%s: %d characters of sampler output without an end marker; dropped",
+                                        sess.name, len(buf))
+                            buf = ""
                 log.info("%s: sampler ended; restarting", sess.name)
             except NodeDown as e:
                 self._mark_down(sess.name, e.message)
@@ -471,15 +500,16 @@ class ClusterMonitor:
                 log.warning("%s: sampler failed: %s", sess.name, e)
             await asyncio.sleep(min(1.0, self.refresh_s))
 
-    def _apply_sample(self, sess: NodeSession, lines: list[str]) -> None:
+    def _apply_sample(self, sess: NodeSession, text: str) -> None:
         ns = self._by_name[sess.name]
-        key = sample_key(lines) if self.skip_unchanged else None
+        key = sample_key(text) if self.skip_unchanged else None
         if key is not None and ns.reachable and ns.gpu is not None and self._last_key.get(sess.name) == key:
             # Same cards, same container: nothing for subscribers; only the age moves.
             ns.updated_at = self._last_sample[sess.name] = time.time()
             self.samples += 1
             return
-        gpu, container = parse_sample(lines, self.profile)
+        gpu, container = parse_sample(text[:-1].split("\n") if text.endswith("\n") else text.split("\n"),
+                                      self.profile)
         self.parsed += 1
         if key is not None:
             self._last_key[sess.name] = key

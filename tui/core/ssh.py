@@ -613,8 +613,16 @@ class NodeSession:
         `merge_stderr=False` (then it is discarded). Raises NodeDown if the connection
         drops, CommandFailed at the end if `check` and the exit code is not 0. `status`,
         when given, holds the exit code once the loop has ended."""
-        async for line in self._stream(cmd, container, env, merge_stderr, check, status, binary=False):
+        async for line in self._stream(cmd, container, env, merge_stderr, check, status, mode="lines"):
             yield line
+
+    async def stream_text(self, cmd: str | Sequence[str], container: bool = False,
+                          status: StreamStatus | None = None) -> AsyncIterator[str]:
+        """Yield a long command's stdout (stderr merged) as decoded chunks, split wherever
+        the channel split them: for a reader that frames the text itself (the sampler's
+        markers), one await per chunk instead of one per line."""
+        async for chunk in self._stream(cmd, container, None, True, False, status, mode="text"):
+            yield chunk
 
     async def stream_bytes(
         self,
@@ -624,12 +632,13 @@ class NodeSession:
     ) -> AsyncIterator[bytes]:
         """Yield a command's stdout as raw chunks: for byte-exact copies (a log followed
         by offset), where decoding and line splitting would make offsets drift."""
-        async for chunk in self._stream(cmd, container, None, False, False, status, binary=True):
+        async for chunk in self._stream(cmd, container, None, False, False, status, mode="bytes"):
             yield chunk
 
     async def _stream(self, cmd: str | Sequence[str], container: bool, env: dict[str, str] | None,
                       merge_stderr: bool, check: bool, status: StreamStatus | None,
-                      binary: bool) -> AsyncIterator[Any]:
+                      mode: str) -> AsyncIterator[Any]:
+        binary = mode == "bytes"
         command = self.wrap(cmd, container, env)
         conn = await self._require_conn()
         self._audit(command, env)
@@ -650,7 +659,7 @@ class NodeSession:
                     chunk = await proc.stdout.read(65536)
                     if not chunk:
                         break
-                    if binary:
+                    if mode != "lines":
                         yield chunk
                         continue
                     if "\n" not in chunk:
