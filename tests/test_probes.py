@@ -324,3 +324,32 @@ def test_split_samples_frames_by_marker_line_whatever_the_chunking() -> None:
         got2, rest2 = split_samples(rest + stream[cut:])
         assert got + got2 == ["a\nb\n", f"c x{SAMPLE_END}\nd\n"], cut
         assert rest2 == "e\n"
+
+
+async def test_monitor_notifications_are_bounded_per_interval() -> None:
+    """Changes from nodes out of phase (here: one every 10 ms) reach subscribers at most
+    once per `notify_every_s`, each carrying everything changed before it; the last change
+    is never lost. Nothing here connects: the monitor is not started, only its clock."""
+    from tui.core.probes import ClusterMonitor
+    from tui.core.profile import load_profile
+
+    from pathlib import Path
+
+    seed = Path(__file__).resolve().parent.parent / "profiles" / "qwen3-8b-grpo-32gpu.yaml"
+    mon = ClusterMonitor(load_profile(seed), refresh_s=2.0)
+    assert mon.notify_every_s == 1.0
+    mon.notify_every_s = 0.3
+    seen: list[float] = []
+    mon.subscribe(lambda st: seen.append(asyncio.get_running_loop().time()))
+    mon.running = True
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while loop.time() - start < 1.0:
+        mon._changed()
+        await asyncio.sleep(0.01)
+    elapsed = loop.time() - start
+    await asyncio.sleep(0.5)  # the pending one lands
+    mon.running = False
+    assert 2 <= len(seen) <= elapsed / 0.3 + 2, (len(seen), elapsed)
+    assert all(b - a >= 0.3 - 0.02 for a, b in zip(seen, seen[1:])), seen
+    assert seen[-1] >= start + elapsed - 0.05  # the changes at the end were told too

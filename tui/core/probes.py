@@ -339,15 +339,22 @@ class ClusterMonitor:
     """Keeps a ClusterState current; notifies subscribers on change.
 
     `start()` opens the sessions (or uses the given pool), starts one sampler per
-    node and the Ray poller. Notifications are coalesced (at most one per
-    `notify_delay_s`) so 64 nodes sampling at 1 Hz do not flood a UI.
+    node and the Ray poller. Notifications are coalesced: a change is told
+    `notify_delay_s` after it (what else changes meanwhile rides along), and at most once
+    per `notify_every_s` (default half the refresh interval, at most 1 s). The nodes'
+    samplers drift out of phase, so without the second bound 64 nodes would mean a
+    notification, and a frame of the UI, every few milliseconds; with it, one frame carries
+    every node that changed in that window, and a change shows at most that much later.
     """
 
     def __init__(self, profile: Profile, pool: SessionPool | None = None, refresh_s: float | None = None,
                  ray_refresh_s: float | None = None, ray_cli_every_s: float = 15.0,
-                 notify_delay_s: float = 0.05, skip_unchanged: bool = True) -> None:
+                 notify_delay_s: float = 0.05, skip_unchanged: bool = True,
+                 notify_every_s: float | None = None) -> None:
         self.profile = profile
         self.refresh_s = refresh_s or profile.monitoring.refresh_s
+        self.notify_every_s = min(1.0, self.refresh_s / 2) if notify_every_s is None else notify_every_s
+        self._notified_at = 0.0
         # A down node is retried at least every two intervals: reconnecting is one TCP
         # connect, and "it comes back without action" should not wait out a long backoff.
         self.pool = pool or SessionPool(profile, backoff_max_s=max(2.0, 2 * self.refresh_s))
@@ -386,7 +393,9 @@ class ClusterMonitor:
 
     def _changed(self) -> None:
         if self._notify_handle is None and self.running:
-            self._notify_handle = asyncio.get_running_loop().call_later(self.notify_delay_s, self._notify)
+            loop = asyncio.get_running_loop()
+            delay = max(self.notify_delay_s, self._notified_at + self.notify_every_s - loop.time())
+            self._notify_handle = loop.call_later(delay, self._notify)
 
     def snapshot(self) -> ClusterState:
         """The state as of now, for a subscriber to keep and to add to (the live backend
@@ -397,6 +406,8 @@ class ClusterMonitor:
 
     def _notify(self) -> None:
         self._notify_handle = None
+        with contextlib.suppress(RuntimeError):  # called directly outside a loop by tests
+            self._notified_at = asyncio.get_running_loop().time()
         self.state.taken_at = time.time()
         snap = self.snapshot()
         for cb in list(self._subs):
