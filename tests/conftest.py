@@ -12,7 +12,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Awaitable, Callable
+from typing import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 
@@ -142,14 +142,34 @@ def make_node(name: str, address: str, port: int, identity: Path, role: str = "h
 # --------------------------------------------------------------------------- sim
 
 
-def require_dockerd() -> None:
-    """Docker-backed tests skip where no dockerd exists, but FAIL under CI=true: CI
-    must install docker.io and run them for real."""
-    if shutil.which("dockerd"):
-        return
+def require_command(name: str, package: str) -> str:
+    """The path of a system command a test needs. Where it is missing the test skips,
+    but FAILS under CI=true: CI must install `package` and run the test for real."""
+    path = shutil.which(name)
+    if path:
+        return path
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("dockerd not found, and CI=true: install docker.io (apt-get install docker.io)")
-    pytest.skip("dockerd not installed")
+        pytest.fail(f"{name} not found, and CI=true: install {package} (apt-get install {package})")
+    pytest.skip(f"{name} not installed (Debian package {package})")
+
+
+def require_dockerd() -> None:
+    """Docker-backed tests: dockerd from docker.io."""
+    require_command("dockerd", "docker.io")
+
+
+@pytest.fixture(scope="module")
+def small_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A 2 x 2 simulated cluster without containers, for one test module: real SSH
+    servers, no dockerd. Yields its profile's path."""
+    from tui.sim.cluster import sim_down, sim_up
+
+    d = tmp_path_factory.mktemp("small-sim")
+    path = sim_up(2, 2, state_dir=d, docker=False)
+    try:
+        yield Path(path)
+    finally:
+        sim_down(state_dir=d)
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import require_command
 from tui.cli import main
 
 CHROMIUM = "/usr/bin/chromium"
@@ -43,26 +44,6 @@ def test_console_command_is_read_only_unless_allowed() -> None:
     ro = console_command("/p/my run.yaml", read_only=True)
     assert ro.endswith("--profile '/p/my run.yaml' --read-only")
     assert "--read-only" not in console_command("/p/x.yaml", read_only=False)
-
-
-def _require_chromium() -> None:
-    if os.path.exists(CHROMIUM):
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{CHROMIUM} not found, and CI=true: install Debian's chromium (apt-get install chromium)")
-    pytest.skip("Debian's chromium is not installed")
-
-
-@pytest.fixture(scope="module")
-def small_sim(tmp_path_factory: pytest.TempPathFactory):
-    from tui.sim.cluster import sim_down, sim_up
-
-    d = tmp_path_factory.mktemp("serve-sim")
-    path = sim_up(2, 2, state_dir=d, docker=False)
-    try:
-        yield Path(path)
-    finally:
-        sim_down(state_dir=d)
 
 
 def _start_serve(profile: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
@@ -100,7 +81,7 @@ def _status(url: str) -> int:
 
 @pytest.mark.integration
 def test_browser_shows_the_live_console_behind_the_token(small_sim: Path, tmp_path: Path) -> None:
-    _require_chromium()
+    require_command(CHROMIUM, "chromium")
     from playwright.sync_api import sync_playwright
 
     proc, url = _start_serve(small_sim)

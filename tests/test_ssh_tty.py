@@ -9,31 +9,18 @@ and watches the cluster from there, as it would on a real head node.
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
 import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from tests.conftest import require_command
 from tests.test_tui_tmux import Tmux, require_tmux
 
 pytestmark = pytest.mark.integration
 WAIT_S = 90.0
-
-
-@pytest.fixture(scope="module")
-def small_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from tui.sim.cluster import sim_down, sim_up
-
-    d = tmp_path_factory.mktemp("tty-sim")
-    path = sim_up(2, 2, state_dir=d, docker=False)
-    try:
-        yield Path(path)
-    finally:
-        sim_down(state_dir=d)
 
 
 @pytest.fixture
@@ -43,15 +30,6 @@ def tmux() -> Iterator[Tmux]:
     t.kill()
 
 
-def _ssh() -> str:
-    path = shutil.which("ssh")
-    if path:
-        return path
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("ssh not found, and CI=true: install openssh-client")
-    pytest.skip("no OpenSSH client")
-
-
 def test_ssh_t_runs_the_console_on_the_node(small_sim: Path, tmux: Tmux, tmp_path: Path) -> None:
     from tui.core.profile import load_profile
 
@@ -59,7 +37,7 @@ def test_ssh_t_runs_the_console_on_the_node(small_sim: Path, tmux: Tmux, tmp_pat
     head = prof.nodes[0]
     assert prof.ssh.known_hosts and head.ssh.identity
     done = tmp_path / "exit_status"
-    ssh = [_ssh(), "-F", "/dev/null", "-t", "-o", "BatchMode=yes",
+    ssh = [require_command("ssh", "openssh-client"), "-F", "/dev/null", "-t", "-o", "BatchMode=yes",
            "-o", f"UserKnownHostsFile={prof.ssh.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
            "-o", "StrictHostKeyChecking=yes", "-i", head.ssh.identity[0], "-p", str(head.ssh.port),
            f"{head.ssh.user}@{head.ssh.host}", f"rlconsole --profile {shlex.quote(str(small_sim))}"]

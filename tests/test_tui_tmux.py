@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -24,6 +23,8 @@ from typing import Callable, Iterator
 
 import pytest
 
+from tests.conftest import require_command
+
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = ROOT / "profiles" / "qwen3-8b-grpo-32gpu.yaml"
 WIDTH, HEIGHT = 160, 50
@@ -32,12 +33,7 @@ TIMEOUT_S = 30.0
 
 
 def require_tmux() -> str:
-    path = shutil.which("tmux")
-    if path:
-        return path
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("tmux not found, and CI=true: install tmux (apt-get install tmux)")
-    pytest.skip("tmux not installed")
+    return require_command("tmux", "tmux")
 
 
 class Tmux:

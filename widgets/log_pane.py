@@ -236,8 +236,16 @@ class LogPane(Vertical):
                     id="log-filter")
 
     def on_mount(self) -> None:
-        self.set_interval(FLUSH_S, self.flush)
+        self.set_interval(FLUSH_S, self._tick)
         self._update_status()
+
+    paced = False
+    """Set by a screen that paces its frames: it calls `flush` itself, with the other
+    panes' changes, so new lines do not cost a frame of their own."""
+
+    def _tick(self) -> None:
+        if not self.paced:
+            self.flush()
 
     @property
     def log_widget(self) -> SearchLog:

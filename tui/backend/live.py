@@ -44,6 +44,9 @@ class LiveBackend:
         refresh = profile.monitoring.refresh_s
         self.pool = SessionPool(profile, backoff_max_s=max(2.0, 2 * refresh))
         self.monitor = ClusterMonitor(profile, pool=self.pool)
+        # the screen draws what changed at most this often (MainScreen.pace_s): the same
+        # bound as the monitor's notifications, so one frame carries a refresh's changes
+        self.frame_pace_s = self.monitor.notify_every_s
         self.remote = PoolRemote(self.pool, profile)
         self.watcher: Any = None
         self._state_cbs: list[StateCallback] = []

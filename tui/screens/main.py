@@ -11,6 +11,7 @@ arriving while a bring-up takes minutes.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -72,6 +73,16 @@ class MainScreen(Screen[None]):
         self.to_confirm: dict[str, tuple[str, dict[str, Any]]] = {}
         """Actions that stopped to ask (a setup-ray that would stop a running Ray): the
         question and the options to run them again with once the user says yes."""
+        self.pace_s: float = float(getattr(backend, "frame_pace_s", 0.0) or 0.0)
+        """Frame pacing (live backends): the cards, the Ray pane, the metrics and the log
+        change at their own moments (samplers, the job's log, the scalar poll), and each
+        change drawn alone is a frame of Textual's compositor. Paced, what arrived is drawn
+        together, at most once per `pace_s` (a change waits at most that long); keys and
+        alerts are never paced. 0: each change is drawn as it arrives."""
+        self._pace_timer: Any = None
+        self._last_frame = float("-inf")
+        self._paced_state: ClusterState | None = None
+        self._paced_metrics: MetricsUpdated | None = None
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -93,6 +104,7 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(LogPane).spool_search = self.backend.log_search
+        self.query_one(LogPane).paced = bool(self.pace_s)
         self.query_one(LogPane).log_widget.focus()
 
     @property
@@ -114,16 +126,45 @@ class MainScreen(Screen[None]):
 
     # ------------------------------------------------------------------ data in
     async def on_state_updated(self, msg: StateUpdated) -> None:
-        self.state = msg.state
-        await self.query_one(NodeGrid).update_state(msg.state)
-        self.query_one(RayPane).update_state(msg.state)
+        self.state = msg.state  # current at once for actions and screens; drawn paced
+        if self.pace_s:
+            self._paced_state = msg.state
+            self._kick()
+            return
+        await self._draw_state(msg.state)
+
+    async def _draw_state(self, state: ClusterState) -> None:
+        await self.query_one(NodeGrid).update_state(state)
+        self.query_one(RayPane).update_state(state)
 
     def on_log_lines_received(self, msg: LogLinesReceived) -> None:
         self.query_one(LogPane).add_lines([mask_secrets(line) for line in msg.lines])
+        if self.pace_s:
+            self._kick()
 
     def on_metrics_updated(self, msg: MetricsUpdated) -> None:
         self.series = msg.series  # the graph screen reads the latest
+        if self.pace_s:
+            self._paced_metrics = msg
+            self._kick()
+            return
         self.query_one(MetricsPane).update_metrics(msg.summary, msg.series)
+
+    def _kick(self) -> None:
+        if self._pace_timer is None:
+            delay = max(0.001, self._last_frame + self.pace_s - time.monotonic())
+            self._pace_timer = self.set_timer(delay, self._draw_paced)
+
+    async def _draw_paced(self) -> None:
+        self._pace_timer = None
+        self._last_frame = time.monotonic()
+        state, self._paced_state = self._paced_state, None
+        metrics, self._paced_metrics = self._paced_metrics, None
+        if state is not None:
+            await self._draw_state(state)
+        if metrics is not None:
+            self.query_one(MetricsPane).update_metrics(metrics.summary, metrics.series)
+        self.query_one(LogPane).flush()
 
     def on_alert_raised(self, msg: AlertRaised) -> None:
         self.query_one(AlertsBar).add_alert(msg.alert)

@@ -46,6 +46,24 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+def _forward_signal(pgid: int, exc: asyncssh.SignalReceived) -> None:
+    """A client's signal request (`SIGINT`, or its name as SSH sends it) to the command's group."""
+    sig = getattr(signal, f"SIG{exc.signal}", None) if isinstance(exc.signal, str) else exc.signal
+    if sig:
+        _killpg(pgid, int(sig))
+
+
+async def _end_group(pgid: int, wait_t: asyncio.Future[Any], sig: int, grace_s: float) -> None:
+    """The client went away before the command ended: `sig` to its whole group, then
+    SIGKILL after `grace_s`, or commands (and what they started) would leak."""
+    _killpg(pgid, sig)
+    try:
+        await asyncio.wait_for(asyncio.shield(wait_t), grace_s)
+    except asyncio.TimeoutError:
+        _killpg(pgid, signal.SIGKILL)
+        await wait_t
+
+
 class _Server(asyncssh.SSHServer):
     def __init__(self, owner: SimNodeServer) -> None:
         self._owner = owner
@@ -260,9 +278,7 @@ class SimNodeServer:
                 try:
                     data = await process.stdin.read(65536)
                 except asyncssh.SignalReceived as exc:
-                    sig = getattr(signal, f"SIG{exc.signal}", None) if isinstance(exc.signal, str) else exc.signal
-                    if sig:
-                        _killpg(pgid, int(sig))
+                    _forward_signal(pgid, exc)
                     continue
                 except (asyncssh.BreakReceived, asyncssh.TerminalSizeChanged):
                     continue
@@ -287,12 +303,7 @@ class SimNodeServer:
             await asyncio.wait({wait_t, closed_t}, return_when=asyncio.FIRST_COMPLETED)
             if not wait_t.done():
                 # The client went away first: end the command and everything it started.
-                _killpg(pgid, signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(asyncio.shield(wait_t), 1.0)
-                except asyncio.TimeoutError:
-                    _killpg(pgid, signal.SIGKILL)
-                    await wait_t
+                await _end_group(pgid, wait_t, signal.SIGTERM, 1.0)
                 return
             # Finished: collect what is left in the pipes. Daemons it started (ray)
             # may hold them open forever, so stop after a short grace.
@@ -361,9 +372,7 @@ class SimNodeServer:
                     _set_winsize(master, (exc.width, exc.height, exc.pixwidth, exc.pixheight))
                     continue
                 except asyncssh.SignalReceived as exc:
-                    sig = getattr(signal, f"SIG{exc.signal}", None) if isinstance(exc.signal, str) else exc.signal
-                    if sig:
-                        _killpg(pgid, int(sig))
+                    _forward_signal(pgid, exc)
                     continue
                 except asyncssh.BreakReceived:
                     continue
@@ -380,12 +389,7 @@ class SimNodeServer:
         try:
             await asyncio.wait({wait_t, closed_t}, return_when=asyncio.FIRST_COMPLETED)
             if not wait_t.done():
-                _killpg(pgid, signal.SIGHUP)  # the terminal hung up, as sshd does
-                try:
-                    await asyncio.wait_for(asyncio.shield(wait_t), 2.0)
-                except asyncio.TimeoutError:
-                    _killpg(pgid, signal.SIGKILL)
-                    await wait_t
+                await _end_group(pgid, wait_t, signal.SIGHUP, 2.0)  # the terminal hung up, as sshd does
                 return
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(out_done.wait(), 2.0)
