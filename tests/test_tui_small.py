@@ -4,6 +4,8 @@ grid does not fit) shows 4 nodes at 80x24 and 16 at 120x40."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tui.app import RlconsoleApp
@@ -86,3 +88,44 @@ async def test_idle_action_pane_collapses() -> None:
         await pilot.press("y")
         await until(pilot, lambda: panel.region.width > 0)
         assert log.region.width < 120
+
+
+async def test_metrics_summary_same_shape_redraws_without_a_layout() -> None:
+    """A new ETA (same lines, no new wrap) reaches the screen without a layout pass of the
+    whole screen; a summary with another number of lines gets one (its height follows)."""
+    from textual.widgets import Static
+
+    from tui.app import RlconsoleApp
+    from tui.backend.static import demo_backend
+    from tui.core.metrics_model import MetricsSummary
+    from widgets.metrics_pane import MetricsPane
+
+    from .test_tui_pilot import SIZE, settle
+
+    b = demo_backend()
+    app = RlconsoleApp(b)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        box = app.screen.query_one(MetricsPane).query_one("#metrics-summary", Static)
+        running = dict(job_id="raysubmit_x", status="RUNNING", on_cluster=True, step=12, total_steps=160,
+                       step_time_s=60.0, reward=0.4, mfu_pct=30.0, response_length=97.0)
+        b.push_metrics(MetricsSummary(eta_s=600.0, **running), {})
+        await settle(pilot)
+        lines = str(box.render()).count("\n")
+        layouts: list[bool] = []
+        refresh = box.refresh
+
+        def recording(*a: Any, **k: Any) -> Any:
+            layouts.append(bool(k.get("layout")))
+            return refresh(*a, **k)
+
+        box.refresh = recording  # type: ignore[method-assign]
+        b.push_metrics(MetricsSummary(eta_s=540.0, **running), {})
+        await settle(pilot)
+        assert "9m" in str(box.render()), str(box.render())
+        assert str(box.render()).count("\n") == lines
+        assert layouts == [False]  # redrawn once, and the ETA's change asked for no layout pass
+        b.push_metrics(MetricsSummary(job_id="raysubmit_x", status="STOPPED", on_cluster=False, step=12), {})
+        await settle(pilot)
+        assert str(box.render()).count("\n") != lines
+        assert layouts[0] is False and True in layouts[1:]  # its height changed: laid out

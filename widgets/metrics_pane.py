@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
@@ -188,8 +189,17 @@ class MetricsPane(Vertical):
         key = (markup.plain, tuple(markup.spans))  # Content's == compares the text only
         if key == self._last_summary:
             return
-        self._last_summary = key
-        self.query_one("#metrics-summary", Static).update(markup)
+        old, self._last_summary = self._last_summary, key
+        box = self.query_one("#metrics-summary", Static)
+        # Its height follows its text, so a new text may need a layout pass of the whole
+        # screen (~40 ms here, profiled); not when it has as many lines as before and none
+        # is wider than the box (no new wrap): the ETA or throughput changing, the usual case.
+        width = box.content_region.width
+        lines = markup.plain.split("\n")
+        same_shape = (old is not None and width > 0 and len(lines) == old[0].count("\n") + 1
+                      and max(cell_len(line) for line in lines) <= width
+                      and max(cell_len(line) for line in old[0].split("\n")) <= width)
+        box.update(markup, layout=not same_shape)
 
     def update_metrics(self, summary: MetricsSummary, series: dict[str, list[tuple[int, float]]]) -> None:
         self.summary = summary
