@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 
@@ -326,6 +327,9 @@ def test_split_samples_frames_by_marker_line_whatever_the_chunking() -> None:
         assert rest2 == "e\n"
 
 
+SEED_PROFILE = Path(__file__).resolve().parent.parent / "profiles" / "qwen3-8b-grpo-32gpu.yaml"
+
+
 async def test_monitor_notifications_are_bounded_per_interval() -> None:
     """Changes from nodes out of phase (here: one every 10 ms) reach subscribers at most
     once per `notify_every_s`, each carrying everything changed before it; the last change
@@ -333,10 +337,7 @@ async def test_monitor_notifications_are_bounded_per_interval() -> None:
     from tui.core.probes import ClusterMonitor
     from tui.core.profile import load_profile
 
-    from pathlib import Path
-
-    seed = Path(__file__).resolve().parent.parent / "profiles" / "qwen3-8b-grpo-32gpu.yaml"
-    mon = ClusterMonitor(load_profile(seed), refresh_s=2.0)
+    mon = ClusterMonitor(load_profile(SEED_PROFILE), refresh_s=2.0)
     assert mon.notify_every_s == 1.0
     mon.notify_every_s = 0.3
     seen: list[float] = []

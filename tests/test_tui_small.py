@@ -129,3 +129,46 @@ async def test_metrics_summary_same_shape_redraws_without_a_layout() -> None:
         await settle(pilot)
         assert str(box.render()).count("\n") != lines
         assert layouts[0] is False and True in layouts[1:]  # its height changed: laid out
+
+
+async def test_paced_screen_draws_a_burst_once_and_keeps_the_latest() -> None:
+    """With frame pacing (what the live backend asks for), twenty cluster states and log
+    batches arriving in a burst are drawn together, a few frames at most, and what is
+    drawn is the latest state and every line; keys are not held back meanwhile."""
+    import dataclasses
+
+    from tui.app import RlconsoleApp
+    from tui.backend.static import demo_backend, demo_state
+    from widgets.log_pane import LogPane
+    from widgets.node_grid import NodeGrid
+
+    from .test_tui_pilot import SIZE, settle, until
+
+    b = demo_backend()
+    b.frame_pace_s = 0.5  # type: ignore[attr-defined]
+    app = RlconsoleApp(b)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        grid = app.screen.query_one(NodeGrid)
+        logp = app.screen.query_one(LogPane)
+        assert logp.paced
+        drawn: list[object] = []
+        update = grid.update_state
+
+        async def recording(state: Any) -> Any:
+            drawn.append(state)
+            return await update(state)
+
+        grid.update_state = recording  # type: ignore[method-assign]
+        base = demo_state(b.profile)
+        states = [dataclasses.replace(base, profile=f"burst-{i}") for i in range(20)]
+        for i, st in enumerate(states):
+            b.push_state(st)
+            b.push_log([f"burst line {i}"])
+        await pilot.press("question_mark")  # a key in the middle of the burst is served at once
+        await until(pilot, lambda: app.screen.__class__.__name__ == "HelpScreen")
+        await pilot.press("escape")
+        await until(pilot, lambda: bool(drawn) and drawn[-1] is states[-1], timeout=10)
+        assert len(drawn) <= 3, len(drawn)  # one frame for the burst (two if it straddled a pace)
+        assert app.screen.state is states[-1]
+        assert logp.total >= 20 and not logp._pending
