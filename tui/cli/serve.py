@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import re
 import secrets
 import shlex
@@ -25,6 +24,7 @@ import signal
 import sys
 from typing import Any, Awaitable, Callable
 
+from tui.core.checks import is_loopback
 from tui.core.errors import UsageError
 
 COOKIE = "rlconsole_serve"
@@ -34,15 +34,6 @@ _HOST_RE = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5
 
 REMOTE_WHY = ("the page is plain HTTP: the token and everything the console shows cross the "
               "network in clear; prefer `ssh -L PORT:127.0.0.1:PORT head` and the default host")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def console_command(profile_path: str, read_only: bool) -> str:

@@ -267,7 +267,7 @@ def static_tensorboard(p: Profile, L: _Layout) -> list[CheckResult]:
 
 
 def static_dashboard(p: Profile, L: _Layout) -> list[CheckResult]:
-    if not _loopback(p.ray.dashboard_host):
+    if not is_loopback(p.ray.dashboard_host):
         return [CheckResult("ray.dashboard", WARN, f"dashboard bound to {p.ray.dashboard_host}: an unauthenticated "
                             "job API (run any command on the cluster) reachable from the network",
                             "bind it to 127.0.0.1; rlconsole reaches it through SSH")]
@@ -300,7 +300,7 @@ def static_checks(p: Profile) -> list[CheckResult]:
     return [r for check in STATIC_CHECKS for r in check(p, layout)]
 
 
-def _loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     """Whether a bind address is reachable from this machine only."""
     if host == "localhost":
         return True
