@@ -363,3 +363,57 @@ async def test_setup_ray_reads_node_rows_with_the_typed_readers(node_server, ssh
     finally:
         await pool.close()
     assert got == want
+
+
+@pytest.mark.parametrize("first_error,retried", [
+    ("Failed to get node info b'GCS cannot find the node with node ID 4e63. The node registration may not be "
+     "complete yet before the timeout. Try increase the RAY_raylet_start_wait_time_s config.'", True),
+    ("ConnectionError: ray client connection timeout: port 6379 already in use", False),
+], ids=["start-up-timeout", "other-failure"])
+async def test_setup_ray_starts_a_timed_out_head_once_more(node_server, ssh_kit, tmp_path: Path,
+                                                           first_error: str, retried: bool) -> None:
+    """A head whose start missed one of Ray's own start-up deadlines (a loaded machine)
+    is stopped and started once more, and the user is told; any other failure ends the
+    action at once, as before. The node is a real SSH server; `ray` is a script there."""
+    from tui.core.actions.ray_setup import _fresh_head
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
+    from tui.core.state import RayState
+
+    calls = tmp_path / "calls"
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text(
+        "#!/bin/sh\n"
+        f'echo "$1" >> {calls}\n'
+        f'if [ "$1" = start ] && [ ! -e {tmp_path / "failed-once"} ]; then\n'
+        f"  touch {tmp_path / 'failed-once'}; echo \"{first_error}\" >&2; exit 1\n"
+        "fi\n"
+        'echo "Ray runtime started."\n')
+    fake_ray.chmod(0o755)
+    srv = await node_server()
+    prof = _one_node_profile(ssh_kit, srv, 1)
+    prof.container.access = "direct"
+    prof.ray.binary = str(fake_ray)
+    pool = SessionPool(prof)
+    pool.start()
+    head_up: list[bool] = []
+    events = []
+    try:
+        await pool.head.wait_first_attempt(10)
+
+        async def run() -> None:
+            async for ev in _fresh_head(prof, PoolRemote(pool, prof), RayState(available=False), False, True, head_up):
+                events.append(ev)
+
+        await asyncio.wait_for(run(), 60)
+    finally:
+        await pool.close()
+    said = [ev.message for ev in events]
+    if retried:
+        assert calls.read_text().split() == ["start", "stop", "start"]
+        assert head_up == [True]
+        assert any("head start timed out" in m and "once more" in m for m in said), said
+    else:
+        assert calls.read_text().split() == ["start"]
+        assert head_up == []
+        assert events[-1].kind == "fail" and "already in use" in events[-1].message, said

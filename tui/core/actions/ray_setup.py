@@ -186,6 +186,15 @@ async def _missing_workers(profile: Profile, remote: Remote, st: RayState) -> li
     return [n for n in profile.workers if n.address not in alive]
 
 
+START_TIMEOUTS = ("Deadline Exceeded", "node registration may not be complete")
+"""What `ray start --head` prints when one of Ray's own start-up deadlines passed: a
+loaded machine, not a wrong profile, so one more start is worth it."""
+
+
+def start_timed_out(output: str) -> bool:
+    return any(s in output for s in START_TIMEOUTS)
+
+
 async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first: bool | None,
                       stop_confirmed: bool, head_up: list[bool]) -> AsyncIterator[ActionEvent]:
     """Stop Ray everywhere (only with confirmation when it is up) and start the head;
@@ -209,6 +218,13 @@ async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first
     head = profile.head
     yield ActionEvent(NAME, "node", "starting head", node=head.name, status="running")
     r = await remote.run(head.name, head_argv(profile), container=True, timeout=180)
+    if not r.ok and start_timed_out(r.stdout + r.stderr):
+        # Ray's own start-up deadlines (the GCS, the raylet registering with it) are
+        # missed on a loaded head; the seed's answer is to stop and start again: once.
+        yield ActionEvent(NAME, "node", f"head start timed out ({r.tail(1)}); stopping and starting it once more",
+                          node=head.name, status="running")
+        await remote.run(head.name, stop_argv(profile), container=True, timeout=120)
+        r = await remote.run(head.name, head_argv(profile), container=True, timeout=180)
     if not r.ok:
         yield ActionEvent(NAME, "node", "head failed", node=head.name, status="failed")
         yield ActionEvent(NAME, "fail", f"ray start --head exited {r.rc}: {r.tail(3)}", node=head.name)
