@@ -236,16 +236,16 @@ class LogPane(Vertical):
                     id="log-filter")
 
     def on_mount(self) -> None:
-        self.set_interval(FLUSH_S, self._tick)
+        self._flush_timer = self.set_interval(FLUSH_S, self.flush)
         self._update_status()
 
-    paced = False
-    """Set by a screen that paces its frames: it calls `flush` itself, with the other
-    panes' changes, so new lines do not cost a frame of their own."""
+    def pace_by_screen(self) -> None:
+        """The screen paces its frames and calls `flush` itself, with the other panes'
+        changes, so new lines cost no frame (nor timer tick) of their own."""
+        self._flush_timer.pause()
+        self.paced = True
 
-    def _tick(self) -> None:
-        if not self.paced:
-            self.flush()
+    paced = False
 
     @property
     def log_widget(self) -> SearchLog:

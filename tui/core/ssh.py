@@ -32,7 +32,7 @@ import os
 import shlex
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+from typing import Any, AsyncIterator, Callable, Iterable, Literal, Sequence
 
 import asyncssh
 
@@ -637,7 +637,7 @@ class NodeSession:
 
     async def _stream(self, cmd: str | Sequence[str], container: bool, env: dict[str, str] | None,
                       merge_stderr: bool, check: bool, status: StreamStatus | None,
-                      mode: str) -> AsyncIterator[Any]:
+                      mode: Literal["lines", "text", "bytes"]) -> AsyncIterator[Any]:
         binary = mode == "bytes"
         command = self.wrap(cmd, container, env)
         conn = await self._require_conn()

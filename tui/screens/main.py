@@ -104,7 +104,8 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(LogPane).spool_search = self.backend.log_search
-        self.query_one(LogPane).paced = bool(self.pace_s)
+        if self.pace_s:
+            self.query_one(LogPane).pace_by_screen()
         self.query_one(LogPane).log_widget.focus()
 
     @property
