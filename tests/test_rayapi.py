@@ -126,7 +126,8 @@ def _one_node_profile(ssh_kit: Any, srv: Any, dash_port: int, gcs_port: int = 1)
 
 @pytest.mark.parametrize("host,exposed,connect", [
     ("0.0.0.0", True, "127.0.0.1"), ("::", True, "127.0.0.1"), ("", True, "127.0.0.1"),
-    ("127.0.0.1", False, "127.0.0.1"), ("10.1.2.3", False, "10.1.2.3"), ("localhost", False, "localhost"),
+    ("127.0.0.1", False, "127.0.0.1"), ("10.1.2.3", True, "10.1.2.3"), ("localhost", False, "localhost"),
+    ("127.0.0.2", False, "127.0.0.2"), ("[::1]", False, "[::1]"), ("head.example", True, "head.example"),
 ])
 def test_one_dashboard_exposure_rule(host: str, exposed: bool, connect: str) -> None:
     assert dashboard_exposed(host) is exposed

@@ -189,8 +189,12 @@ async def test_console_palette_injects_a_fault_and_shows_its_diagnosis(sim: dict
     from tui.backend.live import LiveBackend
     from widgets.alerts_bar import AlertsBar
 
+    from tui.cli.console import sim_faults_for
+
     job_id = await asyncio.to_thread(_submit, sim["profile"])
-    app = RlconsoleApp(LiveBackend(load_profile(sim["profile"])), bell=False)
+    profile = load_profile(sim["profile"])
+    # as `rlconsole` builds it (tui/cli/console.py run_app): the injector comes from the CLI
+    app = RlconsoleApp(LiveBackend(profile), bell=False, faults=sim_faults_for(profile))
     loop = asyncio.get_running_loop()
 
     async def until(pilot: Any, cond: Callable[[], Any], what: str) -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
@@ -22,8 +20,7 @@ from .screens.main import MainScreen
 from .core.state import JobStatus
 
 if TYPE_CHECKING:
-    from tui.backend.base import Backend
-    from .core.profile import Profile
+    from tui.backend.base import Backend, FaultInjector
 
 log = logging.getLogger("rlconsole.app")
 
@@ -38,9 +35,12 @@ class RlconsoleApp(App[int]):
     TITLE = "rlconsole"
     COMMANDS = App.COMMANDS | {RlconsoleCommands}
 
-    def __init__(self, backend: Backend, bell: bool | None = None, **kw: Any) -> None:
+    def __init__(self, backend: Backend, bell: bool | None = None, faults: FaultInjector | None = None,
+                 **kw: Any) -> None:
         super().__init__(**kw)
         self.backend = backend
+        self.faults = faults
+        """Fault injection on a simulated cluster (the palette), given by the CLI."""
         # the terminal bell on error alerts: the profile's `console.bell` unless told
         self.bell_on = backend.profile.console.bell if bell is None else bell
         # watch only: the keys, help and palette offer no action that changes the cluster,
@@ -96,40 +96,30 @@ class RlconsoleApp(App[int]):
         """Run a main-screen action by name (command palette, app-level quit)."""
         self.call_later(self.main_screen.run_action, action)
 
-    def fault_kinds(self) -> list[str]:
-        """The faults the palette offers: those of `rlconsole sim fault` when this console
-        watches a running simulated cluster's profile, else none."""
-        if not self.backend.simulated:
-            return []
-        from tui.sim.faults import FAULTS, sim_dir_for_profile
-
-        return list(FAULTS) if sim_dir_for_profile(self.backend.profile.path) is not None else []
+    def fault_kinds(self) -> dict[str, str]:
+        """The faults the palette offers (kind -> what it does): those of `rlconsole sim
+        fault` when the CLI handed this console an injector (a running simulated cluster's
+        profile), else none."""
+        return self.faults.kinds() if self.faults is not None else {}
 
     def inject_fault(self, kind: str) -> None:
         """Plant `kind` in the simulated job (palette: "Inject a fault"), in a worker."""
         self.run_worker(self._inject_fault(kind), name=f"inject-{kind}", group="faults")
 
     async def _inject_fault(self, kind: str) -> None:
-        from tui.sim.faults import FAULTS, plant_fault, sim_dir_for_profile
-
-        d = sim_dir_for_profile(self.backend.profile.path)
-        watcher = getattr(self.backend, "watcher", None)
-        if watcher is None or watcher.status != JobStatus.RUNNING:
+        if self.faults is None:
+            return
+        if self.backend.job_status() != JobStatus.RUNNING:
             # a fault waits for a job's next step, and a submit clears it: nothing to show yet
             self.notify("no job is running on the simulated cluster: submit one (s), then inject the "
                         "fault", severity="warning", timeout=10)
             return
         try:
-            body = await asyncio.to_thread(plant_fault, kind, None, None, None, d)
+            said = await self.faults.inject(kind)
         except Exception as e:  # noqa: BLE001 - say why, keep the console up
-            self.notify(f"could not inject {kind}: {e}", severity="error", timeout=10)
+            self.notify(f"could not inject {kind}: {e}", severity="error", timeout=10, markup=False)
             return
-        where = f" on {body['node']}" if body["node"] else ""
-        f = FAULTS[kind]
-        then = ("the job fails at its next step; the alert names the cause" if f.job == JobStatus.FAILED
-                else "watch the alerts")
-        self.notify(f"fault {kind} injected{where}: {then} (undo: `rlconsole sim fault clear`, "
-                    "or the next submit)", timeout=10)
+        self.notify(said, timeout=10, markup=False)
 
     async def action_quit(self) -> None:
         """ctrl+q goes through the same question as `q` while an action runs."""
@@ -137,58 +127,3 @@ class RlconsoleApp(App[int]):
             self.run_main_action("quit")
         else:
             self.exit(0)
-
-
-STATIC_BACKEND_ENV = "RLCONSOLE_STATIC_BACKEND"
-"""Set to 1 to run the console on fixed demo data instead of the live cluster: lets the
-tmux smoke test drive the real terminal path (driver, keys, screen) without a cluster."""
-
-
-def static_backend(profile: Profile) -> Backend:
-    """A StaticBackend over `profile` with the deterministic demo data (see
-    tui/backend/static.py `demo_backend`, which builds the same for the packaged profile)."""
-    from tui.backend.static import StaticBackend, demo_log, demo_metrics, demo_state
-    from .core.alerts import AlertRules
-
-    step = 812
-    summary, series = demo_metrics(profile, step)
-    return StaticBackend(profile=profile, state=demo_state(profile, step), log_lines=demo_log(step),
-                         summary=summary, series=series, rules=AlertRules.for_profile(profile),
-                         warmup=[demo_state(profile, s) for s in range(step - 10, step)])
-
-
-def run_app(profile: Profile, bell: bool | None = None) -> int:
-    """`rlconsole [--profile P] [--no-bell]`: the console on the live cluster (or on fixed
-    demo data when RLCONSOLE_STATIC_BACKEND=1). `bell` None: the profile decides."""
-    if os.environ.get(STATIC_BACKEND_ENV) == "1":
-        return int(RlconsoleApp(static_backend(profile), bell=bell).run() or 0)
-    try:
-        from tui.backend.live import LiveBackend
-    except ImportError as e:
-        print(f"rlconsole: the live console cannot start: {e} "
-              "(`rlconsole status` and the other subcommands still work)", file=sys.stderr)
-        return 1
-    app = RlconsoleApp(LiveBackend(profile), bell=bell)
-    rc = app.run()
-    return int(rc or 0)
-
-
-def run_demo(nodes: int = 4, gpus: int = 8, bell: bool | None = None) -> int:
-    """`rlconsole demo`: start the simulated cluster, open the console on it, and on
-    exit ask whether to keep the sim (a later `rlconsole` re-attaches) or stop it."""
-    from .core.profile import load_profile
-    from tui.sim.cluster import sim_down, sim_up
-
-    path = sim_up(nodes, gpus)
-    rc = run_app(load_profile(path), bell=bell)
-    try:
-        answer = input("Stop the simulated cluster? [Y/n] (n keeps it; `rlconsole sim down` stops it later) ")
-    except EOFError:
-        answer = "n"
-        print()
-    if answer.strip().lower() in ("", "y", "yes"):
-        stopped = sim_down()
-        print("simulated cluster stopped" if stopped else "no simulated cluster was running")
-    else:
-        print("simulated cluster kept running; `rlconsole` re-attaches, `rlconsole sim down` stops it")
-    return rc

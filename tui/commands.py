@@ -85,17 +85,17 @@ class RlconsoleCommands(Provider):
 
     def _entries(self) -> list[tuple[str, str, Callable[[], None]]]:
         app: RlconsoleApp = self.app  # type: ignore[assignment]
-        read_only = bool(getattr(app, "read_only", False))
+        read_only = app.read_only
         out: list[tuple[str, str, Callable[[], None]]] = [
             (f"{k.label} ({k.shown_key})", k.help, partial(app.run_main_action, k.action))
             for k in offered_keys(read_only)]
-        if not read_only and app.fault_kinds():  # a fault changes the cluster: not in read-only
-            from tui.sim.faults import DEMO_FAULT, FAULTS
-
-            out.append(("Inject a fault", f"Simulated cluster: {FAULTS[DEMO_FAULT].what}; the job fails "
-                        "at its next step and the alert names the cause", partial(app.inject_fault, DEMO_FAULT)))
-            for kind, f in FAULTS.items():
-                out.append((f"Inject a fault: {kind}", f"Simulated cluster: {f.what}",
+        kinds = app.fault_kinds()
+        if not read_only and kinds and app.faults is not None:  # a fault changes the cluster: not in read-only
+            demo = app.faults.demo_kind
+            out.append(("Inject a fault", f"Simulated cluster: {kinds.get(demo, demo)}; the job fails "
+                        "at its next step and the alert names the cause", partial(app.inject_fault, demo)))
+            for kind, what in kinds.items():
+                out.append((f"Inject a fault: {kind}", f"Simulated cluster: {what}",
                             partial(app.inject_fault, kind)))
         return out
 

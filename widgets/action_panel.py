@@ -20,7 +20,6 @@ STATUS_MARK = {
     "ok": ("● ok", "$text-success"), "failed": ("✖ failed", "$text-error"),
     "skipped": ("– skipped", "$text-muted"),
 }
-KIND_STYLE = {"done": "$text-success", "fail": "$text-error", "warn": "$text-warning", "skip": "$text-muted"}
 OUTPUT_KEEP = 2_000
 
 

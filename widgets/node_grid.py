@@ -36,12 +36,8 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.core.state import ClusterState, GpuCard, NodeState, RayNodeState
+from tui.core.state import CardLimits, ClusterState, GpuCard, NodeState, RayNodeState
 
-HOT_C = 85.0
-"""Temperature from which a card is flagged hot."""
-MEM_FULL_PCT = 95.0
-"""Memory use from which a card is flagged nearly full (an OOM is next)."""
 HISTORY = 60
 """Samples of utilisation kept per card for its sparkline (a minute or two)."""
 
@@ -53,7 +49,6 @@ GAP = 1
 """Columns between cards."""
 
 SPARK_BARS = "▁▂▃▄▅▆▇█"
-LOAD_CLASSES = ("-load-idle", "-load-low", "-load-mid", "-load-high")
 TROUBLE_CLASSES = ("-hot", "-memfull", "-unparsed", "-down", "-na")
 
 
@@ -69,22 +64,16 @@ def load_class(util: float | None) -> str:
     return "-load-high"
 
 
-def mem_pct(card: GpuCard) -> float | None:
-    """Memory used in percent, None when either figure is unknown (never a made-up 0)."""
-    if card.mem_used_mib is None or not card.mem_total_mib:
-        return None
-    return 100.0 * card.mem_used_mib / card.mem_total_mib
-
-
 def fmt_age(s: float) -> str:
     """An age, coarse: "42 s", "5 min", "3 h"."""
     s = max(0, int(s))
     return f"{s} s" if s < 60 else f"{s // 60} min" if s < 3600 else f"{s // 3600} h"
 
 
-def card_trouble(card: GpuCard | None, node_down: bool, unparsed: bool) -> list[str]:
+def card_trouble(card: GpuCard | None, node_down: bool, unparsed: bool, limits: CardLimits) -> list[str]:
     """The trouble classes of one card, worst first: a down node hides everything else,
-    because its last numbers are stale and must not look current."""
+    because its last numbers are stale and must not look current. Hot and memory-full
+    are the profile's thresholds (`limits`), the same the alerts apply."""
     if node_down:
         return ["-down"]
     if unparsed:
@@ -92,10 +81,9 @@ def card_trouble(card: GpuCard | None, node_down: bool, unparsed: bool) -> list[
     if card is None:
         return ["-na"]
     out: list[str] = []
-    if card.temp_c is not None and card.temp_c >= HOT_C:
+    if limits.is_hot(card):
         out.append("-hot")
-    pct = mem_pct(card)
-    if pct is not None and pct >= MEM_FULL_PCT:
+    if limits.mem_full(card):
         out.append("-memfull")
     return out
 
@@ -125,10 +113,11 @@ class CardCell:
     `flags` are the component-class suffixes that colour it, e.g. ["-load-high", "-hot"].
     """
 
-    __slots__ = ("index", "card", "node_down", "unparsed", "history")
+    __slots__ = ("index", "card", "node_down", "unparsed", "history", "limits")
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, limits: CardLimits | None = None) -> None:
         self.index = index
+        self.limits = limits or CardLimits()
         self.card: GpuCard | None = None
         self.node_down = False
         self.unparsed = False
@@ -137,7 +126,7 @@ class CardCell:
     @property
     def flags(self) -> list[str]:
         """Load bucket and trouble of this card, e.g. ["-load-high", "-hot"]."""
-        trouble = card_trouble(self.card, self.node_down, self.unparsed)
+        trouble = card_trouble(self.card, self.node_down, self.unparsed, self.limits)
         if self.node_down or self.card is None:
             return trouble
         return [load_class(self.card.util_pct)] + trouble
@@ -180,11 +169,12 @@ class NodeRow:
     """One node: header data, its cards, and its rendered strips (cached until its data
     or the grid's layout changes)."""
 
-    def __init__(self, name: str, cards: int = 0, pos: int = 0) -> None:
+    def __init__(self, name: str, cards: int = 0, pos: int = 0, limits: CardLimits | None = None) -> None:
         self.node_name = name
         self.pos = pos  # block index in the grid: the node's lines start at pos * block_h
         self.header: HeaderInfo | None = None
-        self.cells: list[CardCell] = [CardCell(j) for j in range(cards)]
+        self.limits = limits or CardLimits()
+        self.cells: list[CardCell] = [CardCell(j, self.limits) for j in range(cards)]
         self.down = False
         self.strips: list[Strip] | None = None
         self._sig: Hashable = None
@@ -201,7 +191,7 @@ class NodeRow:
         cards = {c.index: c for c in node.gpus}
         unparsed = bool(node.gpu is not None and not node.gpu.parsed)
         want = max([len(self.cells)] + [i + 1 for i in cards])
-        self.cells.extend(CardCell(j) for j in range(len(self.cells), want))
+        self.cells.extend(CardCell(j, self.limits) for j in range(len(self.cells), want))
         for cell in self.cells:
             cell.set_card(cards.get(cell.index), node_down=self.down, unparsed=unparsed)
         sig = (self.header, tuple(c.signature(spark) for c in self.cells))
@@ -293,8 +283,10 @@ class NodeGrid(ScrollView, can_focus=True):
     NodeGrid > .nodegrid--down-header { background: $error-muted; }
     """
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, limits: CardLimits | None = None, **kw) -> None:
         super().__init__(**kw)
+        self.limits = limits or CardLimits()
+        """When a card is drawn hot or memory-full: the profile's rule, as the alerts'."""
         self.rows: dict[str, NodeRow] = {}
         self._order: list[NodeRow] = []
         self._layout = GridLayout.for_width(0, 8)
@@ -312,7 +304,7 @@ class NodeGrid(ScrollView, can_focus=True):
         grew = False
         for node in state.nodes:
             if node.name not in self.rows:
-                row = NodeRow(node.name, len(node.gpus), pos=len(self._order))
+                row = NodeRow(node.name, len(node.gpus), pos=len(self._order), limits=self.limits)
                 self.rows[node.name] = row
                 self._order.append(row)
                 grew = True
@@ -649,11 +641,10 @@ class NodeGrid(ScrollView, can_focus=True):
             mem = f"{_gib(c.mem_used_mib)}/{_gib(c.mem_total_mib)}G"
             if len(mem) + 1 + len(temp) > w:
                 mem = f"{_gib(c.mem_used_mib)}G"  # narrow: used only, keep the temperature
-            pct = mem_pct(c)
-            l2 = [(mem, alarm if pct is not None and pct >= MEM_FULL_PCT else st)]
+            l2 = [(mem, alarm if cell.limits.mem_full(c) else st)]
             if len(mem) + 1 + len(temp) <= w:
                 l2.append((" " * (w - len(mem) - len(temp)), st))
-                l2.append((temp, alarm if c.temp_c is not None and c.temp_c >= HOT_C else st))
+                l2.append((temp, alarm if cell.limits.is_hot(c) else st))
             lines = [[(_fit([f"{cell.index}", f"{util:>4}", power], w), st)], l2]
         if h >= 3:
             lines.append(self._spark(cell, w, kind, st) if not cell.node_down else [("", st)])

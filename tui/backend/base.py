@@ -25,7 +25,7 @@ from tui.core.actions.events import ActionEvent
 from tui.core.alerts import Alert
 from tui.core.metrics_model import MetricsSummary
 from tui.core.profile import Profile
-from tui.core.state import ClusterState
+from tui.core.state import ClusterState, JobStatus
 
 if TYPE_CHECKING:  # the preflight's modules load on first use, not with the app
     from tui.core.actions.plan import SubmitPlan
@@ -37,13 +37,34 @@ LogCallback = Callable[[list[str]], object]
 MetricsCallback = Callable[[MetricsSummary, Series], object]
 AlertCallback = Callable[[Alert], object]
 
+
+@runtime_checkable
+class FaultInjector(Protocol):
+    """Plants a failure in a simulated job (the palette's "Inject a fault"). The app gets
+    one from the CLI (tui/cli/console.py) when it watches a running simulated cluster;
+    the app and its screens never import the simulator themselves."""
+
+    demo_kind: str
+    """The fault the palette offers first (a job failure the alert names)."""
+
+    def kinds(self) -> dict[str, str]:
+        """Every fault this cluster takes: kind -> what it does, for the palette."""
+
+    async def inject(self, kind: str) -> str:
+        """Plant `kind`; returns what to tell the user. Raises on failure."""
+
+
 @runtime_checkable
 class Backend(Protocol):
     """Everything the console needs from the world. Keep it small: each method here is
-    one thing the screen shows or one key the user presses."""
+    one thing the screen shows or one key the user presses. The app and its screens use
+    nothing else of a backend (no `getattr` on one: tests/test_layering.py looks)."""
 
     profile: Profile
     simulated: bool  # the cluster is the simulator: the header says so
+    frame_pace_s: float
+    """Draw what changed at most this often (0: draw each change at once). A live
+    backend's data arrives at its own moments; paced, one frame carries a refresh."""
 
     async def start(self) -> None:
         """Begin watching (probes, log, scalars). Returns quickly; data arrives through
@@ -67,7 +88,7 @@ class Backend(Protocol):
         """`cb(alert)` once per new alert."""
 
     def run_action(self, name: str, **opts: Any) -> AsyncIterator[ActionEvent]:
-        """Run one of `tui.core.actions.registry.ACTIONS` (options the app passes:
+        """Run one of `tui.core.actions.registry.SPECS` (options the app passes:
         convert(force=True), stop(cluster=True)) and stream its progress. It ends with a `done`,
         `fail` or `skip` event; an exception is shown as a failure. For "check" each
         result is one event made by `core.checks.check_event` (`data["check"]` the
@@ -86,6 +107,13 @@ class Backend(Protocol):
         """None when converting has nothing in its way; else what already exists, e.g.
         "/data/.../Qwen3-8B-MCore holds a checkpoint (64 .distcp shards)". The app then
         asks before offering convert --force."""
+
+    def all_series(self) -> Series:
+        """Every scalar of the watched run (not only the plotted ones), for the graph
+        screen and its CSV export; empty before a job is watched."""
+
+    def job_status(self) -> JobStatus | None:
+        """The watched job's status now; None when no job is watched."""
 
     async def log_search(self, pattern: str, start_line: int, backwards: bool) -> int | None:
         """Search the whole run's log (the spool, beyond the lines the screen keeps) for

@@ -187,7 +187,7 @@ class LiveBackend:
                 old, self.watcher, self._job = self.watcher, None, None
                 await old.stop()
             w = JobWatcher(self.profile, self.pool, job_id, on_lines=self._lines, on_alert=self._alert)
-            w.status = status
+            w.status = JobStatus.of(status)
             # a re-attach: parse what the spool already holds, show its tail, then follow
             await asyncio.to_thread(w.reattach)
             n = w.spool.line_count
@@ -216,6 +216,10 @@ class LiveBackend:
             return {}
         rm = self.watcher.run_metrics()
         return {k: rm.raw_series(k) for k in rm.keys()}
+
+    def job_status(self) -> JobStatus | None:
+        w = self.watcher
+        return None if w is None else JobStatus.of(w.status)
 
     async def _job_loop(self) -> None:
         from tui.core.jobwatch import find_job

@@ -107,9 +107,9 @@ def demo_state(profile: Profile, step: int = 812, down: Iterable[str] = (),
                         end_time=T0 - 80_000, message="RuntimeError: Parent directory /mnt/... does not exist.")]
     job = None
     if job_status:
-        jobs.append(RayJobState(id=JOB_ID, status=job_status, start_time=T0 - 50_000,
+        jobs.append(RayJobState(id=JOB_ID, status=JobStatus.of(job_status), start_time=T0 - 50_000,
                                 entrypoint="python3 -u -m verl.trainer.main_ppo"))
-        job = JobState(id=JOB_ID, status=job_status, step=step,
+        job = JobState(id=JOB_ID, status=JobStatus.of(job_status), step=step,
                        total_steps=profile.monitoring.total_steps, last_checkpoint=(step // 100) * 100)
     ray = RayState(available=True, nodes_alive=len(alive), nodes_dead=len(ray_nodes) - len(alive),
                    gpus_total=sum(r.gpus_total for r in alive),
@@ -187,6 +187,8 @@ class StaticBackend:
     series: Series = field(default_factory=dict)
     alerts: list[Alert] = field(default_factory=list)
     simulated: bool = True
+    frame_pace_s: float = 0.0
+    """Fixed data: each push is drawn at once (tests see it without waiting)."""
     action_delay: float = 0.0
     action_gate: asyncio.Event | None = None
     convert_exists: str | None = None
@@ -250,6 +252,9 @@ class StaticBackend:
         self._all_lines.extend(lines)
         for cb in self._log_cbs:
             cb(list(lines))
+
+    def job_status(self) -> JobStatus | None:
+        return None if self.state.job is None else self.state.job.status
 
     def all_series(self) -> Series:
         """Every scalar this backend has: the pushed series plus VeRL-named scalars

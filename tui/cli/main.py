@@ -17,6 +17,9 @@ from typing import Callable, NoReturn
 
 from tui.core.errors import RlconsoleError, UsageError
 
+from .completion import SHELLS
+from .serve import DEFAULT_PORT as SERVE_PORT
+
 log = logging.getLogger("rlconsole.cli")
 
 
@@ -179,7 +182,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from tui.app import run_app
+    from tui.cli.console import run_app
 
     return run_app(_load(args), bell=False if getattr(args, "no_bell", False) else None)
 
@@ -231,7 +234,7 @@ def _version() -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from tui.app import run_demo
+    from tui.cli.console import run_demo
 
     return run_demo(nodes=args.nodes, gpus=args.gpus, bell=False if getattr(args, "no_bell", False) else None)
 
@@ -371,10 +374,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("serve", cmd_serve, "the console in a browser (textual-serve): read-only, loopback, "
                                  "behind a random access token")
-    sp.epilog = ("example: rlconsole serve -P my-run --port 8765, then on the laptop "
-                 "`ssh -L 8765:127.0.0.1:8765 head` and open the printed URL")
-    sp.add_argument("--port", type=int, default=8765, metavar="N",
-                    help="TCP port (default 8765; 0: any free port, printed)")
+    sp.epilog = (f"example: rlconsole serve -P my-run --port {SERVE_PORT}, then on the laptop "
+                 f"`ssh -L {SERVE_PORT}:127.0.0.1:{SERVE_PORT} head` and open the printed URL")
+    sp.add_argument("--port", type=int, default=SERVE_PORT, metavar="N",
+                    help=f"TCP port (default {SERVE_PORT}; 0: any free port, printed)")
     sp.add_argument("--host", default="127.0.0.1", metavar="ADDR",
                     help="address to listen on (default 127.0.0.1; others need --allow-remote)")
     sp.add_argument("--allow-remote", action="store_true",
@@ -386,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--names", action="store_true", help="names only, one a line (for shell completion)")
 
     sp = add("completion", cmd_completion, "print a shell completion script")
-    sp.add_argument("shell", choices=["bash", "zsh", "fish"],
+    sp.add_argument("shell", choices=list(SHELLS),
                     help="e.g. `rlconsole completion bash > ~/.local/share/bash-completion/completions/rlconsole`")
 
     sp = add("demo", cmd_demo, "start the simulated cluster and open the console on it")

@@ -24,7 +24,7 @@ import signal
 import sys
 from typing import Any, Awaitable, Callable
 
-from tui.core.checks import is_loopback
+from tui.core.netaddr import is_loopback
 from tui.core.errors import UsageError
 
 COOKIE = "rlconsole_serve"

@@ -147,7 +147,7 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
         return
     job_id, status = found
     w = JobWatcher(profile, pool, job_id, wall_clock=False)
-    w.status = status
+    w.status = JobStatus.of(status)
     try:
         # Ray answered (or is not running on a reachable head) without this job: it is a
         # run from the history, shown as the last run, never as current.

@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 from .metrics_model import MetricsSummary, judge_range
-from .state import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, JobStatus
+from .state import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, CardLimits, JobStatus, mem_pct
 
 if TYPE_CHECKING:
     from .diagnosis import Finding
@@ -121,6 +121,11 @@ class Thresholds:
     throughput_per_node: tuple[float, float] | None = None
     step_time_s: tuple[float, float] | None = None
 
+    @property
+    def cards(self) -> CardLimits:
+        """The card rule, shared with the node grid's colours."""
+        return CardLimits(hot_c=self.hot_c, mem_full_pct=self.mem_full_pct)
+
     @classmethod
     def from_monitoring(cls, m: Monitoring) -> Thresholds:
         st = m.step_time_min
@@ -132,9 +137,6 @@ class Thresholds:
 
 Condition = tuple[AlertLevel, str, str, "int | None"]
 """(level, source, message, log line) of a condition that holds now."""
-
-EndMessage = Callable[[str], str]
-
 
 def _fmt_s(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
@@ -215,17 +217,16 @@ class AlertRules:
             if n.gpu is None or not n.gpu.parsed:
                 keep_cards += [k for k in self.open if k.startswith(f"card:{n.name}:")]
                 continue
+            limits = self.t.cards
             for c in n.gpus:
-                if c.temp_c is not None and c.temp_c >= self.t.hot_c:
+                if limits.is_hot(c):
                     cards[f"card:{n.name}:{c.index}:hot"] = (
                         "warning", "probe", f"{n.name} card {c.index} at {c.temp_c:.0f}°C (hot >= {self.t.hot_c:g}°C)", None)
-                if c.mem_used_mib is not None and c.mem_total_mib:
-                    pct = 100.0 * c.mem_used_mib / c.mem_total_mib
-                    if pct >= self.t.mem_full_pct:
-                        cards[f"card:{n.name}:{c.index}:mem"] = (
-                            "warning", "probe",
-                            f"{n.name} card {c.index} memory {pct:.0f}% of {c.mem_total_mib / 1024:.0f} GiB "
-                            f"(near full >= {self.t.mem_full_pct:g}%)", None)
+                if limits.mem_full(c):
+                    cards[f"card:{n.name}:{c.index}:mem"] = (
+                        "warning", "probe",
+                        f"{n.name} card {c.index} memory {mem_pct(c):.0f}% of {(c.mem_total_mib or 0) / 1024:.0f} GiB "
+                        f"(near full >= {self.t.mem_full_pct:g}%)", None)
             want = self.expected_cards.get(n.name)
             if want:
                 have = {c.index for c in n.gpus}

@@ -16,7 +16,6 @@ cause gives one failure with its own fix instead of a cascade of misleading ones
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import secrets
@@ -27,6 +26,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Literal
 from .actions.events import ActionEvent
 from .profile import Node, Profile
 from .secrets import mask_data, mask_secrets
+from .rayapi import dashboard_exposed
 from .state import ACTIVE_JOB_STATUSES
 
 log = logging.getLogger("rlconsole.checks")
@@ -267,7 +267,7 @@ def static_tensorboard(p: Profile, L: _Layout) -> list[CheckResult]:
 
 
 def static_dashboard(p: Profile, L: _Layout) -> list[CheckResult]:
-    if not is_loopback(p.ray.dashboard_host):
+    if dashboard_exposed(p.ray.dashboard_host):
         return [CheckResult("ray.dashboard", WARN, f"dashboard bound to {p.ray.dashboard_host}: an unauthenticated "
                             "job API (run any command on the cluster) reachable from the network",
                             "bind it to 127.0.0.1; rlconsole reaches it through SSH")]
@@ -298,16 +298,6 @@ def static_checks(p: Profile) -> list[CheckResult]:
     """Every static check on `p`: what can be known wrong before touching a node."""
     layout = _layout(p)
     return [r for check in STATIC_CHECKS for r in check(p, layout)]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether a bind address is reachable from this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name: whatever it resolves to, probably not loopback
 
 
 # --------------------------------------------------------------------------- live

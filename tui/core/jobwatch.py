@@ -228,7 +228,7 @@ class JobWatcher:
         self.profile = profile
         self.pool = pool
         self.job_id = job_id
-        self.status: str = JobStatus.UNKNOWN  # Ray's word for it, or one of the console's two
+        self.status: JobStatus = JobStatus.UNKNOWN  # Ray's word for it, or one of the console's two
         self.on_cluster: bool | None = None  # see JobState.on_cluster
         self.on_lines = on_lines
         self.on_alert = on_alert

@@ -21,6 +21,7 @@ import yaml
 
 from .errors import ProfileError, UsageError
 from .locations import user_profiles_dir
+from .state import CardLimits
 from .yamlpos import DuplicateKeyError, LimitError, LocatedDict, LocatedList, load_located
 
 # --------------------------------------------------------------------------- model
@@ -193,6 +194,10 @@ class Monitoring:
     mem_full_pct: float = _rule(95.0, positive=True)
     stall_factor: float = _rule(3.0, positive=True)
     out_of_range_steps: int = _rule(3, positive=True)
+
+    def card_limits(self) -> CardLimits:
+        """The card rule (hot, memory near full) for the alerts and the node grid alike."""
+        return CardLimits(hot_c=self.hot_c, mem_full_pct=self.mem_full_pct)
 
 
 @dataclass

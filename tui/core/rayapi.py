@@ -23,6 +23,7 @@ import json
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from . import netaddr
 from .state import RayJobState
 from .state import JobStatus
 
@@ -68,21 +69,18 @@ class RayApiError(ConnectionError):
 
 # --------------------------------------------------------------------------- exposure rule
 
-_WILDCARDS = ("0.0.0.0", "::", "[::]", "")
-
-
 def dashboard_exposed(host: str) -> bool:
-    """Whether a dashboard bound to `host` listens on every interface (anyone who
-    reaches the port can submit jobs: Ray's job API has no authentication). The one
-    rule the warnings, the address shown and the connect host all use."""
-    return host.strip() in _WILDCARDS
+    """Whether a dashboard bound to `host` can be reached from the network (anyone who
+    reaches the port can submit jobs: Ray's job API has no authentication): the one
+    rule (tui/core/netaddr.py) the preflight check and setup-ray's warning both use."""
+    return netaddr.exposed(host)
 
 
 def dashboard_connect_host(host: str, wildcard_to: str = "127.0.0.1") -> str:
     """Where to connect to a dashboard bound to `host`: a wildcard bind is not an
     address, so it becomes `wildcard_to` (loopback when connecting on the head
     itself, the head's address when connecting from elsewhere)."""
-    return wildcard_to if dashboard_exposed(host) else host
+    return wildcard_to if netaddr.is_wildcard(host) else host
 
 
 # --------------------------------------------------------------------------- HTTP
@@ -220,7 +218,8 @@ def job_from_api(j: Any) -> RayJobState | None:
     jid = _text(j.get("submission_id")) or _text(j.get("job_id"))
     start, end = _num(j.get("start_time")), _num(j.get("end_time"))
     return RayJobState(
-        id=jid, status=_text(j.get("status"), 40) or JobStatus.UNKNOWN, entrypoint=_text(j.get("entrypoint"), ENTRYPOINT_MAX),
+        id=jid, status=JobStatus.of(_text(j.get("status"), 40) or JobStatus.UNKNOWN),
+        entrypoint=_text(j.get("entrypoint"), ENTRYPOINT_MAX),
         start_time=start / 1000 if start else None,
         end_time=end / 1000 if end else None,
         message=_text(j.get("message"), RAY_MESSAGE_MAX) or None)

@@ -32,6 +32,17 @@ class JobStatus(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    @classmethod
+    def of(cls, value: str | JobStatus | None) -> JobStatus:
+        """Ray's (or the history's) word for a status, as a member; a word Ray may add
+        later is UNKNOWN rather than an exception in the middle of a refresh."""
+        if isinstance(value, JobStatus):
+            return value
+        try:
+            return cls(str(value).strip().upper())
+        except ValueError:
+            return cls.UNKNOWN
+
 
 ACTIVE_JOB_STATUSES = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
 """A job that holds the cluster: a second submit is refused, keys that change it ask."""
@@ -67,6 +78,31 @@ class GpuCard:
     power_w: float | None = None
     uuid: str | None = None
     processes: list[GpuProcess] = field(default_factory=list)
+
+
+def mem_pct(card: GpuCard) -> float | None:
+    """Memory used in percent, None when either figure is unknown (never a made-up 0)."""
+    if card.mem_used_mib is None or not card.mem_total_mib:
+        return None
+    return 100.0 * card.mem_used_mib / card.mem_total_mib
+
+
+@dataclass(frozen=True)
+class CardLimits:
+    """When a card is in trouble: the one rule the alerts (tui/core/alerts.py) and the
+    node grid's colours (widgets/node_grid.py) both apply, read from the profile's
+    `monitoring.hot_c` / `monitoring.mem_full_pct`, so a card drawn red is a card that
+    raised an alert and the other way round."""
+
+    hot_c: float = 85.0
+    mem_full_pct: float = 95.0
+
+    def is_hot(self, card: GpuCard) -> bool:
+        return card.temp_c is not None and card.temp_c >= self.hot_c
+
+    def mem_full(self, card: GpuCard) -> bool:
+        pct = mem_pct(card)
+        return pct is not None and pct >= self.mem_full_pct
 
 
 @dataclass
@@ -111,11 +147,14 @@ class RayNodeState:
 @dataclass
 class RayJobState:
     id: str
-    status: str  # PENDING RUNNING STOPPED SUCCEEDED FAILED
+    status: JobStatus  # Ray's five (a string from Ray is made a member on the way in)
     entrypoint: str = ""
     start_time: float | None = None
     end_time: float | None = None
     message: str | None = None
+
+    def __post_init__(self) -> None:
+        self.status = JobStatus.of(self.status)
 
 
 @dataclass
@@ -160,7 +199,7 @@ class NodeState:
 @dataclass
 class JobState:
     id: str
-    status: str
+    status: JobStatus
     step: int | None = None
     total_steps: int | None = None
     metrics: dict[str, float] = field(default_factory=dict)
@@ -176,6 +215,9 @@ class JobState:
     (status NOT_ON_CLUSTER, its last step and checkpoint, no metrics, no ETA). None:
     Ray did not answer, so it is not known."""
 
+    def __post_init__(self) -> None:
+        self.status = JobStatus.of(self.status)
+
 
 @dataclass
 class ClusterState:
@@ -187,7 +229,7 @@ class ClusterState:
     taken_at: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The `status --json` contract (DESIGN.md): keep these keys stable."""
+        """The `status --json` contract (README, "The job in the console and in `status --json`"): keep these keys stable."""
         return {
             "profile": self.profile,
             "simulated": self.simulated,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -31,6 +31,7 @@ from ..core.series_tools import Point, ema, in_range, to_csv
 
 if TYPE_CHECKING:
     from ..core.profile import Monitoring
+    from .main import MainScreen
 
 PRESET: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reward", ("reward", "critic/rewards/mean", "critic/score/mean")),
@@ -283,15 +284,13 @@ class GraphScreen(Screen[None]):
         self.dismiss(None)
 
 
-def metrics_source(main: Any) -> Callable[[], dict[str, list[Point]]]:
+def metrics_source(main: MainScreen) -> Callable[[], dict[str, list[Point]]]:
     """The graph's data: the main screen's last pushed series, plus every scalar the
-    backend holds when it offers `all_series()`."""
+    backend holds (`Backend.all_series`)."""
 
     def get() -> dict[str, list[Point]]:
-        out: dict[str, list[Point]] = dict(getattr(main, "series", None) or {})
-        more = getattr(main.backend, "all_series", None)
-        if callable(more):
-            out.update(more() or {})
+        out: dict[str, list[Point]] = dict(main.series or {})
+        out.update(main.backend.all_series() or {})
         return out
 
     return get

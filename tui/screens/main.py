@@ -73,7 +73,7 @@ class MainScreen(Screen[None]):
         self.to_confirm: dict[str, tuple[str, dict[str, Any]]] = {}
         """Actions that stopped to ask (a setup-ray that would stop a running Ray): the
         question and the options to run them again with once the user says yes."""
-        self.pace_s: float = float(getattr(backend, "frame_pace_s", 0.0) or 0.0)
+        self.pace_s: float = float(backend.frame_pace_s or 0.0)
         """Frame pacing (live backends): the cards, the Ray pane, the metrics and the log
         change at their own moments (samplers, the job's log, the scalar poll), and each
         change drawn alone is a frame of Textual's compositor. Paced, what arrived is drawn
@@ -93,7 +93,7 @@ class MainScreen(Screen[None]):
             yield SimBadge(self.backend.simulated, id="sim")
             yield ReadOnlyBadge(self.read_only, id="read-only")
         with Horizontal(id="top"):
-            yield NodeGrid(id="nodes")
+            yield NodeGrid(limits=self.backend.profile.monitoring.card_limits(), id="nodes")
             with Horizontal(id="side"):
                 yield RayPane(len(prof.nodes), prof.total_gpus, id="ray")
                 yield MetricsPane(prof.monitoring, id="metrics")

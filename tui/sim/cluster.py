@@ -54,7 +54,6 @@ MARKER = "rlconsole-sim"
 DEFAULT_NODES = 4
 DEFAULT_GPUS = 8
 MAX_NODES = 200
-CONTAINER_NAME = "train-rl"
 
 __all__ = [
     "SimError",

@@ -242,8 +242,6 @@ names, and read-only mode refuses the ones that change the cluster."""
 
 SPECS = {a.name: a for a in ACTION_TABLE}
 
-ACTIONS = tuple(SPECS)
-
 CHANGING_ACTIONS = tuple(a.name for a in ACTION_TABLE if a.changes_cluster)
 """The actions that change the cluster: refused in read-only mode. "check" (the
 preflight) only reads, so a read-only console still offers it."""

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 GMI_JSON_ARGS: tuple[str, ...] = ("mthreads-gmi", "-q", "--json")
-"""The exact JSON query (DESIGN.md). Never add flags: `-r` resets a GPU."""
+"""The exact JSON query (docs/ARCHITECTURE.md, probes). Never add flags: `-r` resets a GPU."""
 GMI_PLAIN_ARGS: tuple[str, ...] = ("mthreads-gmi",)
 """Bare `mthreads-gmi`: the card table and the process table."""
 KNOWN_TOOLS: tuple[str, ...] = ("mthreads-gmi", "nvidia-smi")

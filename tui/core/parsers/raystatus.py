@@ -207,7 +207,7 @@ def _job_from_fields(fields: dict[str, Any]) -> RayJobState | None:
     entrypoint = fields.get("entrypoint")
     return RayJobState(
         id=str(job_id),
-        status=_status_word(status),
+        status=JobStatus.of(_status_word(status)),
         entrypoint=str(entrypoint) if isinstance(entrypoint, str) else "",
         start_time=_ms_to_s(fields.get("start_time", fields.get("startTime"))),
         end_time=_ms_to_s(fields.get("end_time", fields.get("endTime"))),
@@ -323,7 +323,7 @@ def _parse_ray_job_status(text: str) -> RayJobState | None:
     for match in _MESSAGE_RE.finditer(clean, position):
         message = match.group(1).strip() or None
         break
-    return RayJobState(id=job_id, status=status, message=message)
+    return RayJobState(id=job_id, status=JobStatus.of(status), message=message)
 
 
 _SUBMITTED_RE = re.compile(r"Job '([^']+)' submitted successfully")
