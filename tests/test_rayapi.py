@@ -124,25 +124,30 @@ def _one_node_profile(ssh_kit: Any, srv: Any, dash_port: int, gcs_port: int = 1)
 # ------------------------------------------------------------------ exposure rule
 
 
-@pytest.mark.parametrize("host,exposed,connect", [
-    ("0.0.0.0", True, "127.0.0.1"), ("::", True, "127.0.0.1"), ("", True, "127.0.0.1"),
-    ("127.0.0.1", False, "127.0.0.1"), ("10.1.2.3", True, "10.1.2.3"), ("localhost", False, "localhost"),
-    ("127.0.0.2", False, "127.0.0.2"), ("[::1]", False, "[::1]"), ("head.example", True, "head.example"),
+@pytest.mark.parametrize("host,exposed,wildcard,connect", [
+    ("0.0.0.0", True, True, "127.0.0.1"), ("::", True, True, "127.0.0.1"), ("", True, True, "127.0.0.1"),
+    ("127.0.0.1", False, False, "127.0.0.1"), ("10.1.2.3", True, False, "10.1.2.3"),
+    ("localhost", False, False, "localhost"), ("127.0.0.2", False, False, "127.0.0.2"),
+    ("[::1]", False, False, "[::1]"), ("head.example", True, False, "head.example"),
 ])
-def test_one_dashboard_exposure_rule(host: str, exposed: bool, connect: str) -> None:
+def test_one_dashboard_exposure_rule(host: str, exposed: bool, wildcard: bool, connect: str) -> None:
+    """Exposed: reachable from the network (any bind but loopback, a named interface
+    included); a wildcard bind is also no address to connect to."""
     assert dashboard_exposed(host) is exposed
     assert dashboard_connect_host(host) == connect
-    assert dashboard_connect_host(host, "192.0.2.7") == ("192.0.2.7" if exposed else connect)
+    assert dashboard_connect_host(host, "192.0.2.7") == ("192.0.2.7" if wildcard else connect)
 
 
 def test_every_site_uses_the_one_rule() -> None:
-    """The wildcard test is written once: no other core module spells the addresses."""
+    """The wildcard and loopback tests are written once (tui/core/netaddr.py): no other
+    core module spells the addresses or asks `ipaddress` about loopback."""
     root = Path(__file__).resolve().parents[1] / "tui" / "core"
     for path in root.rglob("*.py"):
-        if path.name == "rayapi.py" or "sim" in path.parts:
+        if path.name == "netaddr.py" or "sim" in path.parts:
             continue
         text = path.read_text()
         assert '("0.0.0.0", "::"' not in text, path
+        assert ".is_loopback" not in text, path
 
 
 # ------------------------------------------------------------------ typed readers
