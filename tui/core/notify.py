@@ -194,28 +194,37 @@ class Notifier:
         else:
             await _run_command(t.spec, body, self.timeout_s)
 
+    async def _attempt(self, t: _Target, body: bytes) -> str | None:
+        """One delivery: None when it went out, else why not, already scrubbed. The
+        exception ends here: the lines about it are said outside its handler, so a
+        logging failure's traceback cannot chain the raw error text (the secret it
+        quotes) onto stderr."""
+        try:
+            await self._send(t, body)
+            return None
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a failed delivery never stops the watch
+            return self._scrub(t, str(e.reason if isinstance(e, urllib.error.URLError) else e))
+
     async def _worker(self, t: _Target) -> None:
         while True:
             item = await t.queue.get()
             try:
                 body = json.dumps(item).encode()
                 for attempt in range(self.retries + 1):
-                    try:
-                        await self._send(t, body)
+                    why = await self._attempt(t, body)
+                    if why is None:
                         t.sent += 1
                         break
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception as e:  # noqa: BLE001 - a failed delivery never stops the watch
-                        t.failures += 1
-                        why = e.reason if isinstance(e, urllib.error.URLError) else e
-                        if attempt == self.retries:
-                            self._say(t, f"notify {t.shown}: giving up after {attempt + 1} attempts: {why}")
-                            break
-                        delay = min(self.backoff_initial_s * 2 ** attempt, self.backoff_max_s)
-                        self._say(t, f"notify {t.shown}: attempt {attempt + 1} failed ({why}); "
-                                     f"retrying in {delay:g}s")
-                        await asyncio.sleep(delay)
+                    t.failures += 1
+                    if attempt == self.retries:
+                        self._say(t, f"notify {t.shown}: giving up after {attempt + 1} attempts: {why}")
+                        break
+                    delay = min(self.backoff_initial_s * 2 ** attempt, self.backoff_max_s)
+                    self._say(t, f"notify {t.shown}: attempt {attempt + 1} failed ({why}); "
+                                 f"retrying in {delay:g}s")
+                    await asyncio.sleep(delay)
             finally:
                 t.queue.task_done()
 

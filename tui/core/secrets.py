@@ -137,7 +137,12 @@ def _lower_assign(m: re.Match[str]) -> str:
 
 
 def _query(m: re.Match[str]) -> str:
-    return f"{m.group(1)}{m.group(2)}={MASK}" if m.group(3) and is_lower_secret_name(m.group(2)) else m.group(0)
+    # a value masked already stays as it is (`?token=***: ...` keeps its colon): masking
+    # twice changes nothing
+    value = m.group(3)
+    if value and not value.startswith(MASK) and is_lower_secret_name(m.group(2)):
+        return f"{m.group(1)}{m.group(2)}={MASK}"
+    return m.group(0)
 
 
 def _hook_path(m: re.Match[str]) -> str:
@@ -154,6 +159,8 @@ def _hook_path(m: re.Match[str]) -> str:
     rest = [i for i in range(mark + 1, len(segs)) if segs[i]]
     for n, i in enumerate(rest):
         # the last of several segments (ID/TOKEN, T/B/SECRET), and any random-looking one
+        if segs[i].startswith(MASK):
+            continue
         if (n == len(rest) - 1 and len(rest) >= 2) or _RANDOM_SEG.fullmatch(segs[i]):
             segs[i] = MASK
     return m.group(1) + "/".join(segs)
