@@ -472,7 +472,10 @@ class JobWatcher:
         be, by a wrapped continuation, so it is copied too). Serialise it in a thread
         with `write_cache`."""
         p = self.parser
-        state = {k: v for k, v in vars(p).items() if k not in ("steps", "seen_at", "_clock")}
+        # plain values only (the cache is JSON): steps and progress are converted below
+        state = {k: v for k, v in vars(p).items()
+                 if k == "progress" or (k not in ("steps", "seen_at", "_clock")
+                                        and isinstance(v, (str, int, float, bool, type(None))))}
         steps = dict(p.steps)
         if steps:
             last = next(reversed(steps))
@@ -521,7 +524,10 @@ class JobWatcher:
                             self.cache_path, st.st_uid, stat.S_IMODE(st.st_mode))
                 self._cache_bad = True
                 return None
-            raw = f.read(64 << 20)
+            if st.st_size > CACHE_MAX_BYTES:  # not one we wrote (a whole run's is ~16 MB)
+                self._cache_bad = True
+                return None
+            raw = f.read()
         try:
             doc = json.loads(raw)
             fields = set(vars(self.parser)) - {"seen_at", "_clock"}
@@ -708,6 +714,9 @@ class JobWatcher:
                         metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=summary,
                         on_cluster=self.on_cluster)
 
+
+CACHE_MAX_BYTES = 1 << 30
+"""A parse cache larger than this is not read (2710 steps x 150 metrics: 16 MB)."""
 
 _CACHE_SCALARS: dict[str, tuple[type, ...]] = {
     "total_steps": (int, type(None)), "last_checkpoint": (int, type(None)), "malformed": (int,),
