@@ -496,13 +496,18 @@ class JobWatcher:
         prog = state.get("progress")
         state["progress"] = prog.to_dict() if prog is not None else None
         text = json.dumps({"version": version, "size": size, "lines": lines, "state": state})
-        tmp = self.cache_path.with_suffix(".tmp")
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with open(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, self.cache_path)
+        import tempfile
+
+        # a fresh 0600 file of our own (mkstemp: O_EXCL), renamed over the old cache
+        fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, prefix="parsed.", suffix=".tmp")
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, self.cache_path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         self.spool.save_index()
         self._cached_lines = lines
 
