@@ -489,6 +489,7 @@ class JobWatcher:
         after it instead of the whole run's log. JSON, written private (0600) and
         renamed into place: a file that only ever holds data, never code."""
         import json
+        import tempfile
 
         version, size, lines, state = snap
         state = dict(state)
@@ -496,8 +497,6 @@ class JobWatcher:
         prog = state.get("progress")
         state["progress"] = prog.to_dict() if prog is not None else None
         text = json.dumps({"version": version, "size": size, "lines": lines, "state": state})
-        import tempfile
-
         # a fresh 0600 file of our own (mkstemp: O_EXCL), renamed over the old cache
         fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, prefix="parsed.", suffix=".tmp")
         try:
@@ -575,12 +574,10 @@ class JobWatcher:
 
     def _reparse(self, n: int, diagnose_tail: int, batch: int) -> None:
         first = self._load_cache()  # lines the parse cache already covers
-        try:
-            self._reparse_from(first, n, diagnose_tail, batch)
-        finally:
-            if self._cache_bad:  # an unsafe or foreign cache: replaced by our own at once
-                with contextlib.suppress(OSError):
-                    self.write_cache(self.cache_snapshot())
+        self._reparse_from(first, n, diagnose_tail, batch)
+        if self._cache_bad and self.parser.lines == n:  # an unsafe or foreign cache: ours instead, now
+            with contextlib.suppress(OSError):
+                self.write_cache(self.cache_snapshot())
 
     def _reparse_from(self, first: int, n: int, diagnose_tail: int, batch: int) -> None:
         dstart = max(0, n - diagnose_tail) if diagnose_tail > 0 else n
