@@ -164,7 +164,7 @@ async def test_failing_webhooks_retry_lines_hold_no_secret(failing_server: Serve
                if "/hook?" in r["path"])
     # what is not a secret stays readable
     assert f"http://bob:***@127.0.0.1:{failing_server.port}/hook?token=***&page=2" in text
-    assert f"/api/webhooks/123456/***: giving up" in text and "/hooks/T0001/B0002/***: attempt 1" in text
+    assert "/api/webhooks/123456/***: giving up" in text and "/hooks/T0001/B0002/***: attempt 1" in text
 
 
 async def test_command_target_authorization_header_masked_on_every_line(debug_log: Callable[[], Path],
