@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from tui.cli import main
 from tui.core.actions.events import ActionEvent
 from tui.core.history import RunRecord, history_path, record_run, runs
-from tui.core.secrets import is_secret_name, mask_data, mask_env, mask_secrets
+from tui.core.secrets import is_secret_name, mask_argv, mask_data, mask_env, mask_secrets
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = (Path(__file__).parent / "data" / "good_profile.yaml").read_text()
@@ -178,3 +178,102 @@ def test_unwritable_state_dir_prints_each_error_once_masked(tmp_path: Path) -> N
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
     assert "Q4321AB" not in proc.stderr and "GITHUB_PAT=***" in proc.stderr
+
+
+# --------------------------------------------------------------------------- issue 27 (Low)
+# lower-case names, Hydra overrides, URL query secrets, webhook paths
+
+LOWER_NAMES = ["hf_token", "wandb_api_key", "openai_key", "db_password", "accessToken", "github_pat",
+               "aws_secret_access_key", "HF_Token"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(LOWER_NAMES), value=secret_values,
+       prefix=st.sampled_from(["", "+", "++", "~", "trainer.", "+trainer.", "++actor_rollout_ref.actor."]))
+def test_lower_case_and_hydra_names_are_masked_whole(name: str, value: str, prefix: str) -> None:
+    line = f"python3 -m verl.trainer.main_ppo {prefix}{name}={shlex.quote(value)} trainer.nnodes=4"
+    out = mask_secrets(line)
+    assert not _leaks(value, out), (line, out)
+    assert f"{prefix}{name}=***" in out and out.endswith(" trainer.nnodes=4")
+
+
+@pytest.mark.parametrize("line", [
+    "hf_token=Q42AB huggingface-cli download",
+    "+wandb_api_key=Q42AB",
+    "++trainer.wandb_api_key=Q42AB",
+    "export hf_token='Q42AB x'",
+    "wandb_api_key: Q42AB",
+    "https://api.example/v1/x?token=Q42AB",
+    "https://api.example/v1/x?page=2&api_key=Q42AB&q=1",
+    "https://blob.example/f?sv=2020&sig=Q42AB&se=2027",
+    "https://maps.example/api?key=Q42AB",
+    "https://h.example/cb?access_token=Q42AB#frag",
+    "https://s3.example/b/o?X-Amz-Signature=Q42AB&X-Amz-Credential=Q42AB",
+    "https://hooks.slack.com/services/T0001/B0002/Q42AB",
+    "https://hooks.slack.com/workflows/T0001/A0002/123/Q42AB",
+    "https://discord.com/api/webhooks/112233445566/Q42AB-x_y",
+    "https://discordapp.com/api/webhooks/112233445566/Q42AB",
+    "https://ci.example/webhook/Q42ABa1b2c3d4e5f6",
+    "https://ci.example/webhooks/hooky/Q42AB",
+    "https://chat.example/hooks/Q42ABzzzzzzzzzzzzzzzzzzzzz",
+    "curl -d @- 'https://hooks.slack.com/services/T0001/B0002/Q42AB'",
+])
+def test_query_tokens_webhook_paths_and_hydra_keys_are_masked(line: str) -> None:
+    out = mask_secrets(line)
+    assert "Q42AB" not in out, out
+    assert mask_secrets(out) == out  # masking twice changes nothing
+    assert "Q42AB" not in " ".join(mask_argv(shlex.split(line)))
+
+
+PLAIN_LINES = [
+    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=9216 data.prompt_key=prompt data.reward_fn_key=data_source",
+    "actor_rollout_ref.rollout.max_num_batched_tokens=8192 +trainer.val_before_train=False",
+    "https://example.org/x?page=2&q=token",
+    "https://discord.com/api/webhooks/112233445566",
+    "https://ci.example/webhooks/alerts",
+    "invalid token: expected a name",
+]
+
+
+def test_hydra_keys_in_mappings_and_argv() -> None:
+    """Secret Hydra keys masked in argv and mappings; plain keys and URLs stay readable
+    (what a key merely containing `token`/`key` says is not hidden)."""
+    for line in PLAIN_LINES:
+        assert mask_secrets(line) == line
+    assert is_secret_name("+wandb_api_key") and is_secret_name("trainer.wandb_api_key") and is_secret_name("hf_token")
+    assert not is_secret_name("actor.ppo_max_token_len_per_gpu") and not is_secret_name("data.prompt_key")
+    assert mask_argv(["python3", "++trainer.wandb_api_key=Q42AB", "data.prompt_key=prompt"]) == [
+        "python3", "++trainer.wandb_api_key=***", "data.prompt_key=prompt"]
+    assert mask_data({"overrides": {"+wandb_api_key": "Q42AB", "trainer.hf_token": "Q42AB", "data.prompt_key": "p"},
+                      "hook": "https://hooks.slack.com/services/T1/B2/Q42AB"}) == {
+        "overrides": {"+wandb_api_key": "***", "trainer.hf_token": "***", "data.prompt_key": "p"},
+        "hook": "https://hooks.slack.com/services/T1/B2/***"}
+
+
+def test_render_masks_hydra_overrides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The regression: a profile's `+wandb_api_key` override reached `render` in clear
+    (free-text names were matched in upper case only)."""
+    text = GOOD.replace("    trainer:\n      nnodes: 2\n",
+                        "    +wandb_api_key: QA1B2C3D4\n    trainer:\n      nnodes: 2\n"
+                        "      ++wandb_api_key: QE5F6A7B8\n      hf_token: QC9D0E1F2\n")
+    assert text != GOOD
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    for fmt in ([], ["--json"]):
+        assert main(["render", "--profile", str(f), *fmt]) == 0
+        out = capsys.readouterr().out
+        assert not re.search(r"Q[A-F0-9]{8}", out), out
+        assert "wandb_api_key" in out and "nnodes" in out
+    assert main(["render", "--profile", str(f), "--show-secrets"]) == 0
+    assert "QE5F6A7B8" in capsys.readouterr().out
+
+
+def test_alert_messages_are_masked_at_the_source() -> None:
+    """What the console's alerts list, `status`, `watch` and a notification show."""
+    from tui.core.alerts import Alert, OpenAlerts
+
+    a = Alert("error", "log", "Traceback: hf_token=Q42AB at https://h/x?token=Q43AB (HF_TOKEN=Q44AB)", key="k")
+    box = OpenAlerts()
+    box.add(a)
+    shown = " ".join(x.one_line() for x in box.current()) + json.dumps(a.to_json())
+    assert not re.search(r"Q4[2-4]AB", shown), shown

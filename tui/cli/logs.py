@@ -13,6 +13,7 @@ import sys
 
 from tui.core.errors import ActionError
 from tui.core.profile import Profile
+from tui.core.secrets import mask_secrets
 
 
 async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | None = None) -> int:
@@ -39,7 +40,8 @@ async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | 
             job_id = found[0]
 
         def out(lines: list[str]) -> None:
-            sys.stdout.write("".join(line + "\n" for line in lines))
+            # a driver log echoes its command line and env (a token among them): masked
+            sys.stdout.write("".join(mask_secrets(line) + "\n" for line in lines))
             sys.stdout.flush()
 
         if tail is not None:

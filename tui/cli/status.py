@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from tui.core.probes import snapshot
 from tui.core.profile import Profile
+from tui.core.secrets import mask_secrets
 from tui.core.state import ClusterState, NodeState
 from tui.core.state import JobStatus
 
@@ -182,5 +183,6 @@ def run_status(profile: Profile, json: bool = False, out: TextIO | None = None) 
     if json:
         out.write(_json.dumps(st.to_json(), indent=2) + "\n")
     else:
-        out.write(render_table(st))
+        # node errors and Ray's job message are remote text: a credential in them masked
+        out.write(mask_secrets(render_table(st)))
     return 0

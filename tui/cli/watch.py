@@ -20,6 +20,7 @@ from tui.core.alerts import Alert
 from tui.core.metrics_model import MetricsSummary
 from tui.core.notify import Notifier
 from tui.core.profile import Profile
+from tui.core.secrets import mask_secrets
 from tui.core.state import ClusterState
 
 DRAIN_S = 10.0
@@ -44,8 +45,9 @@ class Watch:
         self.lines = 0
 
     def say(self, text: str, at: float | None = None) -> None:
-        # one line each; what a node sent is plain text here, control characters dropped
-        clean = "".join(ch if ch.isprintable() else " " for ch in text)
+        # one line each; what a node sent is plain text here, control characters dropped;
+        # credentials (a target's token, one quoted by a log line) masked
+        clean = mask_secrets("".join(ch if ch.isprintable() else " " for ch in text))
         print(f"{_stamp(at if at is not None else time.time())} {clean}", file=self.out, flush=True)
         self.lines += 1
 
@@ -79,7 +81,7 @@ async def watch(profile: Profile, targets: list[str], level: str, out: TextIO,
         from tui.backend.live import LiveBackend
 
         backend = LiveBackend(profile)
-    notifier = Notifier(targets, level, report=lambda line: print(f"{_stamp(time.time())} {line}",
+    notifier = Notifier(targets, level, report=lambda line: print(f"{_stamp(time.time())} {mask_secrets(line)}",
                                                                    file=out, flush=True))
     w = Watch(profile, notifier, out)
     backend.subscribe_state(w.on_state)

@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 from .metrics_model import MetricsSummary, judge_range
+from .secrets import mask_secrets
 from .state import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, CardLimits, JobStatus, mem_pct
 
 if TYPE_CHECKING:
@@ -64,6 +65,12 @@ class Alert:
     diagnosis: str | None = None
     """The diagnosis catalog's id of the failure this alert names (a log finding, or the
     finding a job's end was put down to), so tools and tests need not parse the message."""
+
+    def __post_init__(self) -> None:
+        # masked at the source, like an ActionEvent: a message built from a log line or
+        # an error's text may quote a credential, and every place an alert goes (the
+        # console's list, `status`, `watch`'s lines, a notification) shows this one
+        self.message = mask_secrets(self.message)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -27,6 +27,14 @@ class SecretMaskingFilter(logging.Filter):
             msg = str(record.msg)
         record.msg = mask_secrets(msg)
         record.args = None
+        # a traceback quotes the failing call's text (urllib's error, a command line):
+        # formatted here and masked, so no handler formats the raw one
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = mask_secrets(record.exc_text)
+        if record.stack_info:
+            record.stack_info = mask_secrets(record.stack_info)
         return True
 
 

@@ -258,6 +258,7 @@ class JobWatcher:
         self.ckpt_dir = rec.checkpoint_dir if rec and rec.checkpoint_dir else profile.paths.checkpoint_dir
         self.reattached = False
         self._cached_lines = 0
+        self._cache_bad = False  # the cache on disk was refused: rewrite it after the parse
         from .metrics_model import SeriesIndex
 
         self._merged: dict[int, dict[str, float]] = {}
@@ -459,19 +460,22 @@ class JobWatcher:
 
     # -- the parse cache: what the spool's lines came to, up to a line ----------------
 
-    CACHE_VERSION = 2  # 2: the parser keeps a wrapped line's last segment, not the line
+    CACHE_VERSION = 3  # 2: the parser keeps a wrapped line's last segment; 3: JSON, not pickle
 
     @property
     def cache_path(self) -> Path:
-        return self.spool.path.with_name("parsed.pickle")
+        return self.spool.path.with_name("parsed.json")
 
     def cache_snapshot(self) -> tuple[Any, ...]:
         """The parser's state as of now, cheap enough for the app's loop: shallow
         copies (a finished step's metrics are never changed again; the last one may
-        be, by a wrapped continuation, so it is copied too). Pickle it in a thread
+        be, by a wrapped continuation, so it is copied too). Serialise it in a thread
         with `write_cache`."""
         p = self.parser
-        state = {k: v for k, v in vars(p).items() if k not in ("steps", "seen_at", "_clock")}
+        # plain values only (the cache is JSON): steps and progress are converted below
+        state = {k: v for k, v in vars(p).items()
+                 if k == "progress" or (k not in ("steps", "seen_at", "_clock")
+                                        and isinstance(v, (str, int, float, bool, type(None))))}
         steps = dict(p.steps)
         if steps:
             last = next(reversed(steps))
@@ -482,29 +486,74 @@ class JobWatcher:
     def write_cache(self, snap: tuple[Any, ...]) -> None:
         """Save a snapshot and the spool's line index (blocking: run it in a thread).
         A later re-attach (a `status`, a console restart) then parses only the lines
-        after it instead of the whole run's log."""
-        import pickle
+        after it instead of the whole run's log. JSON, written private (0600) and
+        renamed into place: a file that only ever holds data, never code."""
+        import json
+        import tempfile
 
-        tmp = self.cache_path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            pickle.dump(snap, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, self.cache_path)
+        version, size, lines, state = snap
+        state = dict(state)
+        state["steps"] = [[step, m] for step, m in state["steps"].items()]  # ordered; int keys
+        prog = state.get("progress")
+        state["progress"] = prog.to_dict() if prog is not None else None
+        text = json.dumps({"version": version, "size": size, "lines": lines, "state": state})
+        # a fresh 0600 file of our own (mkstemp: O_EXCL), renamed over the old cache
+        fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, prefix="parsed.", suffix=".tmp")
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, self.cache_path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         self.spool.save_index()
-        self._cached_lines = snap[2]
+        self._cached_lines = lines
+
+    def _read_cache(self) -> dict[str, Any] | None:
+        """The cache's parser state, or None: none, not ours (another user's file, or
+        one group/world could write: anyone could have planted what it says), not a
+        regular file, or not exactly the JSON `write_cache` writes."""
+        import json
+        import stat
+
+        try:
+            fd = os.open(self.cache_path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        with open(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+                log.warning("parse cache %s ignored (owner uid %d, mode %o): rebuilt from the spool",
+                            self.cache_path, st.st_uid, stat.S_IMODE(st.st_mode))
+                self._cache_bad = True
+                return None
+            if st.st_size > CACHE_MAX_BYTES:  # not one we wrote (a whole run's is ~16 MB)
+                self._cache_bad = True
+                return None
+            raw = f.read()
+        try:
+            doc = json.loads(raw)
+            fields = set(vars(self.parser)) - {"seen_at", "_clock"}
+            state = _cache_state(doc, self.CACHE_VERSION, fields)
+        except (ValueError, TypeError, KeyError, RecursionError):
+            self._cache_bad = True
+            return None
+        if state is None:
+            return None
+        if doc["size"] > self.spool.size or doc["lines"] > self.spool.line_count:
+            return None
+        state["__lines"] = doc["lines"]
+        return state
 
     def _load_cache(self) -> int:
         """Restore the parser from the cache if it matches this spool; the number of
-        lines it covers (0: parse from the start). Our own file, written by us: a
-        pickle is safe here (nothing from a node goes into it unparsed)."""
-        import pickle
-
-        try:
-            with open(self.cache_path, "rb") as f:
-                version, size, lines, state = pickle.load(f)
-        except Exception:  # noqa: BLE001 - no cache, an old or broken one: parse it all
+        lines it covers (0: parse from the start)."""
+        self._cache_bad = False
+        state = self._read_cache()
+        if state is None:
             return 0
-        if version != self.CACHE_VERSION or size > self.spool.size or lines > self.spool.line_count:
-            return 0
+        lines = int(state.pop("__lines"))
         for k, v in state.items():
             setattr(self.parser, k, v)
         self._cached_lines = lines
@@ -525,6 +574,12 @@ class JobWatcher:
 
     def _reparse(self, n: int, diagnose_tail: int, batch: int) -> None:
         first = self._load_cache()  # lines the parse cache already covers
+        self._reparse_from(first, n, diagnose_tail, batch)
+        if self._cache_bad and self.parser.lines == n:  # an unsafe or foreign cache: ours instead, now
+            with contextlib.suppress(OSError):
+                self.write_cache(self.cache_snapshot())
+
+    def _reparse_from(self, first: int, n: int, diagnose_tail: int, batch: int) -> None:
         dstart = max(0, n - diagnose_tail) if diagnose_tail > 0 else n
         for start in range(min(first, dstart), n, batch):
             lines = self.spool.lines(start, min(n, start + batch))
@@ -660,6 +715,53 @@ class JobWatcher:
         return JobState(id=self.job_id, status=self.status, step=step, total_steps=rm.total_steps,
                         metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=summary,
                         on_cluster=self.on_cluster)
+
+
+CACHE_MAX_BYTES = 1 << 30
+"""A parse cache larger than this is not read (2710 steps x 150 metrics: 16 MB)."""
+
+_CACHE_SCALARS: dict[str, tuple[type, ...]] = {
+    "total_steps": (int, type(None)), "last_checkpoint": (int, type(None)), "malformed": (int,),
+    "lines": (int,), "_tail": (str,), "_pending": (str, type(None)), "_pending_step": (int,),
+    "_pending_bad": (int,), "_pending_prefix_bad": (int,), "_pending_last_bad": (bool,)}
+"""The parser fields the parse cache holds besides `steps` and `progress`, by type."""
+
+
+def _cache_state(doc: Any, version: int, fields: set[str]) -> dict[str, Any] | None:
+    """The parser state in a parse-cache document, type-checked field by field (None:
+    another version). Raises ValueError/TypeError/KeyError on anything else: a cache
+    is data written by `write_cache`, and nothing else is taken from it. `fields`: the
+    parser's own attributes; a field added to the parser later (not in
+    `_CACHE_SCALARS`) is taken only as a plain scalar."""
+    from .verl_log import TqdmProgress
+
+    if not isinstance(doc, dict) or doc.get("version") != version:
+        return None
+    if not all(isinstance(doc[k], int) and not isinstance(doc[k], bool) for k in ("size", "lines")):
+        raise TypeError("size/lines")
+    raw = doc["state"]
+    if not isinstance(raw, dict) or not set(_CACHE_SCALARS) | {"steps", "progress"} <= set(raw) <= fields:
+        raise KeyError("state fields")
+    state: dict[str, Any] = {}
+    for k, v in raw.items():
+        if k in ("steps", "progress"):
+            continue
+        types = _CACHE_SCALARS.get(k, (str, int, float, bool, type(None)))
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            raise TypeError(k)
+        state[k] = v
+    steps: dict[int, dict[str, float]] = {}
+    for item in raw["steps"]:
+        step, metrics = item
+        if not isinstance(step, int) or not isinstance(metrics, dict):
+            raise TypeError("steps")
+        if not all(isinstance(name, str) and isinstance(x, (int, float)) for name, x in metrics.items()):
+            raise TypeError("step metrics")
+        steps[step] = {name: float(x) for name, x in metrics.items()}
+    state["steps"] = steps
+    prog = raw["progress"]
+    state["progress"] = None if prog is None else TqdmProgress(**prog)
+    return state
 
 
 def _is_local(profile: Profile) -> bool:

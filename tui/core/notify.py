@@ -15,20 +15,30 @@ Why this shape:
   so a dead webhook cannot delay the watch nor another target.
 * Every await has a timeout (the HTTP request, the command), so a hung receiver costs
   one attempt, not the watch.
+* A target is a credential as often as not (a webhook's token in its path or query, a
+  `user:password@` URL, an `Authorization:` header in a curl command): every line said
+  about a target (retries, give-ups, the debug log) shows it masked (`secrets.py`), and
+  what a failure's text quotes of the target's secret parts is masked too. A URL's
+  `user:password@` is sent as HTTP basic auth (urllib would take `password@host` for a
+  port, fail, and quote the password in its error).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
+import re
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .alerts import LEVEL_ORDER, Alert
+from .secrets import MASK, mask_secrets
 
 log = logging.getLogger("rlconsole.notify")
 
@@ -55,11 +65,45 @@ def should_notify(alert: Alert, level: str) -> bool:
     return not alert.ends and LEVEL_ORDER.get(alert.level, 0) >= LEVEL_ORDER.get(level, 1)
 
 
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """`url` without its `user:password@`, and the HTTP basic `Authorization` value that
+    carries them instead (None when the URL has none). Percent-escapes in the user and
+    password are decoded (`p%40ss` is the password `p@ss`), as a browser does."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    cred = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+    clean = urllib.parse.urlunsplit(parts._replace(netloc=hostport))
+    return clean, "Basic " + base64.b64encode(cred.encode()).decode("ascii")
+
+
 def _post(url: str, body: bytes, timeout: float) -> int:
-    req = urllib.request.Request(url, data=body, method="POST",
-                                 headers={"Content-Type": "application/json", "User-Agent": "rlconsole"})
+    clean, auth = split_userinfo(url)
+    headers = {"Content-Type": "application/json", "User-Agent": "rlconsole"}
+    if auth is not None:
+        headers["Authorization"] = auth
+    req = urllib.request.Request(clean, data=body, method="POST", headers=headers)
     with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own URL
         return int(resp.status)
+
+
+_PIECES = re.compile(r"[^\s/:@?&=#'\"]+")
+
+
+def secret_pieces(spec: str) -> list[str]:
+    """The parts of a target that its masked form hides (a password, a query token, a
+    webhook path's secret, a header's credential), decoded too: a failure's text may
+    quote them out of context (`nonnumeric port: 'pass@host'`), where the text rule
+    cannot tell them for secrets."""
+    shown = set(_PIECES.findall(mask_secrets(spec)))
+    out: set[str] = set()
+    for piece in _PIECES.findall(spec):
+        if piece not in shown and len(piece) >= 3:
+            out.add(piece)
+            out.add(urllib.parse.unquote(piece))
+    return sorted(out, key=len, reverse=True)
 
 
 async def _run_command(cmd: str, body: bytes, timeout: float) -> None:
@@ -82,6 +126,9 @@ async def _run_command(cmd: str, body: bytes, timeout: float) -> None:
 @dataclass
 class _Target:
     spec: str
+    shown: str = ""
+    """`spec` as every line shows it: masked."""
+    secrets: list[str] = field(default_factory=list)
     queue: asyncio.Queue[dict[str, Any]] = field(default_factory=lambda: asyncio.Queue(QUEUE_MAX))
     task: asyncio.Task[None] | None = None
     sent: int = 0
@@ -101,12 +148,12 @@ class Notifier:
         self.backoff_max_s = backoff_max_s
         self.timeout_s = timeout_s
         self.report = report or (lambda line: None)
-        self.targets = [_Target(t) for t in targets]
+        self.targets = [_Target(t, mask_secrets(t), secret_pieces(t)) for t in targets]
 
     def start(self) -> None:
         for t in self.targets:
             if t.task is None:
-                t.task = asyncio.get_running_loop().create_task(self._worker(t), name=f"notify-{t.spec[:30]}")
+                t.task = asyncio.get_running_loop().create_task(self._worker(t), name=f"notify-{t.shown[:30]}")
 
     def offer(self, alert: Alert, profile: str, job_id: str | None, step: int | None) -> bool:
         """Queue `alert` for every target if it is one to send; True when queued."""
@@ -117,7 +164,7 @@ class Notifier:
             if t.queue.full():
                 with contextlib.suppress(asyncio.QueueEmpty):
                     t.queue.get_nowait()
-                log.warning("notify %s: queue full, oldest notification dropped", t.spec)
+                log.warning("notify %s: queue full, oldest notification dropped", t.shown)
             t.queue.put_nowait(body)
         return True
 
@@ -147,31 +194,51 @@ class Notifier:
         else:
             await _run_command(t.spec, body, self.timeout_s)
 
+    async def _attempt(self, t: _Target, body: bytes) -> str | None:
+        """One delivery: None when it went out, else why not, already scrubbed. The
+        exception ends here: the lines about it are said outside its handler, so a
+        logging failure's traceback cannot chain the raw error text (the secret it
+        quotes) onto stderr."""
+        try:
+            await self._send(t, body)
+            return None
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a failed delivery never stops the watch
+            return self._scrub(t, str(e.reason if isinstance(e, urllib.error.URLError) else e))
+
     async def _worker(self, t: _Target) -> None:
         while True:
             item = await t.queue.get()
             try:
                 body = json.dumps(item).encode()
                 for attempt in range(self.retries + 1):
-                    try:
-                        await self._send(t, body)
+                    why = await self._attempt(t, body)
+                    if why is None:
                         t.sent += 1
                         break
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception as e:  # noqa: BLE001 - a failed delivery never stops the watch
-                        t.failures += 1
-                        why = e.reason if isinstance(e, urllib.error.URLError) else e
-                        if attempt == self.retries:
-                            self._say(f"notify {t.spec}: giving up after {attempt + 1} attempts: {why}")
-                            break
-                        delay = min(self.backoff_initial_s * 2 ** attempt, self.backoff_max_s)
-                        self._say(f"notify {t.spec}: attempt {attempt + 1} failed ({why}); retrying in {delay:g}s")
-                        await asyncio.sleep(delay)
+                    t.failures += 1
+                    if attempt == self.retries:
+                        self._say(t, f"notify {t.shown}: giving up after {attempt + 1} attempts: {why}")
+                        break
+                    delay = min(self.backoff_initial_s * 2 ** attempt, self.backoff_max_s)
+                    self._say(t, f"notify {t.shown}: attempt {attempt + 1} failed ({why}); "
+                                 f"retrying in {delay:g}s")
+                    await asyncio.sleep(delay)
             finally:
                 t.queue.task_done()
 
-    def _say(self, line: str) -> None:
+    @staticmethod
+    def _scrub(t: _Target, line: str) -> str:
+        """`line` as it may be printed: the text rule, then the target's own secret parts
+        wherever the failure's text quoted them."""
+        line = mask_secrets(line)
+        for piece in t.secrets:
+            line = line.replace(piece, MASK)
+        return line
+
+    def _say(self, t: _Target, line: str) -> None:
+        line = self._scrub(t, line)
         log.warning("%s", line)
         with contextlib.suppress(Exception):
             self.report(line)

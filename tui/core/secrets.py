@@ -14,16 +14,27 @@ What counts as a secret:
   flag (`--hf-token X`, `--api-key=X`);
 * the credential of an `Authorization:` header, whatever its scheme (`token X`,
   `Bearer X`, `Basic X`);
-* a PEM private key block.
+* a PEM private key block;
+* a lower- or mixed-case name that ENDS with a credential word (`hf_token`,
+  `wandb_api_key`, `accessToken`, `db_password`; `key`, `sig`, `signature` only as the
+  whole name or its last word), in free text (`hf_token=X`), as a Hydra override
+  (`+wandb_api_key=X`, `++trainer.wandb_api_key=X`: the `+`/`~` prefix and the dotted
+  path are not part of the name) or as a URL query parameter (`?token=X`, `&api_key=X`,
+  `&sig=X`); a plain Hydra key that merely contains one (`ppo_max_token_len_per_gpu`,
+  `data.prompt_key`) is not one;
+* the secret path of a webhook URL: Slack's `hooks.slack.com/services/T/B/SECRET`,
+  Discord's `/api/webhooks/ID/TOKEN`, and after any `/webhook(s)/` or `/hooks/` segment
+  the last of several segments and every random-looking one.
 
 Values are masked WHOLE: a shell word made of several quoted pieces (`'a b'"'"'c'`, what
 `shlex.quote` makes of a value with a quote in it), a JSON string with escaped quotes,
 or the rest of a `NAME: value` line. A mask that stopped at the first space or quote
 would print the rest of the secret.
 
-Free-text names are matched in upper case only (environment variables are), so Hydra
-keys such as `ppo_max_token_len_per_gpu=9216` stay readable; dictionary keys (an env
-mapping) are matched in any case.
+Upper-case free-text names (environment variables) are secret when they CONTAIN a
+credential word; lower-case ones only when they END with one, so Hydra keys such as
+`ppo_max_token_len_per_gpu=9216` stay readable; dictionary keys (an env mapping) are
+matched in any case (a dotted or `+`-prefixed key by the lower-case rule).
 """
 
 from __future__ import annotations
@@ -60,9 +71,32 @@ _AUTH = re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:(?:token|bearer|basic|dige
 _URL_PW = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+):([^/\s@'\"]*)@")
 _URL_USER = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+)@")
 
+# A lower/mixed-case name (Hydra key, URL query parameter, JSON-ish config) is a secret
+# when it ENDS with a credential word: `hf_token`, `wandb_api_key`, `accessToken`;
+# `key`/`sig`/`signature` only as the whole name or last `_`/`-` word after a word that
+# says so (`api_key`, `x-amz-signature`), never `prompt_key` or `max_token_len`.
+_LOWER_SECRET = re.compile(
+    r"(?i)(?:token|secret|password|passwd|credentials?|apikey|^key|"
+    r"(?:^|[_-])(?:pat|pwd|sig|signature)|"
+    r"(?:api|access|secret|private|auth|client|signing|encryption|master|account|license|"
+    r"subscription|wandb|openai|hf|github|aws|azure|gcp)[_-]?key)$")
+# NAME=value with a lower-case letter in NAME; Hydra's `+`, `++`, `~` prefixes and a
+# dotted path before the name (the last component is judged)
+_LOWER_ASSIGN = re.compile(rf"(?<![A-Za-z0-9_.\-?&])([+~]{{0,2}}[A-Za-z_][A-Za-z0-9_.\-]{{0,200}})=({_SHELL_WORD})")
+_LOWER_COLON = re.compile(r"""(?<![A-Za-z0-9_.\-"'])([A-Za-z][A-Za-z0-9]*[_-][A-Za-z0-9_\-]*|password|passwd):[ \t]+"""
+                          rf"({_JSON_STR}|'[^'\n]*'|[^\s,;}}][^\n,;}}]*)")
+# ?name=value / &name=value (a URL's query, wherever it is): the value up to the next
+# parameter, so the rest of the URL stays readable
+_QUERY = re.compile(r"([?&;])([A-Za-z0-9_.\-]{1,100})=([^&#\s'\"<>]*)")
+# a URL's host and path, for the webhook rule
+_URL_PATH = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://(?:[^\s/?#'\"@]*@)?([^\s/?#'\"]+))(/[^\s?#'\"]*)")
+_HOOK_MARK = re.compile(r"(?i)webhooks?[a-z0-9]*|hooks")
+_RANDOM_SEG = re.compile(r"[A-Za-z0-9_\-=.~%+@]{20,}|(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9_\-=.~%+@]{8,}")
+
 # cheap pre-checks: most log lines hold none of these, and skip every pattern
 _UPPER_WORD = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|PAT")
 _LOWER_WORD = re.compile(r"(?i)token|key|secret|passw|credential|pat")
+_LOWER_HINT = re.compile(r"(?i)token|key|secret|passw|pwd|credential|pat|sig")
 
 
 def _named(m: re.Match[str], keep: str) -> str:
@@ -78,8 +112,58 @@ def _assign(m: re.Match[str]) -> str:
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a variable's name says its value is a credential (any case)."""
-    return _NAME_RE.fullmatch(str(name).upper()) is not None
+    """Whether a variable's name says its value is a credential (any case). A Hydra key
+    (`+wandb_api_key`, `trainer.wandb_api_key`) is judged by its last component, by the
+    lower-case rule (so `actor.ppo_max_token_len_per_gpu` is not one)."""
+    name = str(name)
+    if "." in name or name[:1] in "+~":
+        return is_lower_secret_name(name)
+    return _NAME_RE.fullmatch(name.upper()) is not None
+
+
+def is_lower_secret_name(name: str) -> bool:
+    """The rule for lower/mixed-case names in free text, Hydra keys and URL queries: the
+    name (after Hydra's `+`/`~` and the dotted path) ENDS with a credential word."""
+    last = str(name).lstrip("+~").rpartition(".")[2]
+    if last.isupper():
+        return _NAME_RE.fullmatch(last) is not None
+    return _LOWER_SECRET.search(last) is not None
+
+
+def _lower_assign(m: re.Match[str]) -> str:
+    if is_lower_secret_name(m.group(1)):
+        return f"{m.group(1)}={MASK}"
+    return m.group(0)
+
+
+def _query(m: re.Match[str]) -> str:
+    # a value masked already stays as it is (`?token=***: ...` keeps its colon): masking
+    # twice changes nothing
+    value = m.group(3)
+    if value and not value.startswith(MASK) and is_lower_secret_name(m.group(2)):
+        return f"{m.group(1)}{m.group(2)}={MASK}"
+    return m.group(0)
+
+
+def _hook_path(m: re.Match[str]) -> str:
+    """A webhook URL's path with the segments that are its credential masked."""
+    host, path = m.group(2).lower(), m.group(3)
+    segs = path.split("/")
+    mark = None
+    for i, seg in enumerate(segs):
+        if _HOOK_MARK.fullmatch(seg) or (host.endswith("slack.com") and seg in ("services", "workflows", "triggers")):
+            mark = i
+            break
+    if mark is None:
+        return m.group(0)
+    rest = [i for i in range(mark + 1, len(segs)) if segs[i]]
+    for n, i in enumerate(rest):
+        # the last of several segments (ID/TOKEN, T/B/SECRET), and any random-looking one
+        if segs[i].startswith(MASK):
+            continue
+        if (n == len(rest) - 1 and len(rest) >= 2) or _RANDOM_SEG.fullmatch(segs[i]):
+            segs[i] = MASK
+    return m.group(1) + "/".join(segs)
 
 
 def mask_secrets(text: str) -> str:
@@ -89,12 +173,21 @@ def mask_secrets(text: str) -> str:
         return text
     if "PRIVATE KEY-----" in text:
         text = _PEM.sub("-----PRIVATE KEY (masked)-----", text)
+    lower = _LOWER_HINT.search(text) is not None
+    if lower and "=" in text and ("?" in text or "&" in text or ";" in text):
+        text = _QUERY.sub(_query, text)
     if _UPPER_WORD.search(text):
         text = _JSON_PAIR.sub(lambda m: _named(m, f'"{m.group(1)}"{m.group(2)}"{MASK}"'), text)
         text = _ASSIGN.sub(_assign, text)
         text = _COLON.sub(lambda m: _named(m, f"{m.group(1)}: {MASK}"), text)
     elif '"' in text and _LOWER_WORD.search(text):  # {"wandb_key": "..."}: JSON keys in any case
         text = _JSON_PAIR.sub(lambda m: _named(m, f'"{m.group(1)}"{m.group(2)}"{MASK}"'), text)
+    if lower:
+        if "=" in text:
+            text = _LOWER_ASSIGN.sub(_lower_assign, text)
+        if ":" in text:
+            text = _LOWER_COLON.sub(lambda m: f"{m.group(1)}: {MASK}" if is_lower_secret_name(m.group(1))
+                                    else m.group(0), text)
     if "--" in text and _LOWER_WORD.search(text):
         text = _FLAG.sub(rf"\1{MASK}", text)
     if "uthorization" in text or "UTHORIZATION" in text:
@@ -102,6 +195,8 @@ def mask_secrets(text: str) -> str:
     if "://" in text and "@" in text:
         text = _URL_PW.sub(rf"\1\2:{MASK}@", text)
         text = _URL_USER.sub(rf"\1{MASK}@", text)
+    if "://" in text and "hook" in text.lower():
+        text = _URL_PATH.sub(_hook_path, text)
     return text
 
 
