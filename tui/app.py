@@ -19,6 +19,7 @@ from textual.app import App
 from .commands import RlconsoleCommands
 from .messages import AlertRaised, LogLinesReceived, MetricsUpdated, StateUpdated
 from .screens.main import MainScreen
+from .core.alerts import Alert
 from .core.state import JobStatus
 
 if TYPE_CHECKING:
@@ -38,9 +39,13 @@ class RlconsoleApp(App[int]):
     TITLE = "rlconsole"
     COMMANDS = App.COMMANDS | {RlconsoleCommands}
 
-    def __init__(self, backend: Backend, bell: bool | None = None, **kw: Any) -> None:
+    def __init__(self, backend: Backend, bell: bool | None = None, notices: list[str] | None = None,
+                 **kw: Any) -> None:
         super().__init__(**kw)
         self.backend = backend
+        # what the start said on stderr (permissions tightened, a profile from ./profiles
+        # that runs commands): the console's screen hides stderr, so each is an alert too
+        self.notices = list(notices or [])
         # the terminal bell on error alerts: the profile's `console.bell` unless told
         self.bell_on = backend.profile.console.bell if bell is None else bell
         # watch only: the keys, help and palette offer no action that changes the cluster,
@@ -67,6 +72,8 @@ class RlconsoleApp(App[int]):
             self.notifier = Notifier(self.backend.profile.notify.to, self.backend.profile.notify.level)
             self.notifier.start()
             self.backend.subscribe_alerts(self._notify)
+        for text in self.notices:
+            post(AlertRaised(Alert("warning", "console", text)))
         # In a worker: a slow connect must not delay the first frame.
         self.run_worker(self._start_backend(), name="backend-start", group="backend")
 
@@ -157,18 +164,18 @@ def static_backend(profile: Profile) -> Backend:
                          warmup=[demo_state(profile, s) for s in range(step - 10, step)])
 
 
-def run_app(profile: Profile, bell: bool | None = None) -> int:
+def run_app(profile: Profile, bell: bool | None = None, notices: list[str] | None = None) -> int:
     """`rlconsole [--profile P] [--no-bell]`: the console on the live cluster (or on fixed
     demo data when RLCONSOLE_STATIC_BACKEND=1). `bell` None: the profile decides."""
     if os.environ.get(STATIC_BACKEND_ENV) == "1":
-        return int(RlconsoleApp(static_backend(profile), bell=bell).run() or 0)
+        return int(RlconsoleApp(static_backend(profile), bell=bell, notices=notices).run() or 0)
     try:
         from tui.backend.live import LiveBackend
     except ImportError as e:
         print(f"rlconsole: the live console cannot start: {e} "
               "(`rlconsole status` and the other subcommands still work)", file=sys.stderr)
         return 1
-    app = RlconsoleApp(LiveBackend(profile), bell=bell)
+    app = RlconsoleApp(LiveBackend(profile), bell=bell, notices=notices)
     rc = app.run()
     return int(rc or 0)
 

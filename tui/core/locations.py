@@ -15,6 +15,7 @@ Remote paths (on the cluster) are never decided here: they belong to the profile
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 APP = "rlconsole"
@@ -74,3 +75,69 @@ def sim_dir() -> Path:
     from platformdirs import user_state_dir
 
     return Path(user_state_dir(APP)) / "sim"
+
+
+def _tighten_tree(root: Path, skip: set[Path]) -> int:
+    """Remove group/other access from `root` and everything below it that this user
+    owns: 0755 -> 0700, 0644 -> 0600 (owner bits are kept). Symlinks are neither
+    followed nor changed (a chmod through one could reach a file outside rlconsole's
+    dirs); nor are `skip`'s trees. The walk is top-down, so a directory is private
+    before what is in it is looked at. The number of entries changed."""
+    uid = os.getuid()
+    changed = 0
+
+    def fix(p: Path) -> None:
+        nonlocal changed
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return
+        if stat.S_ISLNK(st.st_mode) or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            return
+        if st.st_uid != uid or not st.st_mode & 0o077:
+            return
+        try:
+            os.chmod(p, stat.S_IMODE(st.st_mode) & 0o700)
+            changed += 1
+        except OSError:
+            pass  # not ours to change after all: leave it, never stop the start
+
+    try:
+        if not root.is_dir() or stat.S_ISLNK(os.lstat(root).st_mode):
+            return 0
+    except OSError:
+        return 0
+    fix(root)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if here / d not in skip]
+        for name in (*dirnames, *filenames):
+            fix(here / name)
+    return changed
+
+
+def tighten_permissions() -> dict[Path, int]:
+    """Make what an older version left readable to others private: the state dir (the
+    debug log, run history, spools, exports) and the config dir (profiles, failure
+    catalog). New files are private from creation (the CLI's umask 077); this fixes the
+    ones from before. Returns, for each dir where something changed, how many entries;
+    empty when all was private already (so a second start says nothing). The simulated
+    cluster's dir is left alone: the sim sets the modes its nodes need."""
+    from platformdirs import user_state_dir
+
+    state = Path(os.environ.get("RLCONSOLE_STATE_DIR") or user_state_dir(APP))
+    out: dict[Path, int] = {}
+    for root in (state, config_dir()):
+        n = _tighten_tree(root, {sim_dir(), state / "sim"})
+        if n:
+            out[root] = n
+    return out
+
+
+def tightened_message(changed: dict[Path, int]) -> str | None:
+    """The one line that says what `tighten_permissions` did (None: nothing)."""
+    if not changed:
+        return None
+    parts = [f"{n} file{'s' if n != 1 else ''} under {d}" for d, n in changed.items()]
+    return ("tightened permissions of " + " and ".join(parts)
+            + " (group/other access removed: they say what ran where)")
