@@ -49,6 +49,11 @@ def _load(args: argparse.Namespace):  # -> Profile
 
         prof = replace(prof, console=replace(prof.console, read_only=True))
     log.info("profile %s (%s)%s", prof.name, prof.path, " read-only" if prof.console.read_only else "")
+    from tui.core.profile import cwd_profile_warning
+
+    warning = cwd_profile_warning(prof)
+    if warning is not None:
+        _notice(args, warning)
     return prof
 
 
@@ -395,6 +400,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--nodes", type=int, default=4, help="simulated nodes (default 4)")
     sp.add_argument("--gpus", type=int, default=8, help="cards per node (default 8)")
     return p
+
+
+def _notice(args: argparse.Namespace, text: str) -> None:
+    """A warning said once at start: one line on stderr now, and an alert in the
+    console (`cmd_tui` hands `args.notices` to it: its screen hides stderr)."""
+    print(f"rlconsole: warning: {text}", file=sys.stderr)
+    if not hasattr(args, "notices"):
+        args.notices = []
+    args.notices.append(text)
 
 
 def _startup_notices() -> list[str]:

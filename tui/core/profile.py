@@ -900,3 +900,29 @@ def resolve_profile(spec: str | None, fallback: Callable[[], str | None] | None 
     raise UsageError(f"no profile named {spec!r} (looked in ./profiles, {user_profiles_dir()}, "
                      f"the packaged profiles; known: {names})")
 
+
+def cwd_profile_warning(profile: Profile) -> str | None:
+    """The one warning line for a profile read from ./profiles (the current directory:
+    perhaps a repository just cloned, written by anyone) that makes this machine run
+    commands or read an SSH config as soon as the console starts, before any key: its
+    file and those keys. None for any other profile, or one that sets none of them."""
+    try:
+        where = Path(profile.path).resolve()
+        cwd_dir = (Path.cwd() / "profiles").resolve()
+        if not where.is_relative_to(cwd_dir) or cwd_dir == packaged_profiles_dir().resolve():
+            return None
+    except (OSError, ValueError):
+        return None
+    keys: list[str] = []
+    commands = [t for t in profile.notify.to if not t.startswith(("http://", "https://"))]
+    if commands:
+        keys.append(f"notify.to (runs {len(commands)} local command{'s' if len(commands) > 1 else ''} "
+                    "with every alert)")
+    if len(commands) < len(profile.notify.to):
+        keys.append("notify.to (posts every alert to a URL)")
+    if profile.ssh.config is not None:
+        keys.append("ssh.config (an SSH config runs local commands: ProxyCommand, LocalCommand, Match exec)")
+    if not keys:
+        return None
+    return (f"profile {profile.path} comes from ./profiles in the current directory and sets "
+            f"{'; '.join(keys)}: read it before you trust it")
