@@ -3,7 +3,7 @@
 `--profile NAME` looks in ./profiles first: the current directory, perhaps a repository
 just cloned. A profile there that sets `notify.to` (a local command run with every
 alert, or a URL every alert is posted to) or `ssh.config` (an SSH config runs local
-commands: ProxyCommand, LocalCommand) acts as soon as the console starts. The start
+commands: ProxyCommand, Match exec) acts as soon as the console starts. The start
 names it: one warning line on stderr (a real CLI process here) and a warning alert in
 the console. The same profile read from elsewhere, or one in ./profiles that sets none
 of those keys, says nothing.

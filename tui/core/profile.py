@@ -921,7 +921,7 @@ def cwd_profile_warning(profile: Profile) -> str | None:
     if len(commands) < len(profile.notify.to):
         keys.append("notify.to (posts every alert to a URL)")
     if profile.ssh.config is not None:
-        keys.append("ssh.config (an SSH config runs local commands: ProxyCommand, LocalCommand, Match exec)")
+        keys.append("ssh.config (an SSH config runs local commands: ProxyCommand, Match exec)")
     if not keys:
         return None
     return (f"profile {profile.path} comes from ./profiles in the current directory and sets "
