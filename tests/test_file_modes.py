@@ -59,22 +59,23 @@ def test_state_dir_log_spool_and_history_are_private(tmp_path: Path) -> None:
 
 def _plant(tmp_path: Path) -> dict[str, Path]:
     """What an older version (umask 022, no explicit modes) left: 0755 dirs, 0644 files,
-    under the state and config dirs; a link inside the state dir to a file and a dir
-    outside it; and the simulated cluster's dir, whose modes are the sim's own."""
+    under the state and config dirs; links in the state dir to a file and a dir outside
+    it; the simulated cluster's dir, whose modes are the sim's own; another tool's file."""
     state, config, outside = tmp_path / "state", tmp_path / "config", tmp_path / "outside"
     dirs = [state, state / "spool", state / "spool" / "raysubmit_old", state / "exports",
             config, config / "profiles", outside, state / "sim"]
     files = [state / "rlconsole.log", state / "runs.jsonl", state / "spool" / "raysubmit_old" / "driver.log",
              state / "exports" / "metrics.csv", config / "profiles" / "mine.yaml", config / "diagnosis.yaml",
-             outside / "secret.txt", state / "sim" / "node1.log"]
+             outside / "secret.txt", state / "sim" / "node1.log", state / "notes.txt"]
     for d in dirs:
         d.mkdir(parents=True, exist_ok=True)
         d.chmod(0o755)
     for f in files:
         f.write_text("x\n")
         f.chmod(0o644)
-    (state / "link-to-file").symlink_to(outside / "secret.txt")
-    (state / "link-to-dir").symlink_to(outside)
+    (state / "rlconsole.log.1").symlink_to(outside / "secret.txt")
+    (state / "spool" / "link-to-file").symlink_to(outside / "secret.txt")
+    (state / "spool" / "link-to-dir").symlink_to(outside)
     return {"state": state, "config": config, "outside": outside}
 
 
@@ -100,9 +101,11 @@ def test_start_tightens_what_an_older_version_left_and_says_so_once(tmp_path: Pa
     for p in (state / "rlconsole.log", state / "runs.jsonl", state / "spool" / "raysubmit_old" / "driver.log",
               state / "exports" / "metrics.csv", config / "profiles" / "mine.yaml", config / "diagnosis.yaml"):
         assert _mode(p) == 0o600, f"{p} is {_mode(p):04o}"
-    # links are not followed out of rlconsole's dirs; the sim's dir keeps its modes
+    # links are not followed out of rlconsole's dirs; the sim's dir keeps its modes, and
+    # a file that is not rlconsole's is not touched
     assert _mode(outside) == 0o755 and _mode(outside / "secret.txt") == 0o644
     assert _mode(state / "sim") == 0o755 and _mode(state / "sim" / "node1.log") == 0o644
+    assert _mode(state / "notes.txt") == 0o644
 
     second = _start(tmp_path, d)
     assert second.returncode == 0, second.stderr
