@@ -52,3 +52,83 @@ def test_state_dir_log_spool_and_history_are_private(tmp_path: Path) -> None:
         assert _mode(f) & 0o077 == 0, f"{f} is {_mode(f):04o}"
     for d in dirs:
         assert _mode(d) == 0o700, f"{d} is {_mode(d):04o}"
+
+
+# --------------------------------------------------- issue 27: state left by an older version
+
+
+def _plant(tmp_path: Path) -> dict[str, Path]:
+    """What an older version (umask 022, no explicit modes) left: 0755 dirs, 0644 files,
+    under the state and config dirs; links in the state dir to a file and a dir outside
+    it; the simulated cluster's dir, whose modes are the sim's own; another tool's file."""
+    state, config, outside = tmp_path / "state", tmp_path / "config", tmp_path / "outside"
+    dirs = [state, state / "spool", state / "spool" / "raysubmit_old", state / "exports",
+            config, config / "profiles", outside, state / "sim"]
+    files = [state / "rlconsole.log", state / "runs.jsonl", state / "spool" / "raysubmit_old" / "driver.log",
+             state / "exports" / "metrics.csv", config / "profiles" / "mine.yaml", config / "diagnosis.yaml",
+             outside / "secret.txt", state / "sim" / "node1.log", state / "notes.txt"]
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        d.chmod(0o755)
+    for f in files:
+        f.write_text("x\n")
+        f.chmod(0o644)
+    (state / "rlconsole.log.1").symlink_to(outside / "secret.txt")
+    (state / "spool" / "link-to-file").symlink_to(outside / "secret.txt")
+    (state / "spool" / "link-to-dir").symlink_to(outside)
+    return {"state": state, "config": config, "outside": outside}
+
+
+def _start(tmp_path: Path, d: dict[str, Path]) -> subprocess.CompletedProcess[str]:
+    """The CLI's start-up (`main`), in a real process under umask 022."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(tmp_path),
+           "RLCONSOLE_STATE_DIR": str(d["state"]), "RLCONSOLE_CONFIG_DIR": str(d["config"])}
+    return subprocess.run([sys.executable, "-m", "tui.cli", "render", "--profile", str(GOOD)], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=tmp_path, preexec_fn=lambda: os.umask(0o022))
+
+
+def test_start_tightens_what_an_older_version_left_and_says_so_once(tmp_path: Path) -> None:
+    d = _plant(tmp_path)
+    state, config, outside = d["state"], d["config"], d["outside"]
+    first = _start(tmp_path, d)
+    assert first.returncode == 0, first.stderr
+    said = [ln for ln in first.stderr.splitlines() if "tightened permissions" in ln]
+    assert said == [f"rlconsole: tightened permissions of 8 files under {state} and 4 files under {config} "
+                    "(group/other access removed: they say what ran where)"], first.stderr
+    for p in (state, state / "spool", state / "spool" / "raysubmit_old", state / "exports",
+              config, config / "profiles"):
+        assert _mode(p) == 0o700, f"{p} is {_mode(p):04o}"
+    for p in (state / "rlconsole.log", state / "runs.jsonl", state / "spool" / "raysubmit_old" / "driver.log",
+              state / "exports" / "metrics.csv", config / "profiles" / "mine.yaml", config / "diagnosis.yaml"):
+        assert _mode(p) == 0o600, f"{p} is {_mode(p):04o}"
+    # links are not followed out of rlconsole's dirs; the sim's dir keeps its modes, and
+    # a file that is not rlconsole's is not touched
+    assert _mode(outside) == 0o755 and _mode(outside / "secret.txt") == 0o644
+    assert _mode(state / "sim") == 0o755 and _mode(state / "sim" / "node1.log") == 0o644
+    assert _mode(state / "notes.txt") == 0o644
+
+    second = _start(tmp_path, d)
+    assert second.returncode == 0, second.stderr
+    assert "tightened" not in second.stderr, second.stderr
+
+
+async def test_console_shows_the_tightening_as_one_alert(tmp_path: Path, monkeypatch) -> None:
+    """The console's screen hides stderr: the same line is a warning alert there."""
+    from tui.app import RlconsoleApp
+    from tui.backend.static import demo_backend
+    from tui.cli.main import _startup_notices
+
+    d = _plant(tmp_path)
+    monkeypatch.setenv("RLCONSOLE_STATE_DIR", str(d["state"]))
+    monkeypatch.setenv("RLCONSOLE_CONFIG_DIR", str(d["config"]))
+    notices = _startup_notices()
+    assert len(notices) == 1 and "tightened permissions of 8 files under" in notices[0]
+    assert _startup_notices() == []  # the next start has nothing to say
+    app = RlconsoleApp(demo_backend(), notices=notices)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(200):
+            if any(a.source == "console" for a in app.main_screen.alerts):
+                break
+            await pilot.pause(0.02)
+        mine = [a for a in app.main_screen.alerts if a.source == "console"]
+        assert [(a.level, a.message) for a in mine] == [("warning", notices[0])]

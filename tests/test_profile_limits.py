@@ -102,3 +102,53 @@ def test_string_sizes_and_large_but_sane_ints_still_load(tmp_path: Path, capsys:
     f = tmp_path / "ok.yaml"
     f.write_text(text)
     assert main(["check", "--static", "--profile", str(f)]) in (0, 1), capsys.readouterr().err
+
+
+# ------------------------------------------------------------- issue 27: real CLI process
+
+REPO = Path(__file__).resolve().parent.parent
+BIG = "1" + "0" * 20000
+
+EMPTY_AND_ODD = {
+    # name: (profile text, line, key, fragment) -- each once a traceback (TypeError,
+    # ValueError from int() of "²" or of 20000 digits) or a value printed 20000 wide
+    "node_name_null": (_sub("  - name: n1\n", "  - name:\n"), 8, "nodes[0].name", "required key has no value"),
+    "node_name_empty": (_sub("  - name: n1\n", "  - name: ''\n"), 8, "nodes[0].name", "non-empty string"),
+    "node_address_null": (_sub("address: 127.0.0.2\n", "address:\n"), 9, "nodes[0].address", "no value"),
+    "node_address_empty": (_sub("address: 127.0.0.2\n", "address: ' '\n"), 9, "nodes[0].address", "non-empty"),
+    "container_name_null": (_sub("  name: train-rl\n", "  name:\n"), 16, "container.name", "no value"),
+    "container_name_empty": (_sub("  name: train-rl\n", "  name: ''\n"), 16, "container.name", "non-empty"),
+    "cards_20000_digits": (_sub("gpus: 8\n    role: head", f"gpus: {BIG}\n    role: head"), 10, "nodes[0].gpus",
+                           "20001 digits"),
+    "cards_20000_digits_quoted": (_sub("gpus: 8\n    role: head", f'gpus: "{BIG}"\n    role: head'), 10,
+                                  "nodes[0].gpus", "(20001 characters)"),
+    "nnodes_20000_digits_quoted": (_sub("nnodes: 2", f'nnodes: "{BIG}"'), 43, "training.overrides.trainer.nnodes",
+                                   "20001 digits"),
+    "nnodes_superscript": (_sub("nnodes: 2", 'nnodes: "²"'), 43, "training.overrides.trainer.nnodes",
+                           "written with 0-9"),
+    "nnodes_arabic_indic": (_sub("nnodes: 2", 'nnodes: "٣"'), 43, "training.overrides.trainer.nnodes",
+                            "written with 0-9"),
+    "port_arabic_indic": (_sub("  port: 2222\n", '  port: "٣"\n'), 6, "ssh.port", "expected an integer"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_AND_ODD))
+def test_odd_values_one_line_exit_2_in_a_real_cli_process(name: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    text, line, key, fragment = EMPTY_AND_ODD[name]
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(text, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "tui.cli", "check", "--static", "--profile", str(f)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(tmp_path),
+                               "RLCONSOLE_STATE_DIR": str(tmp_path / "state"), "LANG": "C.UTF-8"})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr[-2000:]
+    assert lines[0].startswith(f"{name}.yaml:{line}: {key}: ") or lines[0].startswith(f"{f}:{line}: {key}: "), lines[0]
+    assert fragment in lines[0], lines[0]
+    assert len(lines[0]) < 400

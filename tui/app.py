@@ -17,6 +17,7 @@ from textual.app import App
 from .commands import RlconsoleCommands
 from .messages import AlertRaised, LogLinesReceived, MetricsUpdated, StateUpdated
 from .screens.main import MainScreen
+from .core.alerts import Alert
 from .core.state import JobStatus
 
 if TYPE_CHECKING:
@@ -36,11 +37,14 @@ class RlconsoleApp(App[int]):
     COMMANDS = App.COMMANDS | {RlconsoleCommands}
 
     def __init__(self, backend: Backend, bell: bool | None = None, faults: FaultInjector | None = None,
-                 **kw: Any) -> None:
+                 notices: list[str] | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.backend = backend
         self.faults = faults
         """Fault injection on a simulated cluster (the palette), given by the CLI."""
+        # what the start said on stderr (permissions tightened, a profile from ./profiles
+        # that runs commands): the console's screen hides stderr, so each is an alert too
+        self.notices = list(notices or [])
         # the terminal bell on error alerts: the profile's `console.bell` unless told
         self.bell_on = backend.profile.console.bell if bell is None else bell
         # watch only: the keys, help and palette offer no action that changes the cluster,
@@ -67,6 +71,8 @@ class RlconsoleApp(App[int]):
             self.notifier = Notifier(self.backend.profile.notify.to, self.backend.profile.notify.level)
             self.notifier.start()
             self.backend.subscribe_alerts(self._notify)
+        for text in self.notices:
+            post(AlertRaised(Alert("warning", "console", text)))
         # In a worker: a slow connect must not delay the first frame.
         self.run_worker(self._start_backend(), name="backend-start", group="backend")
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def _can_ask(question: str, yes: bool) -> None:
     """Headless without --yes: refuse before anything connects or runs."""
     if not yes and (not sys.stdin or not sys.stdin.isatty()):
-        raise UsageError(f"{question.rstrip('?')}: refusing without --yes (no terminal to ask on)")
+        raise UsageError(f"{question.rstrip('?.')}: refusing without --yes (no terminal to ask on)")
 
 
 def _confirm(question: str, yes: bool) -> bool:
@@ -80,7 +80,25 @@ async def _plan_then_ask(profile: Profile, remote: PoolRemote, opts: dict, as_js
     return None
 
 
-async def _drive(profile: Profile, name: str, opts: dict, as_json: bool, plan: dict | None = None) -> int:
+async def _look_then_ask(profile: Profile, remote: PoolRemote, opts: dict) -> None:
+    """`setup-ray` without --yes: look at Ray first, so the question (or the headless
+    refusal) says what a stop would hit: a Ray that is up, or one whose state is
+    unknown (its port answers, `ray status` does not), where a job may be running.
+    A yes is the confirmation the stop needs; headless, the refusal (exit 2) is raised."""
+    from tui.core.actions.ray_setup import stop_question
+
+    question = await stop_question(profile, remote, opts.get("stop_first"))
+    if not await asyncio.to_thread(_confirm, question or describe("setup-ray", profile, **opts), False):
+        raise _Cancelled()
+    opts["stop_confirmed"] = True
+
+
+class _Cancelled(Exception):
+    """The user answered no at a prompt asked after connecting."""
+
+
+async def _drive(profile: Profile, name: str, opts: dict, as_json: bool, plan: dict | None = None,
+                 look_first: bool = False) -> int:
     if profile.simulated:
         from tui.sim.faults import install_submit_hook
 
@@ -96,6 +114,12 @@ async def _drive(profile: Profile, name: str, opts: dict, as_json: bool, plan: d
             stop = await _plan_then_ask(profile, remote, opts, as_json, **plan)
             if stop is not None:
                 return stop
+        if look_first:
+            try:
+                await _look_then_ask(profile, remote, opts)
+            except _Cancelled:
+                print("rlconsole: cancelled", file=sys.stderr)
+                return 1
         # Every action ends with one done/skip/fail event: its verdict is the exit code.
         verdict = 1
         gen: AsyncIterator[ActionEvent] = run_action(name, profile, remote, **opts)
@@ -120,9 +144,12 @@ def run_action_cli(profile: Profile, args: argparse.Namespace) -> int:
         if not dry_run:
             _can_ask(describe(name, profile, **opts), args.yes)
         return asyncio.run(_drive(profile, name, opts, args.json, plan={"yes": args.yes, "dry_run": dry_run}))
+    if name == "setup-ray":
+        if not args.yes:  # the question must name Ray's state: asked after a look (a read)
+            return asyncio.run(_drive(profile, name, opts, args.json, look_first=True))
+        opts["stop_confirmed"] = True  # --yes answered "stop a running Ray" too
+        return asyncio.run(_drive(profile, name, opts, args.json))
     if not _confirm(describe(name, profile, **opts), args.yes):
         print("rlconsole: cancelled", file=sys.stderr)
         return 1
-    if name == "setup-ray":  # the question above said a running Ray is stopped: --yes or y answered it
-        opts["stop_confirmed"] = True
     return asyncio.run(_drive(profile, name, opts, args.json))

@@ -73,20 +73,21 @@ def static_backend(profile: Profile) -> Backend:
                          warmup=[demo_state(profile, s) for s in range(step - 10, step)])
 
 
-def run_app(profile: Profile, bell: bool | None = None) -> int:
+def run_app(profile: Profile, bell: bool | None = None, notices: list[str] | None = None) -> int:
     """`rlconsole [--profile P] [--no-bell]`: the console on the live cluster (or on fixed
-    demo data when RLCONSOLE_STATIC_BACKEND=1). `bell` None: the profile decides."""
+    demo data when RLCONSOLE_STATIC_BACKEND=1). `bell` None: the profile decides;
+    `notices` what the start printed on stderr, shown as alerts too."""
     from tui.app import RlconsoleApp
 
     if os.environ.get(STATIC_BACKEND_ENV) == "1":
-        return int(RlconsoleApp(static_backend(profile), bell=bell).run() or 0)
+        return int(RlconsoleApp(static_backend(profile), bell=bell, notices=notices).run() or 0)
     try:
         from tui.backend.live import LiveBackend
     except ImportError as e:
         print(f"rlconsole: the live console cannot start: {e} "
               "(`rlconsole status` and the other subcommands still work)", file=sys.stderr)
         return 1
-    app = RlconsoleApp(LiveBackend(profile), bell=bell, faults=sim_faults_for(profile))
+    app = RlconsoleApp(LiveBackend(profile), bell=bell, faults=sim_faults_for(profile), notices=notices)
     rc = app.run()
     return int(rc or 0)
 

@@ -52,6 +52,11 @@ def _load(args: argparse.Namespace):  # -> Profile
 
         prof = replace(prof, console=replace(prof.console, read_only=True))
     log.info("profile %s (%s)%s", prof.name, prof.path, " read-only" if prof.console.read_only else "")
+    from tui.core.profile import cwd_profile_warning
+
+    warning = cwd_profile_warning(prof)
+    if warning is not None:
+        _notice(args, warning)
     return prof
 
 
@@ -184,7 +189,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_tui(args: argparse.Namespace) -> int:
     from tui.cli.console import run_app
 
-    return run_app(_load(args), bell=False if getattr(args, "no_bell", False) else None)
+    prof = _load(args)
+    return run_app(prof, bell=False if getattr(args, "no_bell", False) else None,
+                   notices=list(getattr(args, "notices", [])))
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -398,6 +405,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _notice(args: argparse.Namespace, text: str) -> None:
+    """A warning said once at start: one line on stderr now, and an alert in the
+    console (`cmd_tui` hands `args.notices` to it: its screen hides stderr)."""
+    print(f"rlconsole: warning: {text}", file=sys.stderr)
+    if not hasattr(args, "notices"):
+        args.notices = []
+    args.notices.append(text)
+
+
+def _startup_notices() -> list[str]:
+    """Tighten what an older version left readable to others under rlconsole's own
+    dirs (state, spool, config), and say so; the next start finds nothing to say."""
+    from tui.core.locations import tighten_permissions, tightened_message
+
+    try:
+        text = tightened_message(tighten_permissions())
+    except OSError as e:  # a read-only or odd home must not stop the start
+        log.info("tighten permissions: %s", e)
+        return []
+    if text is None:
+        return []
+    print(f"rlconsole: {text}", file=sys.stderr)
+    return [text]
+
+
 def main(argv: list[str] | None = None) -> int:
     # Files this process creates are private from creation (0700 dirs, 0600 files): the
     # state dir holds logs of what ran where, spools of job logs, the run history. A
@@ -407,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from tui.core.debuglog import mask_secrets, setup_logging
 
+    args.notices = _startup_notices()
     setup_logging(verbose=getattr(args, "verbose", False))
     fn = getattr(args, "fn", cmd_tui)
     log.info("command: %s", " ".join(sys.argv[1:] if argv is None else argv))

@@ -15,6 +15,7 @@ Remote paths (on the cluster) are never decided here: they belong to the profile
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 APP = "rlconsole"
@@ -74,3 +75,89 @@ def sim_dir() -> Path:
     from platformdirs import user_state_dir
 
     return Path(user_state_dir(APP)) / "sim"
+
+
+def _tighten(top: Path) -> int:
+    """Remove group/other access from `top` and, when it is a directory, everything
+    below it that this user owns: 0755 -> 0700, 0644 -> 0600 (owner bits are kept).
+    Symlinks are neither followed nor changed (a chmod through one could reach a file
+    outside rlconsole's dirs). The walk is top-down, so a directory is private before
+    what is in it is looked at. The number of entries changed."""
+    uid = os.getuid()
+    changed = 0
+
+    def fix(p: Path) -> bool:
+        nonlocal changed
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return False
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if not (is_dir or stat.S_ISREG(st.st_mode)) or st.st_uid != uid:
+            return False  # a link, a socket, someone else's: not ours to change
+        if st.st_mode & 0o077:
+            try:
+                os.chmod(p, stat.S_IMODE(st.st_mode) & 0o700)
+                changed += 1
+            except OSError:
+                pass  # leave it: a start never stops over this
+        return is_dir
+
+    if fix(top):
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            for name in (*dirnames, *filenames):
+                fix(Path(dirpath) / name)
+    return changed
+
+
+def _own_entries() -> list[tuple[Path, list[Path]]]:
+    """rlconsole's own local files, by root: what the functions above name (the debug
+    log and its rotations, the run history, spools, exports; the user's profiles and
+    failure catalog). Anything else in those dirs (another tool's files, when a dir is
+    shared; the simulated cluster's dir, whose modes are the sim's) is not touched."""
+    from platformdirs import user_state_dir
+
+    state = Path(os.environ.get("RLCONSOLE_STATE_DIR") or user_state_dir(APP))
+    config = config_dir()
+    try:
+        logs = sorted(state.glob("rlconsole.log*")) + sorted(state.glob("runs.jsonl*"))
+    except OSError:
+        logs = []
+    return [(state, [*logs, state / "spool", state / "exports"]),
+            (config, [config / "profiles", config / "diagnosis.yaml"])]
+
+
+def tighten_permissions() -> dict[Path, int]:
+    """Make what an older version left readable to others private (new files are
+    private from creation: the CLI's umask 077; this fixes the ones from before).
+    Returns, for each root where something changed, how many entries; empty when all
+    was private already, so a second start says nothing."""
+    out: dict[Path, int] = {}
+    for root, entries in _own_entries():
+        if not root.is_dir():
+            continue  # absent: nothing to tighten (a root given as a link is the user's choice: followed)
+        n = _tighten_root(root) + sum(_tighten(e) for e in entries)
+        if n:
+            out[root] = n
+    return out
+
+
+def _tighten_root(p: Path) -> int:
+    """The root dir itself (not what is in it: only rlconsole's own entries are)."""
+    try:
+        st = os.stat(p)
+        if st.st_uid != os.getuid() or not st.st_mode & 0o077:
+            return 0
+        os.chmod(p, stat.S_IMODE(st.st_mode) & 0o700)
+        return 1
+    except OSError:
+        return 0
+
+
+def tightened_message(changed: dict[Path, int]) -> str | None:
+    """The one line that says what `tighten_permissions` did (None: nothing)."""
+    if not changed:
+        return None
+    parts = [f"{n} file{'s' if n != 1 else ''} under {d}" for d, n in changed.items()]
+    return ("tightened permissions of " + " and ".join(parts)
+            + " (group/other access removed: they say what ran where)")

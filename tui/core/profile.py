@@ -22,7 +22,7 @@ import yaml
 from .errors import ProfileError, UsageError
 from .locations import user_profiles_dir
 from .state import CardLimits
-from .yamlpos import DuplicateKeyError, LimitError, LocatedDict, LocatedList, load_located
+from .yamlpos import MAX_INT_DIGITS, DuplicateKeyError, LimitError, LocatedDict, LocatedList, load_located
 
 # --------------------------------------------------------------------------- model
 #
@@ -278,9 +278,15 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+SHOWN_CHARS = 60
+"""A bad value is quoted in the error up to this long: a 20000-digit one is still one
+readable line."""
+
+
 def _show(value: Any) -> str:
     if isinstance(value, str):
-        return '"' + value.replace('"', '\\"') + '"'
+        more = f"... ({len(value)} characters)" if len(value) > SHOWN_CHARS else ""
+        return '"' + value[:SHOWN_CHARS].replace('"', '\\"') + more + '"'
     if isinstance(value, (dict, list)):
         return _type_name(value)
     return repr(value)
@@ -320,6 +326,8 @@ class _Section:
             if required:
                 raise ProfileError(self.file, self.line, self.key(name), "required key is missing")
             return None if default is _MISSING else default
+        if required and self.data[name] is None:  # `name:` with nothing after it
+            raise self.error(name, "required key has no value")
         return self.data[name]
 
     def string(self, name: str, default: Any = _MISSING, required: bool = False,
@@ -531,9 +539,17 @@ def _check_count_override(o: Override, file: str) -> None:
     v = o.value
     if isinstance(v, str):
         # an interpolation (`${...}`) or an importer's placeholder is not ours to judge;
-        # a number written as a string is
-        if not v.strip().lstrip("+-").isdigit():
+        # a number written as a string is. `isdigit` is true of "²" and "٣" too, which
+        # int() refuses or reads, and Hydra would take for text: said, not crashed on.
+        digits = v.strip().lstrip("+-")
+        if not digits.isdigit():
             return
+        if not digits.isascii():
+            raise ProfileError(file, o.line, f"training.overrides.{o.key}",
+                               f"expected a positive integer written with 0-9, got {_show(v)}")
+        if len(digits) > MAX_INT_DIGITS:
+            raise ProfileError(file, o.line, f"training.overrides.{o.key}",
+                               f"an integer of {len(digits)} digits (at most {MAX_INT_DIGITS})")
         v = int(v.strip())
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return
@@ -888,3 +904,30 @@ def resolve_profile(spec: str | None, fallback: Callable[[], str | None] | None 
     names = ", ".join(n for n, _ in available_profiles()) or "none"
     raise UsageError(f"no profile named {spec!r} (looked in ./profiles, {user_profiles_dir()}, "
                      f"the packaged profiles; known: {names})")
+
+
+def cwd_profile_warning(profile: Profile) -> str | None:
+    """The one warning line for a profile read from ./profiles (the current directory:
+    perhaps a repository just cloned, written by anyone) that makes this machine run
+    commands or read an SSH config as soon as the console starts, before any key: its
+    file and those keys. None for any other profile, or one that sets none of them."""
+    try:
+        where = Path(profile.path).resolve()
+        cwd_dir = (Path.cwd() / "profiles").resolve()
+        if not where.is_relative_to(cwd_dir) or cwd_dir == packaged_profiles_dir().resolve():
+            return None
+    except (OSError, ValueError):
+        return None
+    keys: list[str] = []
+    commands = [t for t in profile.notify.to if not t.startswith(("http://", "https://"))]
+    if commands:
+        keys.append(f"notify.to (runs {len(commands)} local command{'s' if len(commands) > 1 else ''} "
+                    "with every alert)")
+    if len(commands) < len(profile.notify.to):
+        keys.append("notify.to (posts every alert to a URL)")
+    if profile.ssh.config is not None:
+        keys.append("ssh.config (an SSH config runs local commands: ProxyCommand, Match exec)")
+    if not keys:
+        return None
+    return (f"profile {profile.path} comes from ./profiles in the current directory and sets "
+            f"{'; '.join(keys)}: read it before you trust it")

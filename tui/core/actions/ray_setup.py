@@ -53,19 +53,31 @@ def stop_argv(profile: Profile) -> list[str]:
     return [profile.ray.binary, "stop", "--force"]
 
 
+STATUS_TIMEOUT_S = 60.0
+"""How long `ray status` may take on the head before its answer counts as missing."""
+
+
 async def ray_state(profile: Profile, remote: Remote) -> RayState:
     """Ask the head's Ray (`ray status`, run where Ray runs: in the container).
 
     When nothing listens on the GCS port, `ray status` retries for most of a minute
-    before it gives up: a direct TCP probe through the SSH connection answers first."""
+    before it gives up: a direct TCP probe through the SSH connection answers first.
+    When the port answers but `ray status` fails or times out, Ray's state is unknown
+    (`unconfirmed`): a Ray with a job on it may well be running."""
     probe = getattr(remote, "tcp_reachable", None)
     if probe is not None and not await probe(profile.head.name, profile.head.address, profile.ray.head_port):
         return RayState(available=False, error=f"nothing listens on {gcs_address(profile)}: Ray is not running")
     r = await remote.run(profile.head.name, [profile.ray.binary, "status", f"--address={gcs_address(profile)}"],
-                         container=True, timeout=60)
+                         container=True, timeout=STATUS_TIMEOUT_S)
     if not r.ok:
-        return RayState(available=False, error=r.tail(1) or f"ray status exited {r.rc}")
+        why = " ".join((r.tail(1) or f"ray status exited {r.rc}").split())[:300]
+        return RayState(available=False, error=why, unconfirmed=probe is not None)
     return parse_ray_status(r.stdout)
+
+
+def state_unknown(st: RayState) -> bool:
+    """Something listens on Ray's port, but Ray did not say how it is: a job may run."""
+    return not st.available and st.unconfirmed
 
 
 async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
@@ -186,6 +198,38 @@ async def _missing_workers(profile: Profile, remote: Remote, st: RayState) -> li
     return [n for n in profile.workers if n.address not in alive]
 
 
+async def _stop_question(profile: Profile, remote: Remote, st: RayState) -> tuple[str, list[str]] | None:
+    """What to ask before `ray stop --force` everywhere, with the running job ids it
+    names; None when nothing may be running (nothing listens on Ray's port). A Ray whose
+    state is unknown (its port answers, `ray status` did not) counts as running."""
+    want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
+    if not (st.available or state_unknown(st)):
+        return None
+    jobs = await _running_jobs(remote)
+    what = f"job {', '.join(jobs)} is running and would be killed" if jobs else "any job on it dies"
+    if st.available:
+        seen = (f"Ray is up ({st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs), not as "
+                f"the profile wants.")
+    else:
+        seen = (f"Ray's state is unknown: something listens on {gcs_address(profile)} but `ray status` did not "
+                f"answer ({st.error}); a job may be running.")
+    return (f"{seen} Setting it up again runs `ray stop --force` on all {want_nodes} nodes: {what}.", jobs)
+
+
+async def stop_question(profile: Profile, remote: Remote, stop_first: bool | None = None) -> str | None:
+    """The question setup-ray would stop short with, asked before it runs (the headless
+    CLI's prompt or refusal names it): None when setup-ray would not stop a Ray that may
+    be running (Ray is down, already right, only workers are missing, or --no-stop)."""
+    stop_first = profile.ray.stop_before_start if stop_first is None else stop_first
+    if not stop_first:
+        return None
+    st = await ray_state(profile, remote)
+    if cluster_is_right(profile, st) or await _missing_workers(profile, remote, st):
+        return None
+    asked = await _stop_question(profile, remote, st)
+    return asked[0] if asked else None
+
+
 START_TIMEOUTS = ("Deadline Exceeded", "node registration may not be complete")
 """What `ray start --head` prints when one of Ray's own start-up deadlines passed: a
 loaded machine, not a wrong profile, so one more start is worth it."""
@@ -197,20 +241,18 @@ def start_timed_out(output: str) -> bool:
 
 async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first: bool | None,
                       stop_confirmed: bool, head_up: list[bool]) -> AsyncIterator[ActionEvent]:
-    """Stop Ray everywhere (only with confirmation when it is up) and start the head;
-    `head_up` gets True once the head started (else the action ends: its last event
-    says why; a node's failed `ray stop` is only a warning)."""
-    want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
+    """Stop Ray everywhere (only with confirmation when it is up or its state is
+    unknown) and start the head; `head_up` gets True once the head started (else the
+    action ends: its last event says why; a node's failed `ray stop` is only a warning)."""
     stop_first = profile.ray.stop_before_start if stop_first is None else stop_first
-    if stop_first and st.available and not stop_confirmed:
-        jobs = await _running_jobs(remote)
-        what = f"job {', '.join(jobs)} is running and would be killed" if jobs else "any job on it dies"
-        question = (f"Ray is up ({st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs), not as "
-                    f"the profile wants. Setting it up again runs `ray stop --force` on all {want_nodes} "
-                    f"nodes: {what}.")
-        yield ActionEvent(NAME, "fail", f"not stopping a running Ray without confirmation: {question}",
-                          data={"confirm": question, "running_jobs": jobs})
-        return
+    if stop_first and not stop_confirmed:
+        asked = await _stop_question(profile, remote, st)
+        if asked is not None:
+            question, jobs = asked
+            what = "a Ray whose state is unknown" if state_unknown(st) else "a running Ray"
+            yield ActionEvent(NAME, "fail", f"not stopping {what} without confirmation: {question}",
+                              data={"confirm": question, "running_jobs": jobs, "state_unknown": state_unknown(st)})
+            return
     if stop_first:
         yield ActionEvent(NAME, "step", "stopping Ray on every node")
         async for ev in stop_everywhere(profile, remote, NAME):
