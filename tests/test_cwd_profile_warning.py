@@ -65,7 +65,8 @@ def test_same_profile_from_elsewhere_or_a_harmless_one_says_nothing(tmp_path: Pa
 
 
 async def test_console_shows_it_as_a_warning_alert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tui.app import RlconsoleApp, static_backend
+    from tui.app import RlconsoleApp
+    from tui.cli.console import static_backend
     from tui.cli.main import _load
 
     f = _repo(tmp_path, RISKY)
