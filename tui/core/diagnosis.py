@@ -350,12 +350,13 @@ class Verdict:
                 "also": list(self.also)}
 
 
-_WORD = re.compile(r"\w")
+_WORD = re.compile(r"[^\W_]")
 
 
 def _search_whole(rx: re.Pattern[str], line: str) -> re.Match[str] | None:
     """The first match of `rx` in `line` that does not start or end inside a word:
-    `ActorDiedError` is not found in `kActorDiedErrorContext`."""
+    `ActorDiedError` is not found in `kActorDiedErrorContext`. Letters and digits make
+    words; `_` separates them (`IB_TIMEOUT` is a word of `MCCL_IB_TIMEOUT`)."""
     pos = 0
     while pos <= len(line):
         m = rx.search(line, pos)
