@@ -54,8 +54,8 @@ def run_diagnose(source: str, as_json: bool = False, out: TextIO | None = None,
         if source == "-":
             verdict = d.verdict(_lines(sys.stdin))
         else:
-            with open(source, encoding="utf-8", errors="replace") as f:
-                verdict = d.verdict(_lines(f))
+            with open(source, encoding="utf-8", errors="replace") as stream:
+                verdict = d.verdict(_lines(stream))
     except IsADirectoryError:
         raise UsageError(f"{source}: is a directory, not a log file") from None
     except OSError as e:

@@ -272,10 +272,10 @@ class JobWatcher:
     def _consume(self, lines: list[str], notify: bool = True) -> None:
         # A broken user diagnosis.yaml is told once, as a warning, before any log line is
         # read against the catalog without it (news now, even while old lines are re-read).
-        for a in self.diagnoser.take_problems():
-            self.alerts.append(a)
+        for problem in self.diagnoser.take_problems():
+            self.alerts.append(problem)
             if self.on_alert:
-                self.on_alert(a)
+                self.on_alert(problem)
         if not lines:
             return
         first = self.spool.line_count - len(lines)
