@@ -37,6 +37,7 @@ caused by another failure printed before it (a collective timeout after a peer c
 an abort after an uncaught C++ exception, an exception Ray could not unpickle); a `wrapper`
 only says that something died (Ray's ActorDiedError, RayTaskError, a dead worker). The
 verdict names the last cause in the tail, else the last consequence, else the last wrapper."""
+_ROLE_RANK: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
 DEFAULT_DEDUP_LINES = 2000
 """A traceback (~50 lines) from 32 ranks spans ~1600 lines; the same signature with the
 same named-group values inside this window is one incident."""
@@ -255,7 +256,9 @@ class Diagnoser:
         return out
 
     def find(self, line: str, line_no: int) -> Finding | None:
-        """The first signature matching `line`, ignoring de-duplication."""
+        """The signature that names `line`, ignoring de-duplication: the first in catalog
+        order among those of the strongest role that match (one line can hold a watchdog's
+        "terminated with exception" and, after it, the CUDA error that caused it)."""
         low = None
         if self._keywords:
             low = line.lower()
@@ -266,16 +269,23 @@ class Diagnoser:
                     break
             if not hit and not self._always:
                 return None
+        best: tuple[Signature, re.Match[str]] | None = None
         for sig in self.signatures:
             if sig.keywords:
                 if low is None or not any(k in low for k in sig.keywords):
                     continue
+            if best is not None and _ROLE_RANK[sig.role] >= _ROLE_RANK[best[0].role]:
+                continue  # only a stronger role can still win this line
             m = _search_whole(sig.pattern, line)
             if m is not None:
-                groups = {k: (v.strip()[:MAX_GROUP_CHARS] if v is not None else "")
-                          for k, v in m.groupdict().items()}
-                return Finding(signature=sig, line_no=line_no, line=line, groups=groups)
-        return None
+                best = (sig, m)
+                if sig.role == "cause":
+                    break
+        if best is None:
+            return None
+        sig, m = best
+        groups = {k: (v.strip()[:MAX_GROUP_CHARS] if v is not None else "") for k, v in m.groupdict().items()}
+        return Finding(signature=sig, line_no=line_no, line=line, groups=groups)
 
     def diagnose(self, line: str, line_no: int) -> Finding | None:
         """Like `find`, but None for a repeat of an incident already reported (the same
