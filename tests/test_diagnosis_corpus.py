@@ -273,3 +273,39 @@ def test_check_names_a_broken_user_catalog(tmp_path: Path, monkeypatch: pytest.M
         "signatures: [ {id: x, level: error, pattern: a, title: t, explanation: e, fix: f} ]\n")
     r = [r for r in static_checks(prof) if r.id == "diagnosis.user_catalog"]
     assert len(r) == 1 and r[0].status is CheckStatus.PASS
+
+
+def test_broken_user_catalog_is_told_once_a_console_even_without_a_job(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live backend tells it at start (no job needed), and the job watcher's own
+    report of the same problem later is not a second alert."""
+    import asyncio
+
+    from tui.backend.live import LiveBackend
+    from tui.core.profile import load_profile
+
+    monkeypatch.setenv("RLCONSOLE_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "diagnosis.yaml").write_text("signatures: [ {id: x, level: error, pattern: '(', title: t, "
+                                             "explanation: e, fix: f} ]\n")
+    b = LiveBackend(load_profile(REPO / "profiles" / "qwen3-8b-grpo-32gpu.yaml"))
+
+    async def nothing() -> None:
+        return None
+
+    monkeypatch.setattr(b.monitor, "start", nothing)
+    monkeypatch.setattr(b, "_job_loop", nothing)
+    got: list = []
+    b.subscribe_alerts(got.append)
+
+    async def run() -> None:
+        await asyncio.wait_for(b.start(), 30)
+        for t in b._tasks:
+            await asyncio.wait_for(t, 30)
+        b._tasks = []
+
+    asyncio.run(run())
+    assert len(got) == 1 and got[0].level == "warning" and "'pattern'" in got[0].message
+    again = Diagnoser().take_problems()  # what a job watcher created now reports
+    assert len(again) == 1
+    b._alert(again[0])
+    assert len(got) == 1
