@@ -9,6 +9,14 @@ it must cost next to nothing on the 99.9% of lines that are not errors (a lower-
 keyword check, no regex), and one traceback printed by 32 ranks must raise one alert,
 not 32.
 
+Why a verdict with roles: when a run dies the tail holds several known failures, and the
+generic one printed last ("a Ray worker died", RayTaskError, a collective timeout on the
+surviving ranks) is usually the echo of a specific one printed before it (an OOM, a
+missing file). `Diagnoser.verdict` names the specific cause and lists the rest; the
+job-end alert, `status --json`, `watch` and `rlconsole diagnose` all use it. Patterns
+match whole words, and a traceback's echoed source lines are code, never a finding
+(`EchoFilter`), because real logs quote both.
+
 No Textual here: the core never imports it.
 """
 
@@ -41,6 +49,9 @@ _ROLE_RANK: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
 DEFAULT_DEDUP_LINES = 2000
 """A traceback (~50 lines) from 32 ranks spans ~1600 lines; the same signature with the
 same named-group values inside this window is one incident."""
+MAX_VERDICT_FINDINGS = 1000
+"""A verdict keeps at most this many findings (the first) for inspection; what it names
+and lists is computed over all, so `rlconsole diagnose` on a 20-hour log stays small."""
 MAX_GROUP_CHARS = 200
 """Cap on a substituted group value, so a runaway match cannot flood the alert line."""
 
@@ -318,22 +329,20 @@ class Diagnoser:
         already reported (no de-duplication), so it can be asked again at any time."""
         echo = EchoFilter()
         findings: list[Finding] = []
+        last: dict[str, Finding] = {}  # per role
+        seen: list[str] = []  # ids in log order, each once
         for i, line in enumerate(lines):
             in_frame = echo.step(line)
             f = self.find(line, start + i)
-            if f is not None and not in_frame and not EchoFilter.is_code(line):
+            if f is None or in_frame or EchoFilter.is_code(line):
+                continue
+            last[f.signature.role] = f
+            if f.signature.id not in seen:
+                seen.append(f.signature.id)
+            if len(findings) < MAX_VERDICT_FINDINGS:
                 findings.append(f)
-        chosen: Finding | None = None
-        for role in ROLES:
-            last = [f for f in findings if f.signature.role == role]
-            if last:
-                chosen = last[-1]
-                break
-        also: list[str] = []
-        for f in findings:
-            sid = f.signature.id
-            if (chosen is None or sid != chosen.signature.id) and sid not in also:
-                also.append(sid)
+        chosen = next((last[r] for r in ROLES if r in last), None)
+        also = [sid for sid in seen if chosen is None or sid != chosen.signature.id]
         return Verdict(finding=chosen, also=also, findings=findings)
 
 
@@ -345,7 +354,7 @@ class Verdict:
     the last `wrapper` (see ROLES): a specific cause printed before "a Ray worker died"
     or "RayTaskError" is what killed the run, and the wrapper printed after it is its
     echo through Ray. `also` lists the ids of the other known failures seen, in log order,
-    each once.
+    each once; `findings` the first MAX_VERDICT_FINDINGS of them.
     """
 
     finding: Finding | None
