@@ -338,6 +338,8 @@ def test_stall_and_card_faults_keep_the_job_running(sim: dict[str, Any], w: BgWa
         assert len(w.opened(key, mark)) == 1, key
     assert _status(sim["profile"])["job"]["status"] == "RUNNING"
     assert not w.opened("job-end", mark)
+    # a healthy simulated run (start-up, steps, checkpoints) names no failure in its log
+    assert not [a.one_line() for a in w.alerts[mark:] if a.source == "log" or a.diagnosis]
 
 
 # --------------------------------------------------------------------------- the node lost (last: Ray loses it)

@@ -62,6 +62,7 @@ class LiveBackend:
         self._plan: SubmitPlan | None = None  # the last plan `s` showed (see run_action)
         self._last_good: dict[str, NodeState] = {}
         self.state: ClusterState | None = None
+        self._catalog_told: set[str] = set()
 
     # -- subscriptions ------------------------------------------------------------
 
@@ -78,6 +79,10 @@ class LiveBackend:
         self._alert_cbs.append(cb)
 
     def _alert(self, a: Alert) -> None:
+        if a.source == "diagnosis":  # a broken user catalog: told once a console, not once a job
+            if a.message in self._catalog_told:
+                return
+            self._catalog_told.add(a.message)
         for cb in self._alert_cbs:
             with contextlib.suppress(Exception):
                 cb(a)
@@ -147,6 +152,10 @@ class LiveBackend:
     # -- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
+        from tui.core.diagnosis import Diagnoser
+
+        for a in Diagnoser().take_problems():  # before any job: the user's catalog is broken now
+            self._alert(a)
         self.monitor.subscribe(self._on_state)
         await self.monitor.start()
         self._tasks.append(asyncio.create_task(self._job_loop(), name="job-loop"))

@@ -123,6 +123,12 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from tui.cli.diagnose import run_diagnose
+
+    return run_diagnose(args.log, as_json=args.json)
+
+
 def cmd_sim(args: argparse.Namespace) -> int:
     from tui.sim import cluster
 
@@ -258,6 +264,7 @@ examples:
   rlconsole status --json | jq .job               one snapshot for scripts
   rlconsole submit -P my-run --yes                headless actions need --yes
   rlconsole metrics runs/tb/ --csv > metrics.csv  TensorBoard dir or VeRL log -> CSV
+  rlconsole diagnose run.log                      why a run died, from a saved log
 
 environment:
   RLCONSOLE_PROFILE         the profile when --profile is not given
@@ -341,6 +348,13 @@ def build_parser() -> argparse.ArgumentParser:
     g = sp.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="(default) a list of {step, metrics}")
     g.add_argument("--csv", action="store_true", help="one row per step, one column per metric")
+
+    sp = add("diagnose", cmd_diagnose, "name the cause of a failed run from a saved log (driver log, "
+                                       "`ray job logs` output, a pasted excerpt)")
+    sp.epilog = "example: ray job logs raysubmit_XYZ > run.log; rlconsole diagnose run.log"
+    sp.add_argument("log", metavar="LOG", help="the log file; - reads stdin")
+    sp.add_argument("--json", action="store_true",
+                    help='{"id", "title", "fix", "line" (1-based), "also"}; id and line null when nothing known')
 
     sp = add("import", cmd_import, "turn a VeRL launch script (+ hostfile) into a profile; runs nothing")
     sp.add_argument("script", metavar="SCRIPT", help="the launch script (bash); it is read, never run")

@@ -166,9 +166,11 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
 
             n = w.spool.line_count
             message = next((j.message for j in st.ray.jobs if j.id == job_id), None)
-            f = diagnose_failure(w.spool.lines(max(0, n - 300), n), max(0, n - 300), message)
+            v = diagnose_failure(w.spool.lines(max(0, n - 300), n), max(0, n - 300), message)
+            f = v.finding
             if f is not None:
-                st.job.diagnosis = {"id": f.signature.id, "title": f.title, "fix": f.fix, "line": f.line_no}
+                st.job.diagnosis = {"id": f.signature.id, "title": f.title, "fix": f.fix, "line": f.line_no,
+                                    "also": v.also}
         if w.spool.line_count - w._cached_lines >= w.CACHE_EVERY_LINES:
             await w.save_cache()
     finally:

@@ -29,7 +29,7 @@ from .secrets import mask_secrets
 from .state import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, CardLimits, JobStatus, mem_pct
 
 if TYPE_CHECKING:
-    from .diagnosis import Finding
+    from .diagnosis import Finding, Verdict
     from .profile import Monitoring, Profile
     from .state import ClusterState, JobState
 
@@ -414,33 +414,40 @@ class AlertRules:
 
 
 def diagnose_tail(lines: list[str], start: int) -> Alert | None:
-    """The diagnosis of a failed job's last log lines: the last known failure in them
-    (the one closest to the end is the one that killed the run)."""
-    found = diagnose_tail_finding(lines, start)
-    return found.alert() if found is not None else None
+    """The diagnosis of a failed job's last log lines as an alert: the verdict's cause
+    (see `Diagnoser.verdict`), the other known failures seen named after it as context."""
+    v = diagnose_tail_verdict(lines, start)
+    if v.finding is None:
+        return None
+    a = v.finding.alert()
+    if v.also:
+        a.message += f" (also seen: {', '.join(v.also)})"
+    return a
 
 
-def diagnose_failure(lines: list[str], start: int, job_message: str | None = None) -> Finding | None:
-    """Why a job FAILED: the log's last known failure, else what Ray's job message names
-    (its first line; a SIGKILLed driver writes nothing to the log)."""
-    f = diagnose_tail_finding(lines, start)
-    if f is None and job_message:
-        f = diagnose_tail_finding(job_message.splitlines()[:1], 0)
-        if f is not None:
-            f.line_no = -1
-    return f
+def diagnose_failure(lines: list[str], start: int, job_message: str | None = None) -> Verdict:
+    """Why a job FAILED: the log's verdict, else what Ray's job message names (its first
+    line; a SIGKILLed driver writes nothing to the log; then the finding's line is -1)."""
+    v = diagnose_tail_verdict(lines, start)
+    if v.finding is None and job_message:
+        m = diagnose_tail_verdict(job_message.splitlines()[:1], 0)
+        if m.finding is not None:
+            m.finding.line_no = -1
+            m.also = v.also + [i for i in m.also if i not in v.also]
+            return m
+    return v
 
 
 def diagnose_tail_finding(lines: list[str], start: int) -> Finding | None:
-    """`diagnose_tail`'s finding (signature id, groups, line), for `status --json`."""
-    if not lines:
-        return None
-    from .diagnosis import Diagnoser
+    """The verdict's finding (signature id, groups, line) for these lines."""
+    return diagnose_tail_verdict(lines, start).finding
 
-    d = Diagnoser()
-    found = None
-    for i, line in enumerate(lines):
-        f = d.find(line, start + i)
-        if f is not None:
-            found = f
-    return found
+
+def diagnose_tail_verdict(lines: list[str], start: int) -> Verdict:
+    """The one verdict the console, `status --json`, `watch` and `diagnose` share: the
+    packaged catalog plus the user's, cause before consequence before wrapper."""
+    from .diagnosis import Diagnoser, Verdict
+
+    if not lines:
+        return Verdict(finding=None)
+    return Diagnoser().verdict(lines, start)

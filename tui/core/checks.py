@@ -285,10 +285,27 @@ def static_checkpoint_deletable(p: Profile, L: _Layout) -> list[CheckResult]:
     return []
 
 
+def static_user_catalog(p: Profile, L: _Layout) -> list[CheckResult]:
+    """The user's diagnosis.yaml: a broken one is ignored by the console (which says so
+    once); here it is named before a run whose failures it was meant to explain."""
+    from .diagnosis import CatalogError, load_catalog
+    from .locations import user_catalog_path
+
+    path = user_catalog_path()
+    if not path.is_file():
+        return []
+    try:
+        sigs = load_catalog(path)
+    except CatalogError as e:
+        return [CheckResult("diagnosis.user_catalog", WARN, f"ignored: {e}",
+                            "fix the entry (README: Alerts, adding a failure signature)")]
+    return [CheckResult("diagnosis.user_catalog", PASS, f"{len(sigs)} user failure signature(s) from {path}")]
+
+
 STATIC_CHECKS: tuple[StaticCheck, ...] = (
     static_cards, static_rollout_parallel, static_actor_parallel, static_pipeline_layers, static_batch,
     static_lengths, static_expert_parallel, static_paths_consistent, static_tensorboard, static_dashboard,
-    static_checkpoint_deletable,
+    static_checkpoint_deletable, static_user_catalog,
 )
 """The checks that read the profile alone, in the order they print: each one small, named
 and testable on its own (`static_batch(profile, _layout(profile))`)."""

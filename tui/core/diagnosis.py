@@ -9,6 +9,14 @@ it must cost next to nothing on the 99.9% of lines that are not errors (a lower-
 keyword check, no regex), and one traceback printed by 32 ranks must raise one alert,
 not 32.
 
+Why a verdict with roles: when a run dies the tail holds several known failures, and the
+generic one printed last ("a Ray worker died", RayTaskError, a collective timeout on the
+surviving ranks) is usually the echo of a specific one printed before it (an OOM, a
+missing file). `Diagnoser.verdict` names the specific cause and lists the rest; the
+job-end alert, `status --json`, `watch` and `rlconsole diagnose` all use it. Patterns
+match whole words, and a traceback's echoed source lines are code, never a finding
+(`EchoFilter`), because real logs quote both.
+
 No Textual here: the core never imports it.
 """
 
@@ -29,10 +37,21 @@ from tui.core.locations import user_catalog_path
 PACKAGED_CATALOG = Path(__file__).with_name("diagnosis.yaml")
 LEVELS: tuple[str, ...] = ("error", "warning")
 REQUIRED_KEYS: tuple[str, ...] = ("id", "level", "pattern", "title", "explanation", "fix")
-OPTIONAL_KEYS: tuple[str, ...] = ("keywords", "ignore_case")
+OPTIONAL_KEYS: tuple[str, ...] = ("keywords", "ignore_case", "role")
+ROLES: tuple[str, ...] = ("cause", "consequence", "wrapper")
+"""What a failure usually is when other known failures surround it, weakest last: a
+`cause` names why the run died (an OOM, a missing file); a `consequence` is usually
+caused by another failure printed before it (a collective timeout after a peer crashed,
+an abort after an uncaught C++ exception, an exception Ray could not unpickle); a `wrapper`
+only says that something died (Ray's ActorDiedError, RayTaskError, a dead worker). The
+verdict names the last cause in the tail, else the last consequence, else the last wrapper."""
+_ROLE_RANK: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
 DEFAULT_DEDUP_LINES = 2000
 """A traceback (~50 lines) from 32 ranks spans ~1600 lines; the same signature with the
 same named-group values inside this window is one incident."""
+MAX_VERDICT_FINDINGS = 1000
+"""A verdict keeps at most this many findings (the first) for inspection; what it names
+and lists is computed over all, so `rlconsole diagnose` on a 20-hour log stays small."""
 MAX_GROUP_CHARS = 200
 """Cap on a substituted group value, so a runaway match cannot flood the alert line."""
 
@@ -62,6 +81,7 @@ class Signature:
     fix: str
     keywords: tuple[str, ...] = ()
     source: str = ""
+    role: str = "cause"
 
     def render(self, text: str, groups: dict[str, str]) -> str:
         return text.format_map(_Blank(groups))
@@ -131,6 +151,9 @@ def _entry(raw: Any, where: str) -> Signature:
         rx = re.compile(raw["pattern"], re.IGNORECASE if ignore_case else 0)
     except re.error as e:
         raise CatalogError(f"{where}: key 'pattern' is not a valid regex: {e}") from None
+    role = raw.get("role", "cause")
+    if role not in ROLES:
+        raise CatalogError(f"{where}: key 'role' must be one of {', '.join(ROLES)}, got {role!r}")
     kws = raw.get("keywords", [])
     if isinstance(kws, str):
         kws = [kws]
@@ -147,7 +170,7 @@ def _entry(raw: Any, where: str) -> Signature:
                                f"no group (?P<{missing[0]}>...)")
     return Signature(id=raw["id"], level=raw["level"], pattern=rx, title=raw["title"].strip(),
                      explanation=raw["explanation"].strip(), fix=raw["fix"].strip(),
-                     keywords=tuple(k.lower() for k in kws), source=where)
+                     keywords=tuple(k.lower() for k in kws), source=where, role=role)
 
 
 def load_catalog(path: Path | str, text: str | None = None) -> list[Signature]:
@@ -230,6 +253,7 @@ class Diagnoser:
         self.signatures: list[Signature] = list(signatures)
         self.dedup_lines = dedup_lines
         self._last: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+        self._echo = EchoFilter()
         # Prefilter: every keyword once, minus those containing a shorter one (if
         # "out of memory" is absent, "musa out of memory" is too): fewer scans per line.
         every = list(dict.fromkeys(k for s in self.signatures for k in s.keywords))
@@ -243,7 +267,9 @@ class Diagnoser:
         return out
 
     def find(self, line: str, line_no: int) -> Finding | None:
-        """The first signature matching `line`, ignoring de-duplication."""
+        """The signature that names `line`, ignoring de-duplication: the first in catalog
+        order among those of the strongest role that match (one line can hold a watchdog's
+        "terminated with exception" and, after it, the CUDA error that caused it)."""
         low = None
         if self._keywords:
             low = line.lower()
@@ -254,22 +280,32 @@ class Diagnoser:
                     break
             if not hit and not self._always:
                 return None
+        best: tuple[Signature, re.Match[str]] | None = None
         for sig in self.signatures:
             if sig.keywords:
                 if low is None or not any(k in low for k in sig.keywords):
                     continue
-            m = sig.pattern.search(line)
+            if best is not None and _ROLE_RANK[sig.role] >= _ROLE_RANK[best[0].role]:
+                continue  # only a stronger role can still win this line
+            m = _search_whole(sig.pattern, line)
             if m is not None:
-                groups = {k: (v.strip()[:MAX_GROUP_CHARS] if v is not None else "")
-                          for k, v in m.groupdict().items()}
-                return Finding(signature=sig, line_no=line_no, line=line, groups=groups)
-        return None
+                best = (sig, m)
+                if sig.role == "cause":
+                    break
+        if best is None:
+            return None
+        sig, m = best
+        groups = {k: (v.strip()[:MAX_GROUP_CHARS] if v is not None else "") for k, v in m.groupdict().items()}
+        return Finding(signature=sig, line_no=line_no, line=line, groups=groups)
 
     def diagnose(self, line: str, line_no: int) -> Finding | None:
-        """Like `find`, but None for a repeat of an incident already reported: the same
-        signature with the same named-group values within `dedup_lines` lines."""
+        """Like `find`, but None for a repeat of an incident already reported (the same
+        signature with the same named-group values within `dedup_lines` lines) and for a
+        traceback's echo of a source line (`raise RuntimeError(f"NCCL error: ...")` is
+        code, not an error). Lines must come in order: the echo needs the line before."""
+        in_frame = self._echo.step(line)
         f = self.find(line, line_no)
-        if f is None:
+        if f is None or in_frame or EchoFilter.is_code(line):
             return None
         key = (f.signature.id, tuple(sorted(f.groups.items())))
         last = self._last.get(key)
@@ -286,3 +322,111 @@ class Diagnoser:
     def reset(self) -> None:
         """Forget reported incidents (a new job's log starts)."""
         self._last.clear()
+        self._echo = EchoFilter()
+
+    def verdict(self, lines: Iterable[str], start: int = 0) -> Verdict:
+        """Why the run these lines end died: see `Verdict`. Independent of what `match`
+        already reported (no de-duplication), so it can be asked again at any time."""
+        echo = EchoFilter()
+        findings: list[Finding] = []
+        last: dict[str, Finding] = {}  # per role
+        seen: list[str] = []  # ids in log order, each once
+        for i, line in enumerate(lines):
+            in_frame = echo.step(line)
+            f = self.find(line, start + i)
+            if f is None or in_frame or EchoFilter.is_code(line):
+                continue
+            last[f.signature.role] = f
+            if f.signature.id not in seen:
+                seen.append(f.signature.id)
+            if len(findings) < MAX_VERDICT_FINDINGS:
+                findings.append(f)
+        chosen = next((last[r] for r in ROLES if r in last), None)
+        also = [sid for sid in seen if chosen is None or sid != chosen.signature.id]
+        return Verdict(finding=chosen, also=also, findings=findings)
+
+
+@dataclass
+class Verdict:
+    """The diagnosis of a log tail: the cause the console names, and the rest as context.
+
+    `finding` is the last `cause` finding in the lines, else the last `consequence`, else
+    the last `wrapper` (see ROLES): a specific cause printed before "a Ray worker died"
+    or "RayTaskError" is what killed the run, and the wrapper printed after it is its
+    echo through Ray. `also` lists the ids of the other known failures seen, in log order,
+    each once; `findings` the first MAX_VERDICT_FINDINGS of them.
+    """
+
+    finding: Finding | None
+    also: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """`rlconsole diagnose --json` and `status --json`'s job.diagnosis."""
+        f = self.finding
+        return {"id": f.signature.id if f else None, "title": f.title if f else None,
+                "fix": f.fix if f else None, "line": f.line_no + 1 if f and f.line_no >= 0 else None,
+                "also": list(self.also)}
+
+
+_WORD = re.compile(r"[^\W_]")
+
+
+def _search_whole(rx: re.Pattern[str], line: str) -> re.Match[str] | None:
+    """The first match of `rx` in `line` that does not start or end inside a word:
+    `ActorDiedError` is not found in `kActorDiedErrorContext`. Letters and digits make
+    words; `_` separates them (`IB_TIMEOUT` is a word of `MCCL_IB_TIMEOUT`)."""
+    pos = 0
+    while pos <= len(line):
+        m = rx.search(line, pos)
+        if m is None:
+            return None
+        a, b = m.start(), m.end()
+        inside_start = a > 0 and a < len(line) and _WORD.match(line[a - 1]) and _WORD.match(line[a])
+        inside_end = 0 < b < len(line) and b > a and _WORD.match(line[b - 1]) and _WORD.match(line[b])
+        if not inside_start and not inside_end:
+            return m
+        pos = a + 1
+    return None
+
+
+_FRAME = re.compile(r'(?:File "[^"]*"|^\S*\.py"), line \d+, in ')
+_CODE_PREFIX = re.compile(r"(?:\s*(?:\([^()]*\)|\[[^\[\]]*\]:?|\d+:|[\w.-]+\s+\|\s+[A-Z]+ [^\]]*\]))*\s*")
+_CODE = ("raise ", "assert ")
+
+
+class EchoFilter:
+    """Tells a traceback's echoed source lines from messages, line by line in log order.
+
+    Python prints each frame as `File "x.py", line N, in f` followed by that frame's
+    source, indented deeper (and, since 3.11, `^^^^` markers). Those lines are code: a
+    `raise RuntimeError(f"NCCL error: {e}")` is not an NCCL error. A Ray or rank prefix
+    in front of every line (`(WorkerDict pid=1)`, `[rank3]:`) shifts both alike, so "deeper"
+    is measured at the column where `File` stands. A line starting with `raise ` or
+    `assert ` after such a prefix is code too, even without its frame line (a cut excerpt).
+    """
+
+    def __init__(self) -> None:
+        self._col: int | None = None
+
+    def step(self, line: str) -> bool:
+        """Feed the next line; whether it is a frame line or the source echoed under one.
+        Cheap for ordinary lines: a slice and a substring test, no regex."""
+        if self._col is not None:
+            c = self._col
+            if len(line) > c + 1 and line[c:c + 2].isspace() and line.strip():
+                return True
+            self._col = None
+        if '", line ' in line:
+            m = _FRAME.search(line)
+            if m is not None:
+                self._col = m.start()
+                return True  # the frame line itself names a file, not a failure
+        return False
+
+    @staticmethod
+    def is_code(line: str) -> bool:
+        """A `raise ...`/`assert ...` statement after the usual line prefixes (asked only
+        of lines that matched a signature)."""
+        m = _CODE_PREFIX.match(line)
+        return line[m.end() if m else 0:].startswith(_CODE)

@@ -271,6 +271,12 @@ class JobWatcher:
         return self.profile.container.access == "docker-exec"
 
     def _consume(self, lines: list[str], notify: bool = True) -> None:
+        # A broken user diagnosis.yaml is told once, as a warning, before any log line is
+        # read against the catalog without it (news now, even while old lines are re-read).
+        for problem in self.diagnoser.take_problems():
+            self.alerts.append(problem)
+            if self.on_alert:
+                self.on_alert(problem)
         if not lines:
             return
         first = self.spool.line_count - len(lines)

@@ -206,8 +206,9 @@ class JobState:
     last_checkpoint: int | None = None
     summary: dict[str, Any] = field(default_factory=dict)  # RunMetrics.summary(): derived figures, flags
     diagnosis: dict[str, Any] | None = None
-    """A FAILED job's cause from the diagnosis catalog: `id`, `title`, `fix` and `line`
-    (the log line, 0-based; -1: named by Ray's job message). None: not failed, or no known
+    """A FAILED job's cause from the diagnosis catalog: `id`, `title`, `fix`, `line`
+    (the log line, 0-based; -1: named by Ray's job message) and `also` (the ids of the
+    other known failures in the log's tail, in log order). None: not failed, or no known
     cause (`status --json`)."""
     on_cluster: bool | None = None
     """True: the current Ray lists this job. False: it does not (a run from the history,

@@ -1,0 +1,81 @@
+"""`rlconsole diagnose LOG [--json]`: why did this run die, from a log saved after the fact.
+
+LOG is whatever the person debugging has: the driver log saved from `ray job logs`, the
+console's spool, a worker log, an excerpt pasted from a ticket (`-` reads stdin). It is
+read against the same catalog and the same verdict as the console's job-end alert and
+`status --json`'s job.diagnosis (`Diagnoser.verdict`: the packaged `diagnosis.yaml` plus
+the user's), streaming, so a log of millions of lines costs memory only for its findings.
+
+Text: the cause's title, the line number and the line, why, the fix, and the other known
+failures seen. `--json`: `{"id", "title", "fix", "line", "also"}`, `id`/`line` null when
+nothing known is in the log. Exit 0 either way (a log without a known failure is an
+answer, not an error); 2 when LOG cannot be read. A broken user catalog is said on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from typing import IO, TextIO
+
+from tui.core.errors import UsageError
+
+MAX_LINE_CHARS = 400
+"""The offending line is printed up to this many characters: a log line can be a 1 MB
+JSON blob or a `[repeated 7x]` wall, and the terminal is for the person reading it."""
+
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _lines(stream: IO[str]) -> Iterator[str]:
+    for line in stream:
+        yield line.rstrip("\r\n")
+
+
+def _shown(line: str) -> str:
+    """The line as plain text: terminal escapes and control characters dropped (the log
+    is untrusted), bounded."""
+    text = _CONTROL.sub("", line).strip()
+    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " ..."
+
+
+def run_diagnose(source: str, as_json: bool = False, out: TextIO | None = None,
+                 err: TextIO | None = None) -> int:
+    from tui.core.diagnosis import Diagnoser
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    d = Diagnoser()
+    for a in d.take_problems():
+        err.write(f"rlconsole: warning: {a.message}\n")
+    try:
+        if source == "-":
+            verdict = d.verdict(_lines(sys.stdin))
+        else:
+            with open(source, encoding="utf-8", errors="replace") as stream:
+                verdict = d.verdict(_lines(stream))
+    except IsADirectoryError:
+        raise UsageError(f"{source}: is a directory, not a log file") from None
+    except OSError as e:
+        raise UsageError(f"{source}: cannot read: {e.strerror or e}") from None
+    if as_json:
+        out.write(json.dumps(verdict.to_json(), indent=2) + "\n")
+        return 0
+    f = verdict.finding
+    name = "stdin" if source == "-" else source
+    if f is None:
+        out.write(f"no known failure in {name}")
+        out.write(" (known: " + ", ".join(verdict.also) + ")\n" if verdict.also else "\n")
+        out.write("unknown errors can be added to the catalog: <config dir>/diagnosis.yaml "
+                  "(README: Alerts)\n")
+        return 0
+    out.write(f"{f.title}\n")
+    out.write(f"  line {f.line_no + 1}: {_shown(f.line)}\n")
+    out.write(f"  why: {f.explanation}\n")
+    out.write(f"  fix: {f.fix}\n")
+    if verdict.also:
+        out.write(f"  also seen: {', '.join(verdict.also)}\n")
+    out.write(f"  [{f.signature.id}]\n")
+    return 0
