@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tui.core.jobwatch import JobWatcher, driver_log_path
+from tui.core.jobwatch import JobWatcher
+from tui.core.raypaths import driver_log_path
 from tui.core.profile import load_profile
 from tui.core.ssh import SessionPool
 

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_node
-from tui.core.jobwatch import JobWatcher, driver_log_path
+from tui.core.jobwatch import JobWatcher
+from tui.core.raypaths import driver_log_path
 from tui.core.logspool import LogSpool, SpoolNotOwned
 from tui.core.profile import load_profile
 from tui.core.ssh import SessionPool

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from tui.core.alerts import Alert, AlertLevel
+from tui.core.alert import Alert, AlertLevel
 from tui.core.locations import user_catalog_path
 
 PACKAGED_CATALOG = Path(__file__).with_name("diagnosis.yaml")

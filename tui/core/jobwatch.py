@@ -25,6 +25,7 @@ from typing import Any, Callable
 from .alerts import Alert
 from .history import last_run, runs
 from .profile import Profile
+from .raypaths import driver_log_path
 from .state import JobState, RayJobState
 from .state import ACTIVE_JOB_STATUSES, JobStatus
 
@@ -34,21 +35,6 @@ log = logging.getLogger("rlconsole.jobwatch")
 
 LineCallback = Callable[[list[str]], None]
 AlertCallback = Callable[[Alert], None]
-
-
-def ray_temp_dir(profile: Profile) -> str:
-    """The head's Ray temp dir, from the `--temp-dir` the profile gives `ray start`."""
-    args = [*profile.ray.start_args, *profile.ray.head_args, *profile.head.ray_args]
-    for i, a in enumerate(args):
-        if a.startswith("--temp-dir="):
-            return a.split("=", 1)[1]
-        if a == "--temp-dir" and i + 1 < len(args):
-            return args[i + 1]
-    return "/tmp/ray"
-
-
-def driver_log_path(profile: Profile, job_id: str) -> str:
-    return f"{ray_temp_dir(profile)}/session_latest/logs/job-driver-{job_id}.log"
 
 
 def job_on_cluster(ray: Any, job_id: str) -> bool | None:

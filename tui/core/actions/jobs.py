@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Callable
 from ..history import RunRecord, last_run, record_run
 from ..parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
 from ..profile import Profile
+from ..raypaths import ray_temp_dir
 from ..rayapi import RayJobClient, client_for_url
 from ..state import RayJobState
 from ..render import render
@@ -64,8 +65,6 @@ def submit_lock_path(profile: Profile) -> str:
     """The reservation two consoles contend for: a directory under the head's Ray temp
     dir (where Ray runs, so every console of this cluster sees the same one). `mkdir` is
     atomic: exactly one of two racing consoles creates it."""
-    from ..jobwatch import ray_temp_dir
-
     return f"{ray_temp_dir(profile)}/rlconsole-submit.lock"
 
 
