@@ -172,7 +172,7 @@ async def test_tui_r_asks_when_ray_state_is_unknown(node_server, ssh_kit, tmp_pa
     from tui.backend.live import LiveBackend
     from widgets.confirm import ConfirmationModal
 
-    from .test_tui_pilot import SIZE, settle, until
+    from .pilot_helpers import SIZE, settle, until
 
     with listening() as gcs:
         bindir, calls = _fake_ray(tmp_path, "fails", gcs)

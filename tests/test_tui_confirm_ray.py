@@ -17,7 +17,7 @@ from tui.backend.static import StaticBackend, demo_backend
 from tui.core.actions.events import ActionEvent
 from widgets.confirm import ConfirmationModal
 
-from .test_tui_pilot import SIZE, settle, until
+from .pilot_helpers import SIZE, settle, until
 
 QUESTION = "Ray is up (4/4 nodes, 32/16 GPUs), not as the profile wants. ... job raysubmit_x is running and would be killed."
 

@@ -13,7 +13,7 @@ from tui.core.state import ContainerState
 from tui.screens.node_detail import NodeDetailScreen
 from widgets.node_grid import NodeGrid
 
-from .test_tui_pilot import settle, until
+from .pilot_helpers import settle, until
 
 
 def _detail(app: RlconsoleApp) -> str:

@@ -13,7 +13,7 @@ from tui.backend.static import demo_backend
 from tui.core.series_tools import ema, in_range, to_csv
 from tui.screens.graph import GraphScreen, expected_band, preselected
 
-from .test_tui_pilot import settle, until
+from .pilot_helpers import settle, until
 
 
 def test_ema_is_debiased_and_zero_weight_is_raw() -> None:

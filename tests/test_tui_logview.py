@@ -11,7 +11,7 @@ from tui.app import RlconsoleApp
 from tui.backend.static import demo_backend
 from widgets.log_pane import LevelHighlighter, LogPane, source_filter, source_of
 
-from .test_tui_pilot import settle, until
+from .pilot_helpers import settle, until
 
 
 def test_source_of_ray_prefixes() -> None:

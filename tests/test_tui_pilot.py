@@ -30,54 +30,8 @@ from widgets.action_panel import ActionPanel
 from widgets.alerts_bar import AlertsBar
 from widgets.confirm import ConfirmationModal
 from widgets.log_pane import LogPane
-from widgets.node_grid import NodeGrid, NodeRow
 
-SIZE = (100, 30)
-"""Medium layout, and ~35% fewer cells to render per frame than 120x40 (a test's cost is
-mostly app start-up and repaints). Tests about what fits on screen set their own size."""
-
-
-async def settle(pilot) -> None:
-    """Let message queues and workers run until the app is idle, then flush the log
-    buffer (it would otherwise reach the screen on the next 80 ms tick)."""
-    await pilot.pause()
-    if isinstance(pilot.app.screen, MainScreen):
-        pilot.app.screen.query_one(LogPane).flush()
-    await pilot.pause()
-
-
-async def confirm_yes(pilot, names: str = "") -> None:
-    """Answer the question a cluster-changing key asks while the demo's job runs (it
-    names the job); `names`, when given, must be in the question."""
-    await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmationModal))
-    assert "raysubmit_8Hk2xQ4vTnB1" in pilot.app.screen.message and names in pilot.app.screen.message
-    await pilot.press("y")
-    await settle(pilot)
-
-
-async def until(pilot, cond, timeout: float = 5.0) -> None:
-    """Wait until `cond()` holds (a chain of workers and messages may take a few idle
-    cycles under load); fail with the condition's source after `timeout`."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {cond.__code__.co_filename}:{cond.__code__.co_firstlineno}")
-        await pilot.pause(0.01)
-
-
-def grid(app: RlconsoleApp) -> NodeGrid:
-    return app.screen.query_one(NodeGrid)
-
-
-def row(app: RlconsoleApp, name: str) -> NodeRow:
-    return grid(app).row(name)
-
-
-def visible_text(app: RlconsoleApp) -> str:
-    """What the node grid shows on screen right now (its rendered lines)."""
-    g = grid(app)
-    return "\n".join(g.render_line(y).text for y in range(g.size.height))
+from .pilot_helpers import SIZE, confirm_yes, grid, row, settle, until, visible_text
 
 
 def test_static_backend_satisfies_protocol() -> None:

@@ -16,7 +16,7 @@ from widgets.confirm import ConfirmationModal
 from widgets.key_bar import KeyBar, fit_keys
 from widgets.node_grid import NodeGrid
 
-from .test_tui_pilot import settle, until
+from .pilot_helpers import settle, until
 
 
 def _shown(width: int) -> str:
@@ -100,7 +100,7 @@ async def test_metrics_summary_same_shape_redraws_without_a_layout() -> None:
     from tui.core.metrics_model import MetricsSummary
     from widgets.metrics_pane import MetricsPane
 
-    from .test_tui_pilot import SIZE, settle
+    from .pilot_helpers import SIZE, settle
 
     b = demo_backend()
     app = RlconsoleApp(b)
@@ -142,7 +142,7 @@ async def test_paced_screen_draws_a_burst_once_and_keeps_the_latest() -> None:
     from widgets.log_pane import LogPane
     from widgets.node_grid import NodeGrid
 
-    from .test_tui_pilot import SIZE, settle, until
+    from .pilot_helpers import SIZE, settle, until
 
     b = demo_backend()
     b.frame_pace_s = 0.5  # type: ignore[attr-defined]

@@ -31,7 +31,7 @@ from widgets.log_pane import LogPane
 from widgets.metrics_pane import MetricsPane
 from widgets.ray_pane import RayPane
 
-from .test_tui_pilot import SIZE, settle, until
+from .pilot_helpers import SIZE, settle, until
 
 HOSTILE = "[/tmp/x] [bold"
 TRAILING = "disk full at /data/ckpt \\"
