@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
-from tui.core.metrics_model import MetricsSummary
+from tui.core.metrics_model import MetricsSummary, fmt_range
 from tui.core.profile import Monitoring
 from tui.core.state import JobStatus
 
@@ -66,14 +66,16 @@ def _content(markup: str, summary: MetricsSummary) -> Content:
 
 
 def verdict(summary: MetricsSummary, name: str) -> str:
-    """✓ inside the expected range, ✗ outside (with the range), nothing when unknown:
-    the core judged it (`MetricsSummary.judged`); this only draws it."""
+    """✓ inside the expected range, ✗ outside (with the range, in the unit of the value
+    beside it), nothing when unknown: the core judged it (`MetricsSummary.judged`); this
+    only draws it."""
     j = summary.judged.get(name)
     if j is None:
         return ""
+    rng = fmt_range(name, j.low, j.high)
     if j.ok:
-        return f" [$text-success]✓[/][dim] {j.low:g}-{j.high:g}[/]"
-    return f" [$text-error]✗ {j.low:g}-{j.high:g}[/]"
+        return f" [$text-success]✓[/][dim] {rng}[/]"
+    return f" [$text-error]✗ {rng}[/]"
 
 
 ARROWS = {"rising": " [$text-success]↑[/]", "falling": " [$text-warning]↓[/]", "flat": " →"}
