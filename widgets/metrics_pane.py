@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
-from tui.core.metrics_model import MetricsSummary, fmt_range
+from tui.core.metrics_model import MetricsSummary, fmt_range, fmt_step_time
 from tui.core.profile import Monitoring
 from tui.core.state import JobStatus
 
@@ -36,13 +36,6 @@ def fmt_duration(s: float | None) -> str:
     if h:
         return f"{h}h {m:02d}m"
     return f"{m}m"
-
-
-def fmt_step_time(s: float) -> str:
-    """Seconds per step, in the unit a person reads: "42 s/step", "17.2 min/step"."""
-    if s < 60:
-        return f"{s:.1f} s/step" if s < 10 else f"{s:.0f} s/step"
-    return f"{s / 60:.1f} min/step"
 
 
 def _job_head(summary: MetricsSummary, total: Any) -> str | None:

@@ -16,7 +16,7 @@ import textwrap
 import time
 from typing import Any, TextIO
 
-from tui.core.metrics_model import fmt_range, fmt_seconds, judge_range
+from tui.core.metrics_model import fmt_range, fmt_step_time, judge_range
 from tui.core.probes import snapshot
 from tui.core.profile import Profile
 from tui.core.state import ClusterState, NodeState
@@ -113,7 +113,7 @@ def render_table(st: ClusterState, width: int = WIDTH) -> str:
         sm = j.summary or {}
         bits = []
         if j.status == "RUNNING" and (st_s := sm.get("wall_step_time_s") or sm.get("step_time_s")) is not None:
-            bits.append(f"{fmt_seconds(st_s)}/step{_verdict(sm, 'step_time_s', 'step_time', st_s)}")
+            bits.append(f"{fmt_step_time(st_s)}{_verdict(sm, 'step_time_s', 'step_time', st_s)}")
         if sm.get("reward_mean") is not None:
             bits.append(f"reward {sm['reward_mean']:.3f}")
         if sm.get("throughput_tokens_per_s_per_node") is not None:

@@ -577,6 +577,14 @@ class MetricsSummary:
         return {k: (j.low, j.high) for k, j in self.judged.items()}
 
 
+def fmt_step_time(s: float) -> str:
+    """Seconds per step, in the unit a person reads: "42 s/step", "17.2 min/step" (the
+    training pane and `status` alike)."""
+    if s < 60:
+        return f"{s:.1f} s/step" if s < 10 else f"{s:.0f} s/step"
+    return f"{s / 60:.1f} min/step"
+
+
 def fmt_seconds(s: float) -> str:
     """A duration in the unit a person reads it: "0.5 s", "42 s", "2 min", "17.5 min"."""
     return f"{s:.2g} s" if s < 10 else f"{s:.0f} s" if s < 120 else f"{s / 60:.3g} min"

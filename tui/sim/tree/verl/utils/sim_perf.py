@@ -48,7 +48,7 @@ MEM_ALLOC_GIB, MEM_ALLOC_SD, MEM_ALLOC_CLIP_SD = 52.0, 1.5, 4.0  # perf/max_memo
 MEM_RESERVED_EXTRA_GIB = (3.0, 7.5)  # reserved = allocated + a draw in this range
 
 # -- planted faults (rlconsole sim fault)
-SLOW_STEPS_FACTOR = 25.0
+SLOW_STEPS_FACTOR = 40.0
 """`slow-steps`: every step takes this many times as long, on the wall clock and on the
 modelled hardware (throughput divided by it)."""
 LOW_THROUGHPUT_FACTOR = 8.0
