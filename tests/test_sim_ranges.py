@@ -155,3 +155,16 @@ def test_global_flags_still_work_before_any_subcommand() -> None:
     assert a.read_only and a.no_bell and a.profile == "x"
     assert build_parser().parse_args(["demo", "--no-bell"]).no_bell
     assert build_parser().parse_args(["submit", "--read-only", "-P", "x"]).read_only
+
+
+def test_submit_plan_gives_the_step_time_range_in_a_readable_unit() -> None:
+    """The submit question's duration: `0.1-8 s a step`, not `0.00166667-0.133333 min`."""
+    from types import SimpleNamespace
+
+    from tui.core.actions.plan import _duration
+
+    sim = SimpleNamespace(monitoring=_mon(1.0))
+    text = _duration(sim, 160)  # type: ignore[arg-type]
+    assert text is not None and "at 0.1-8 s a step" in text and "min a step" not in text, text
+    seed = SimpleNamespace(monitoring=Monitoring(step_time_min=(15, 20)))
+    assert "at 15-20 min a step" in (_duration(seed, 2710) or "")  # type: ignore[arg-type]
