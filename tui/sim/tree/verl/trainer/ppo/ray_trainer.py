@@ -43,8 +43,8 @@ import numpy as np
 
 # The simulated cluster has no torch: the debug lines below call this stand-in, which fails
 # exactly as torch.save does when the directory is missing.
-from verl.utils import sim_perf as perf
 from verl.utils import torch_standin as torch  # noqa: F401 - used by the debug block
+from verl.utils import sim_perf as perf
 from verl.utils import sim_fault
 from verl.utils.tracking import Tracking
 
