@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help: str,
-            flags: tuple[argparse.ArgumentParser, ...] = ()) -> argparse.ArgumentParser:
+            flags: tuple[_Parser, ...] = ()) -> argparse.ArgumentParser:
         """A subcommand with --verbose and the global `flags` that apply to it."""
         sp = sub.add_parser(name, parents=[*flags, verbose_flag], help=help, description=help)
         sp.set_defaults(fn=fn)

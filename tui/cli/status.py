@@ -29,7 +29,7 @@ def _verdict(sm: dict[str, Any], key: str, name: str, value: float) -> str:
     """" ✓ 380-1300" / " ✗ 0.1-8 s": `value` judged against the profile's range for `key`
     (in `sm["expected"]`, in the value's own unit), as the console's training pane draws it."""
     rng = (sm.get("expected") or {}).get(key)
-    ok = judge_range(value, tuple(rng) if rng else None)  # type: ignore[arg-type]
+    ok = judge_range(value, (rng[0], rng[1]) if rng else None)
     if ok is None or not rng:
         return ""
     return f" {'✓' if ok else '✗'} {fmt_range(name, rng[0], rng[1])}"

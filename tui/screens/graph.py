@@ -261,7 +261,7 @@ class GraphScreen(Screen[None]):
         plt.title(title if len(title) <= width - 2 else title[: width - 3] + "…")  # plotext drops a too-long title
         if pts:
             ticks = int_ticks(pts[0][0], pts[-1][0], max(2, min(6, (width - 12) // 10)))
-            plt.xticks(ticks, [str(t) for t in ticks])
+            plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
         plt.xlabel("step")
         w.refresh()
 
