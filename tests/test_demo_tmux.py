@@ -172,6 +172,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory):
         yield term, sim_dir, env, _alert_rows(term)
     finally:
         term.tmux("kill-server")
+        (Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / sock).unlink(missing_ok=True)
         clear_faults(sim_dir)
         sim_down(state_dir=sim_dir)
 
