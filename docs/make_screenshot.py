@@ -4,12 +4,14 @@ By default the screenshot comes from the live path (`LiveBackend`, the one users
 it starts the simulated cluster in a temporary directory, runs the seed's procedure
 headless (containers, convert, setup-ray, submit), waits for steps, opens the console
 headless on it, saves Textual's own SVG screenshot, then stops the job and the sim. So
-the README shows only what the live path really produces. `--static` takes the
+the README shows only what the live path really produces: a healthy run, every figure ✓
+in the sim profile's ranges. `--fault KIND` plants `rlconsole sim fault KIND` once the run
+is going and shoots when its alert is up (docs/screenshot-fault.svg). `--static` takes the
 deterministic demo data the snapshot tests use instead. `--browser` shoots docs/browser.png
 instead: the same running job, through `rlconsole serve` in Debian's headless Chromium
 (Playwright, from the test extras). Run:
 
-    python docs/make_screenshot.py [--static | --browser] [--size 160x50] [--out docs/screenshot.svg]
+    python docs/make_screenshot.py [--static | --browser | --fault KIND] [--size 160x50] [--out FILE]
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-async def shoot(backend: object, out: Path, width: int, height: int, ready: object = None) -> None:
+async def shoot(backend: object, out: Path, width: int, height: int, ready: object = None,
+                fault: object = None) -> None:
+    """`fault`: called once the run is ready; the shot waits for a warning or error alert."""
     from tui.app import RlconsoleApp
+    from widgets.alerts_bar import AlertsBar
 
     app = RlconsoleApp(backend)
     async with app.run_test(size=(width, height)) as pilot:
@@ -38,6 +43,14 @@ async def shoot(backend: object, out: Path, width: int, height: int, ready: obje
             while time.monotonic() < deadline and not ready(backend):  # type: ignore[operator]
                 await asyncio.sleep(0.5)
             await asyncio.sleep(3.0)  # a few more steps: the plots have a shape
+            if fault is not None:
+                fault()  # type: ignore[operator]
+                bar = app.query_one(AlertsBar)
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and not any(a.level in ("warning", "error")
+                                                              for a in bar.now.current()):
+                    await asyncio.sleep(0.5)
+                await asyncio.sleep(4.0)  # the ✗ and a few more steps of the fault
         else:
             await pilot.press("u")  # show per-node progress in the action panel
             await pilot.pause(0.4)
@@ -77,7 +90,7 @@ def browser_shot(profile: Path, out: Path, env: dict[str, str]) -> None:
         proc.wait(timeout=30)
 
 
-def live(out: Path, width: int, height: int, browser: bool = False) -> None:
+def live(out: Path, width: int, height: int, browser: bool = False, fault: str | None = None) -> None:
     from tui.core.profile import load_profile
     from tui.sim.cluster import sim_down, sim_up
     from tui.backend.live import LiveBackend
@@ -104,7 +117,10 @@ def live(out: Path, width: int, height: int, browser: bool = False) -> None:
         if browser:
             browser_shot(profile, out, env)
         else:
-            asyncio.run(shoot(LiveBackend(load_profile(profile)), out, width, height, ready))
+            from tui.sim.faults import plant_fault
+
+            plant = (lambda: plant_fault(fault, state_dir=sim)) if fault else None
+            asyncio.run(shoot(LiveBackend(load_profile(profile)), out, width, height, ready, plant))
         _cli(["stop", "--profile", str(profile), "--yes"], env)
     finally:
         sim_down(state_dir=sim)
@@ -116,9 +132,12 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).with_name("screenshot.svg")))
     ap.add_argument("--static", action="store_true", help="the demo data of the snapshot tests, no sim")
     ap.add_argument("--browser", action="store_true", help="docs/browser.png: the console through `serve`")
+    ap.add_argument("--fault", metavar="KIND", help="docs/screenshot-fault.svg: after `sim fault KIND`")
     a = ap.parse_args()
     if a.browser and a.out == ap.get_default("out"):
         a.out = str(Path(__file__).with_name("browser.png"))
+    if a.fault and a.out == ap.get_default("out"):
+        a.out = str(Path(__file__).with_name("screenshot-fault.svg"))
     w, h = (int(x) for x in a.size.lower().split("x"))
     out = Path(a.out).resolve()
     if a.static:
@@ -126,7 +145,7 @@ def main() -> None:
 
         asyncio.run(shoot(demo_backend(), out, w, h))
     else:
-        live(out, w, h, browser=a.browser)
+        live(out, w, h, browser=a.browser, fault=a.fault)
     print(out)
 
 

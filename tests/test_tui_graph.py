@@ -91,3 +91,47 @@ async def test_colon_sets_an_explicit_step_range() -> None:
         assert "steps 700:750" in str(g.query_one("#graph-keys").render())
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main_screen)
+
+
+def test_step_ticks_are_whole_steps() -> None:
+    from tui.screens.graph import int_ticks
+
+    assert int_ticks(573, 870) == [600, 700, 800]
+    assert int_ticks(1, 3) == [1, 2, 3]
+    assert int_ticks(5, 5) == [5]
+    for lo, hi in ((0, 2710), (17, 23), (573, 632), (1, 10_000)):
+        ticks = int_ticks(lo, hi)
+        assert ticks and all(isinstance(t, int) and lo <= t <= hi for t in ticks) and len(ticks) <= 6
+
+
+def _text_lines(widget, height: int) -> list[str]:
+    return ["".join(seg.text for seg in widget.render_line(y)) for y in range(height)]
+
+
+async def test_graph_draws_integer_step_labels_and_a_picker_that_reads_without_colour(monkeypatch) -> None:
+    """The step axis says `600 700 800`, never `573.0 632.8`; a picked scalar reads `[x]`
+    and an unpicked one `[ ]` with NO_COLOR (Textual's toggle draws `X` for both)."""
+    import re
+
+    from tui.screens.graph import PickList
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
+        g: GraphScreen = app.screen  # type: ignore[assignment]
+        await pilot.pause()
+        picker = g.query_one(PickList)
+        rows = [line for line in _text_lines(picker, picker.size.height) if line.strip()]
+        picked = [r for r in rows if r.startswith("[x] ")]
+        unpicked = [r for r in rows if r.startswith("[ ] ")]
+        assert [r[4:].strip() for r in picked] == g.selected, rows
+        assert unpicked and len(picked) + len(unpicked) == len(rows), rows
+        assert not any("X" in r[:4] for r in rows)
+        plot = g.query_one("#plot-0", PlotextPlot)
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", plot.plt.build()).splitlines()
+        axis = lines[next(i for i, line in enumerate(lines) if line.strip() == "step") - 1]  # above the x label
+        labels = re.findall(r"[\d.]+", axis)
+        assert labels and all(re.fullmatch(r"\d+", lab) for lab in labels), axis

@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
-from tui.core.metrics_model import MetricsSummary
+from tui.core.metrics_model import MetricsSummary, fmt_range, fmt_step_time
 from tui.core.profile import Monitoring
 from tui.core.state import JobStatus
 
@@ -36,13 +36,6 @@ def fmt_duration(s: float | None) -> str:
     if h:
         return f"{h}h {m:02d}m"
     return f"{m}m"
-
-
-def fmt_step_time(s: float) -> str:
-    """Seconds per step, in the unit a person reads: "42 s/step", "17.2 min/step"."""
-    if s < 60:
-        return f"{s:.1f} s/step" if s < 10 else f"{s:.0f} s/step"
-    return f"{s / 60:.1f} min/step"
 
 
 def _job_head(summary: MetricsSummary, total: Any) -> str | None:
@@ -66,14 +59,16 @@ def _content(markup: str, summary: MetricsSummary) -> Content:
 
 
 def verdict(summary: MetricsSummary, name: str) -> str:
-    """✓ inside the expected range, ✗ outside (with the range), nothing when unknown:
-    the core judged it (`MetricsSummary.judged`); this only draws it."""
+    """✓ inside the expected range, ✗ outside (with the range, in the unit of the value
+    beside it), nothing when unknown: the core judged it (`MetricsSummary.judged`); this
+    only draws it."""
     j = summary.judged.get(name)
     if j is None:
         return ""
+    rng = fmt_range(name, j.low, j.high)
     if j.ok:
-        return f" [$text-success]✓[/][dim] {j.low:g}-{j.high:g}[/]"
-    return f" [$text-error]✗ {j.low:g}-{j.high:g}[/]"
+        return f" [$text-success]✓[/][dim] {rng}[/]"
+    return f" [$text-error]✗ {rng}[/]"
 
 
 ARROWS = {"rising": " [$text-success]↑[/]", "falling": " [$text-warning]↓[/]", "flat": " →"}
@@ -84,9 +79,14 @@ def compact_markup(summary: MetricsSummary, mon: Monitoring) -> Content:
     return _content(_compact(summary, mon), summary)
 
 
-def summary_markup(summary: MetricsSummary, mon: Monitoring) -> Content:
-    """Four lines: progress, throughput, reward and MFU, response length and checkpoint."""
-    return _content(_summary(summary, mon), summary)
+def summary_markup(summary: MetricsSummary, mon: Monitoring, width: int = 0) -> Content:
+    """Four lines: progress, throughput, reward and MFU, response length and checkpoint.
+    `width`: the box's; when the first line would wrap there, it leaves out the percentage
+    (the step and total say it) rather than push the pane a line taller."""
+    made = _content(_summary(summary, mon), summary)
+    if width > 0 and cell_len(made.plain.split("\n", 1)[0]) > width:
+        made = _content(_summary(summary, mon, pct=False), summary)
+    return made
 
 
 def _compact(summary: MetricsSummary, mon: Monitoring) -> str:
@@ -110,7 +110,7 @@ def _compact(summary: MetricsSummary, mon: Monitoring) -> str:
     return l1 + "\n" + l2
 
 
-def _summary(summary: MetricsSummary, mon: Monitoring) -> str:
+def _summary(summary: MetricsSummary, mon: Monitoring, pct: bool = True) -> str:
     step = summary.step
     total = summary.total_steps or mon.total_steps
     not_running = _job_head(summary, total)
@@ -121,8 +121,8 @@ def _summary(summary: MetricsSummary, mon: Monitoring) -> str:
     elif step is None:
         head = "[dim]no steps yet[/]"
     else:
-        pct = f" ({100 * step / total:.1f}%)" if total else ""
-        head = f"step [b]{step}[/]/{total or '?'}{pct}  ETA [b]{fmt_duration(summary.eta_s)}[/]"
+        share = f" ({100 * step / total:.1f}%)" if total and pct else ""
+        head = f"step [b]{step}[/]/{total or '?'}{share}  ETA [b]{fmt_duration(summary.eta_s)}[/]"
         st = summary.step_time_s
         if st is not None:
             head += f"  {fmt_step_time(st)}{verdict(summary, 'step_time')}"
@@ -184,13 +184,15 @@ class MetricsPane(Vertical):
         """Redraw the summary only when its text changed: the pane is refreshed every
         couple of seconds for a 20-hour run whose step changes every few minutes, and
         each update costs a layout pass of the whole screen (its height follows its text)."""
-        fn = compact_markup if self.app.size.width < self.COMPACT_BELOW else summary_markup
-        markup = fn(self.summary or MetricsSummary(), self.monitoring)
+        box = self.query_one("#metrics-summary", Static)
+        if self.app.size.width < self.COMPACT_BELOW:
+            markup = compact_markup(self.summary or MetricsSummary(), self.monitoring)
+        else:
+            markup = summary_markup(self.summary or MetricsSummary(), self.monitoring, box.content_region.width)
         key = (markup.plain, tuple(markup.spans))  # Content's == compares the text only
         if key == self._last_summary:
             return
         old, self._last_summary = self._last_summary, key
-        box = self.query_one("#metrics-summary", Static)
         # Its height follows its text, so a new text may need a layout pass of the whole
         # screen (~40 ms here, profiled); not when it has as many lines as before and none
         # is wider than the box (no new wrap): the ETA or throughput changing, the usual case.

@@ -282,43 +282,54 @@ exit status: 0 done, 1 a check or action failed, 2 bad profile or usage.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _Parser(add_help=False)
+    # Each global flag in its own parent parser: the top level takes them all (`rlconsole
+    # --read-only -P run`), a subcommand only those that do something there, so that its
+    # `--help` lists no flag it would ignore.
     # SUPPRESS: an option given before the subcommand must not be reset by the
     # subcommand's own default (`rlconsole --profile P status` == `status --profile P`).
-    common.add_argument("--profile", "-P", metavar="P", default=argparse.SUPPRESS,
-                        help="profile path or name (./profiles, user config dir, packaged)")
-    common.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
-                        help="mirror the debug log on stderr")
-    common.add_argument("--no-bell", action="store_true", default=argparse.SUPPRESS,
-                        help="the console: no terminal bell on error alerts (profile: console.bell)")
-    common.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
-                        help="watch only: keys and actions that change the cluster are refused "
-                             "(profile: console.read_only)")
+    profile_flag = _Parser(add_help=False)
+    profile_flag.add_argument("--profile", "-P", metavar="P", default=argparse.SUPPRESS,
+                              help="profile path or name (./profiles, user config dir, packaged)")
+    verbose_flag = _Parser(add_help=False)
+    verbose_flag.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
+                              help="mirror the debug log on stderr")
+    bell_flag = _Parser(add_help=False)
+    bell_flag.add_argument("--no-bell", action="store_true", default=argparse.SUPPRESS,
+                           help="the console: no terminal bell on error alerts (profile: console.bell)")
+    read_only_flag = _Parser(add_help=False)
+    read_only_flag.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
+                                help="watch only: keys and actions that change the cluster are refused "
+                                     "(profile: console.read_only)")
+    common = [profile_flag, verbose_flag, bell_flag, read_only_flag]
+    PROFILE = (profile_flag,)
+    READ_ONLY = (profile_flag, read_only_flag)
 
-    p = _Parser(prog="rlconsole", parents=[common],
+    p = _Parser(prog="rlconsole", parents=common,
                 description="Bring up and watch a multi-node VeRL run on a Ray cluster.",
                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"rlconsole {_version()}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
 
-    def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, parents=[common], help=help, description=help)
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help: str,
+            flags: tuple[_Parser, ...] = ()) -> argparse.ArgumentParser:
+        """A subcommand with --verbose and the global `flags` that apply to it."""
+        sp = sub.add_parser(name, parents=[*flags, verbose_flag], help=help, description=help)
         sp.set_defaults(fn=fn)
         return sp
 
-    sp = add("render", cmd_render, "print exactly what submit would run; changes nothing")
+    sp = add("render", cmd_render, "print exactly what submit would run; changes nothing", PROFILE)
     sp.add_argument("--json", action="store_true", help="entrypoint, overrides and runtime env as JSON")
     sp.add_argument("--show-secrets", action="store_true",
                     help="print credentials (*TOKEN*, *KEY*, *SECRET*, *PASSWORD*, URL passwords) in clear; "
                          "masked as *** by default")
 
-    sp = add("status", cmd_status, "one-shot snapshot of nodes, cards, containers, Ray, job")
+    sp = add("status", cmd_status, "one-shot snapshot of nodes, cards, containers, Ray, job", PROFILE)
     sp.add_argument("--json", action="store_true", help="the snapshot as JSON (the README documents its fields)")
 
     from tui.core.actions.registry import ACTION_TABLE
 
     specs = {a.name: a for a in ACTION_TABLE}
-    sp = add("check", cmd_check, specs["check"].help)
+    sp = add("check", cmd_check, specs["check"].help, PROFILE)
     sp.add_argument("--json", action="store_true", help="results as JSON")
     sp.add_argument("--static", action="store_true", help="only checks that open no connection")
 
@@ -326,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
         if spec.name == "check":
             continue  # its own sub-command above: it prints results, not progress
         name = spec.name
-        sp = add(name, cmd_action, spec.help)
+        sp = add(name, cmd_action, spec.help, READ_ONLY)  # read-only: the action is refused
         sp.add_argument("--yes", "-y", action="store_true", help="do not ask; needed headless")
         sp.add_argument("--json", action="store_true", help="print progress events as JSON lines")
         for o in spec.options:  # the action table declares them: the flags and the runner's options agree
@@ -335,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
             else:
                 sp.add_argument(o.flag, action="store_true", help=o.help)
 
-    sp = add("logs", cmd_logs, "print the job's driver log")
+    sp = add("logs", cmd_logs, "print the job's driver log", PROFILE)
     sp.add_argument("--job", metavar="ID", help="the Ray submission id (default: the running or last job)")
     sp.add_argument("--follow", "-f", action="store_true", help="keep printing new lines until interrupted")
     sp.add_argument("--tail", "-n", type=int, metavar="N",
@@ -384,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="`sim up`: add a jump host; nodes accept SSH only from it (profile ssh.jump)")
 
     sp = add("watch", cmd_watch, "follow the job headless: one line per alert and job state change, "
-                                 "notifications for alerts")
+                                 "notifications for alerts", PROFILE)
     sp.epilog = ("example: rlconsole watch -P my-run --notify https://hooks.example.org/rl "
                  "--notify 'mail -s rlconsole me@example.org' --level error")
     sp.add_argument("--notify", action="append", metavar="URL|CMD",
@@ -394,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="least severe alert to send (default: notify.level, else warning)")
 
     sp = add("serve", cmd_serve, "the console in a browser (textual-serve): read-only, loopback, "
-                                 "behind a random access token")
+                                 "behind a random access token", READ_ONLY)
     sp.epilog = (f"example: rlconsole serve -P my-run --port {SERVE_PORT}, then on the laptop "
                  f"`ssh -L {SERVE_PORT}:127.0.0.1:{SERVE_PORT} head` and open the printed URL")
     sp.add_argument("--port", type=int, default=SERVE_PORT, metavar="N",
@@ -413,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("shell", choices=list(SHELLS),
                     help="e.g. `rlconsole completion bash > ~/.local/share/bash-completion/completions/rlconsole`")
 
-    sp = add("demo", cmd_demo, "start the simulated cluster and open the console on it")
+    sp = add("demo", cmd_demo, "start the simulated cluster and open the console on it", (bell_flag,))
     sp.add_argument("--nodes", type=int, default=4, help="simulated nodes (default 4)")
     sp.add_argument("--gpus", type=int, default=8, help="cards per node (default 8)")
     return p

@@ -16,6 +16,7 @@ import textwrap
 import time
 from typing import Any, TextIO
 
+from tui.core.metrics_model import fmt_range, fmt_step_time, judge_range
 from tui.core.probes import snapshot
 from tui.core.profile import Profile
 from tui.core.secrets import mask_secrets
@@ -23,6 +24,16 @@ from tui.core.state import ClusterState, NodeState
 from tui.core.state import JobStatus
 
 WIDTH = 80
+
+
+def _verdict(sm: dict[str, Any], key: str, name: str, value: float) -> str:
+    """" ✓ 380-1300" / " ✗ 0.1-8 s": `value` judged against the profile's range for `key`
+    (in `sm["expected"]`, in the value's own unit), as the console's training pane draws it."""
+    rng = (sm.get("expected") or {}).get(key)
+    ok = judge_range(value, (rng[0], rng[1]) if rng else None)
+    if ok is None or not rng:
+        return ""
+    return f" {'✓' if ok else '✗'} {fmt_range(name, rng[0], rng[1])}"
 
 
 def _gib(mib: float) -> str:
@@ -102,12 +113,15 @@ def render_table(st: ClusterState, width: int = WIDTH) -> str:
         lines.append(f"Job: {j.id} {j.status}{step}")
         sm = j.summary or {}
         bits = []
+        if j.status == "RUNNING" and (st_s := sm.get("wall_step_time_s") or sm.get("step_time_s")) is not None:
+            bits.append(f"{fmt_step_time(st_s)}{_verdict(sm, 'step_time_s', 'step_time', st_s)}")
         if sm.get("reward_mean") is not None:
             bits.append(f"reward {sm['reward_mean']:.3f}")
         if sm.get("throughput_tokens_per_s_per_node") is not None:
-            bits.append(f"{sm['throughput_tokens_per_s_per_node']:,.0f} tok/s/node")
+            tn = sm["throughput_tokens_per_s_per_node"]
+            bits.append(f"{tn:,.0f} tok/s/node{_verdict(sm, 'throughput_tokens_per_s_per_node', 'throughput', tn)}")
         if sm.get("mfu_pct") is not None:
-            bits.append(f"MFU {sm['mfu_pct']:.1f}%")
+            bits.append(f"MFU {sm['mfu_pct']:.1f}%{_verdict(sm, 'mfu_pct', 'mfu', sm['mfu_pct'])}")
         if j.last_checkpoint is not None:
             bits.append(f"checkpoint step {j.last_checkpoint}")
         if bits:

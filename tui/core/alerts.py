@@ -327,7 +327,7 @@ class AlertRules:
                 continue
             if rng is not None and self._range_runs.get(name, 0) >= self.t.out_of_range_steps:
                 cond[key] = ("warning", "job",
-                             f"{label} {value:g} {unit} outside the profile's {rng[0]:g}-{rng[1]:g} for "
+                             f"{label} {value:.4g} {unit} outside the profile's {rng[0]:g}-{rng[1]:g} for "
                              f"{self._range_runs[name]} steps in a row (step {step})", None)
 
         def end(key: str, a: Alert) -> str:

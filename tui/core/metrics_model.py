@@ -547,14 +547,15 @@ class MetricsSummary:
     mfu_pct: float | None = None  # 0-100
     response_length: float | None = None  # mean, tokens
     judged: Mapping[str, Judged] = field(default_factory=dict)
-    """"step_time" (minutes a step), "throughput" (tokens/s per node), "mfu" (%)."""
+    """"step_time" (seconds a step, the unit of `step_time_s`), "throughput" (tokens/s per
+    node), "mfu" (%): each in the unit of the value it judges, so a range is shown as is."""
 
     @classmethod
     def judge(cls, ranges: Mapping[str, tuple[float, float] | None], **figures: Any) -> MetricsSummary:
         """A summary with its figures judged against `ranges` (the profile's monitoring
         ranges by the names of `judged`)."""
         made = cls(**figures)
-        values = {"step_time": made.step_time_s / 60 if made.step_time_s is not None else None,
+        values = {"step_time": made.step_time_s,
                   "throughput": made.throughput_per_node, "mfu": made.mfu_pct}
         judged: dict[str, Judged] = {}
         for name, value in values.items():
@@ -576,9 +577,36 @@ class MetricsSummary:
         return {k: (j.low, j.high) for k, j in self.judged.items()}
 
 
+def fmt_step_time(s: float) -> str:
+    """Seconds per step, in the unit a person reads: "42 s/step", "17.2 min/step" (the
+    training pane and `status` alike)."""
+    if s < 60:
+        return f"{s:.1f} s/step" if s < 10 else f"{s:.0f} s/step"
+    return f"{s / 60:.1f} min/step"
+
+
+def fmt_seconds(s: float) -> str:
+    """A duration in the unit a person reads it: "0.5 s", "42 s", "2 min", "17.5 min"."""
+    return f"{s:.2g} s" if s < 10 else f"{s:.0f} s" if s < 120 else f"{s / 60:.3g} min"
+
+
+def fmt_range(name: str, low: float, high: float) -> str:
+    """A judged range as text, in the unit of the value beside it: a step time's in
+    seconds or minutes ("3 s-2 min", "15-20 min"), the others as numbers ("600-900")."""
+    if name != "step_time":
+        return f"{low:.4g}-{high:.4g}"
+    lo, hi = fmt_seconds(low), fmt_seconds(high)
+    lo_n, lo_u = lo.split(" ")
+    hi_n, hi_u = hi.split(" ")
+    return f"{lo_n}-{hi}" if lo_u == hi_u else f"{lo}-{hi}"
+
+
 def monitoring_ranges(mon: Any) -> dict[str, tuple[float, float] | None]:
-    """The profile's `monitoring:` ranges by the names `MetricsSummary.judged` uses."""
-    return {"step_time": mon.step_time_min, "throughput": mon.throughput_tokens_per_s_per_node,
+    """The profile's `monitoring:` ranges by the names `MetricsSummary.judged` uses, in the
+    units of the values judged (the profile's step time in minutes becomes seconds)."""
+    st = mon.step_time_min
+    return {"step_time": (st[0] * 60, st[1] * 60) if st else None,
+            "throughput": mon.throughput_tokens_per_s_per_node,
             "mfu": mon.mfu_pct}
 
 

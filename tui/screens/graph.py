@@ -24,8 +24,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Input, SelectionList, Static
+from textual.strip import Strip
 from textual.widgets.selection_list import Selection
 from textual_plotext import PlotextPlot
+from rich.segment import Segment
 
 from ..core.series_tools import Point, ema, in_range, to_csv
 
@@ -67,6 +69,39 @@ def parse_range(text: str) -> tuple[int | None, int | None] | None | bool:
     if not sep or (a is not None and b is not None and a > b):
         return False
     return a, b
+
+
+def int_ticks(lo: int, hi: int, most: int = 6) -> list[int]:
+    """At most `most` whole steps from `lo` to `hi`, at a round spacing (1, 2, 5 x 10^k):
+    a step axis labelled "573.0 632.8" reads as if there were fractional steps."""
+    if hi <= lo:
+        return [lo]
+    span = hi - lo
+    raw = span / max(1, most - 1)
+    mag = 10 ** max(0, math.floor(math.log10(raw))) if raw >= 1 else 1
+    gap = next((m * mag for m in (1, 2, 5, 10) if m * mag >= raw), 10 * mag)
+    first = -(-lo // gap) * gap
+    return list(range(first, hi + 1, gap)) or [lo]
+
+
+class PickList(SelectionList[str]):
+    """The scalar picker: a picked row reads `[x]`, the others `[ ]`, in any colour scheme
+    (Textual's toggle draws the same `X` for both, told apart by colour only, which
+    NO_COLOR and a monochrome terminal lose)."""
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        segs = list(strip)
+        if len(segs) < 4 or len(segs[1].text) != 1:
+            return strip
+        try:
+            value = self.get_option_at_index(self.scroll_offset.y + y).value
+        except Exception:  # OptionDoesNotExist: a line below the last option
+            return strip
+        picked = value in self._selected
+        base = segs[3].style
+        return Strip([Segment("[", (base or segs[0].style)), Segment("x" if picked else " ", segs[1].style),
+                      Segment("]", (base or segs[2].style)), *segs[3:]])
 
 
 def expected_band(name: str, points: list[Point], mon: Monitoring | None) -> tuple[float, float] | None:
@@ -137,7 +172,7 @@ class GraphScreen(Screen[None]):
         self.selected = preselected(names)
         first = self.selected + [n for n in names if n not in self.selected]
         with Horizontal():
-            sl: SelectionList[str] = SelectionList(*(Selection(Content(n), n, n in self.selected) for n in first), id="scalars")
+            sl = PickList(*(Selection(Content(n), n, n in self.selected) for n in first), id="scalars")
             sl.border_title = f"Scalars ({len(names)})"
             yield sl
             yield VerticalScroll(id="plots")
@@ -225,6 +260,9 @@ class GraphScreen(Screen[None]):
             title += "  (no points)"
         width = w.size.width or 60
         plt.title(title if len(title) <= width - 2 else title[: width - 3] + "…")  # plotext drops a too-long title
+        if pts:
+            ticks = int_ticks(pts[0][0], pts[-1][0], max(2, min(6, (width - 12) // 10)))
+            plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
         plt.xlabel("step")
         w.refresh()
 

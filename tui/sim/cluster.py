@@ -650,7 +650,15 @@ def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known
     mon = p.setdefault("monitoring", {})
     mon["refresh_s"] = refresh_s
     mon.pop("total_steps", None)
-    mon["step_time_min"] = [0.05, 2]
+    # The seed's ranges describe 32 real cards; the sim's are derived from the stand-in
+    # trainer's own model (tree/verl/utils/sim_perf.py) and these sizes: see sim_ranges.py.
+    from .sim_ranges import perf_model, sim_monitoring
+
+    step_s = float(os.environ.get("RLCONSOLE_SIM_STEP_S") or perf_model().STEP_S_DEFAULT)
+    mon.update(sim_monitoring(step_s=step_s, nnodes=n_nodes, batch=small["data.train_batch_size"],
+                              n=small["actor_rollout_ref.rollout.n"], max_prompt=small["data.max_prompt_length"],
+                              max_resp=small["data.max_response_length"], test_freq=small["trainer.test_freq"],
+                              save_freq=small["trainer.save_freq"], refresh_s=refresh_s))
     return p
 
 
@@ -663,6 +671,10 @@ def _profile_text(p: dict[str, Any], state_dir: Path) -> str:
         "# small sizes, nodes on loopback addresses, paths under the sim's shared dir (standing in\n"
         "# for /data/datapool), and per-node Ray ports and temp dirs so that several raylets can\n"
         "# share one machine. Removed by `rlconsole sim down`.\n"
+        "# monitoring: ranges are not the seed's (32 real cards): they are derived from the stand-in\n"
+        "# trainer's own performance model (tree/verl/utils/sim_perf.py, tui/sim/sim_ranges.py) and\n"
+        "# this run's sizes and pace, so that a healthy simulated run is in range and a planted\n"
+        "# `rlconsole sim fault slow-steps|low-throughput` is not.\n"
     )
     return header + yaml.safe_dump(p, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True)
 

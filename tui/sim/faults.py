@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .cluster import SimError, _control, _read_json, _state_dir, sim_status
+from .sim_ranges import perf_model
 from tui.core.state import JobStatus
 
 __all__ = ["FAULTS", "Fault", "clear_faults", "clear_for_profile", "fault_list_text", "plant_fault",
@@ -42,6 +43,8 @@ class Fault:
     alert: str             # the live alert's key (prefix) that opens
 
 
+_PERF = perf_model()  # the trainer's factors for slow-steps / low-throughput
+
 FAULTS: dict[str, Fault] = {f.kind: f for f in (
     Fault("oom", "one card runs out of memory in the actor update (torch_musa's "
           "`torch.OutOfMemoryError: MUSA out of memory ...`)", True, JobStatus.FAILED, "musa-oom", "job-end"),
@@ -53,6 +56,12 @@ FAULTS: dict[str, Fault] = {f.kind: f for f in (
           "Ray: `Job entrypoint command failed with exit code ...`", False, JobStatus.FAILED, "driver-killed", "job-end"),
     Fault("stall", "the trainer stops making steps, its process alive (a hang); undone by clear",
           False, "RUNNING (stalled)", None, "stall"),
+    Fault("slow-steps", f"every step takes {_PERF.SLOW_STEPS_FACTOR:g}x as long (wall clock, and the modelled "
+          f"cards: throughput / {_PERF.SLOW_STEPS_FACTOR:g}); the steps stall, then leave the step-time "
+          "range; undone by clear", False, "RUNNING (slow)", None, "stall"),
+    Fault("low-throughput", f"the modelled cards move {_PERF.LOW_THROUGHPUT_FACTOR:g}x fewer tokens a second "
+          "(wall pace unchanged): throughput leaves its range; undone by clear",
+          False, "RUNNING (slow)", None, "range:throughput"),
     Fault("card-hot", "a card runs hot (93 C) with its memory nearly full (card tool hook)",
           True, JobStatus.RUNNING, None, "card:"),
     Fault("card-mem-lost", "a card drops out of the card tool's report (no memory report)",

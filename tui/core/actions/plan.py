@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..metrics_model import fmt_range
 from ..profile import Profile
 from ..state import ACTIVE_JOB_STATUSES, ClusterState
 from .base import Remote
@@ -118,8 +119,9 @@ def _duration(profile: Profile, total: int | None) -> str | None:
         return None
     lo, hi = rng
     hours = total * (lo + hi) / 2 / 60
-    span = f"{hours / 24:.1f} days" if hours >= 48 else f"{hours:.1f} h"
-    return f"about {span} at {lo:g}-{hi:g} min a step (monitoring.step_time_min)"
+    span = f"{hours / 24:.1f} days" if hours >= 48 else f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min"
+    # the range in the unit a person reads it ("15-20 min", "0.1-8 s"), not always minutes
+    return f"about {span} at {fmt_range('step_time', lo * 60, hi * 60)} a step (monitoring.step_time_min)"
 
 
 def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | None,

@@ -16,9 +16,10 @@ it sees on real hardware, in the same order:
   and resume from the latest one (`trainer.resume_mode=auto`).
 
 The pace is real time (`RLCONSOLE_SIM_STEP_S` seconds a step, default 1.0); the metrics are
-modelled on a real 4 x 8 card Qwen3-8B GRPO run, including the *modelled* step timings
-(`timing_s/step` ~ 15-20 min, MFU ~ 0.3, ~600-900 tokens/s per node), so the console's range
-checks and ETA arithmetic see realistic numbers.
+modelled on a real Qwen3-8B GRPO run's cards (MFU ~ 0.3, ~760 tokens/s per node), with
+*modelled* step timings (`timing_s/*`) proportional to the step's tokens. Every parameter of
+that model is in verl/utils/sim_perf.py, from which `rlconsole sim up` also derives the sim
+profile's expected ranges; `sim fault slow-steps` / `low-throughput` push the figures out.
 
 The vendor's debug `torch.save(batch, p)` after the rollout (the reference run's appendix,
 problem 2) is here, commented out as the appendix's fix does; `install_sim_tree(
@@ -43,6 +44,8 @@ import numpy as np
 # The simulated cluster has no torch: the debug lines below call this stand-in, which fails
 # exactly as torch.save does when the directory is missing.
 from verl.utils import torch_standin as torch  # noqa: F401 - used by the debug block
+from verl.utils import sim_perf as perf
+from verl.utils import sim_fault
 from verl.utils.tracking import Tracking
 
 __all__ = ["RayPPOTrainer", "StopTraining"]
@@ -124,7 +127,7 @@ def _read_parquet(path: str, prompt_key: str) -> tuple[np.ndarray, list[str]]:
             else:
                 text = str(v)
             # ~3.6 characters per Qwen token for English math text, plus the chat template.
-            lengths[i] = 24 + len(text) * 10 // 36
+            lengths[i] = perf.PROMPT_TEMPLATE_TOKENS + len(text) * 10 // 36
     if "data_source" in table.column_names:
         sources = [str(s) for s in table.column("data_source").to_pylist()]
     else:
@@ -138,7 +141,8 @@ class RayPPOTrainer:
     def __init__(self, config: dict[str, Any], stop_event: threading.Event | None = None) -> None:
         self.config = config
         self.stop_event = stop_event or threading.Event()
-        self.step_s = float(os.environ.get("RLCONSOLE_SIM_STEP_S", "1.0"))
+        self.step_s = float(os.environ.get("RLCONSOLE_SIM_STEP_S", str(perf.STEP_S_DEFAULT)))
+        self._slow = 1.0  # `sim fault slow-steps`: the wall pace and the modelled timings x this
         self.workers: list[Any] = []
         self.placement_groups: list[Any] = []
         self.logger: Tracking | None = None
@@ -252,7 +256,6 @@ class RayPPOTrainer:
         """Faults of the driver's own process planted by `rlconsole sim fault`: a stall (alive,
         no steps, until the fault is cleared) or the driver killed (SIGKILL, as the kernel's
         OOM killer or a `kill -9` would)."""
-        from verl.utils import sim_fault
 
         f = sim_fault.active(self.global_steps, ("stall", "driver-killed"))
         if f is None:
@@ -272,7 +275,7 @@ class RayPPOTrainer:
             w.set_phase.remote(phase)  # fire and forget: only the gpu-load files change
 
     def _sleep(self, fraction: float) -> None:
-        if self.stop_event.wait(max(0.0, self.step_s * fraction)):
+        if self.stop_event.wait(max(0.0, self.step_s * fraction * self._slow)):
             raise StopTraining()
 
     # ---------------------------------------------------------------- loop
@@ -335,6 +338,9 @@ class RayPPOTrainer:
                 if self.stop_event.is_set():
                     raise StopTraining()
                 self._planted_fault()
+                slow = sim_fault.active(self.global_steps, ("slow-steps",))
+                self._slow = perf.SLOW_STEPS_FACTOR if slow else 1.0
+                low = sim_fault.active(self.global_steps, ("low-throughput",))
                 metrics: dict[str, Any] = {}
                 timing_raw: dict[str, float] = {}
                 is_last_step = self.global_steps >= self.total_training_steps
@@ -343,11 +349,12 @@ class RayPPOTrainer:
 
                 # ---- generate a batch (rollout)
                 self._phase("gen")
-                self._sleep(0.55)
+                self._sleep(perf.WALL_GEN)
                 prompt_len = self.train_prompt_lens[order[batch_idx * bs:(batch_idx + 1) * bs]]
                 prompt_len = np.minimum(np.repeat(prompt_len, n), max_prompt)
                 mean_resp = max_resp * (0.20 + 0.15 * progress)
-                resp_len = np.clip(np.round(rng.gamma(2.0, mean_resp / 2.0, bs * n)), 8, max_resp)
+                resp_len = np.clip(np.round(rng.gamma(2.0, mean_resp / 2.0, bs * n)),
+                                   perf.MIN_RESPONSE_TOKENS, max_resp)
                 level = self._reward_level(progress, rng)
                 difficulty = np.clip(rng.normal(level, 0.28, bs), 0.0, 1.0)
                 scores = (rng.random((bs, n)) < difficulty[:, None]).astype(np.float64).ravel()
@@ -362,7 +369,7 @@ class RayPPOTrainer:
 
                 # ---- reward, old log prob, ref, advantages (GRPO: normalise within a group)
                 self._phase("logprob")
-                self._sleep(0.10)
+                self._sleep(perf.WALL_LOGPROB)
                 grouped = scores.reshape(bs, n)
                 adv = grouped - grouped.mean(axis=1, keepdims=True)
                 if self.config["algorithm"].get("norm_adv_by_std_in_grpo", True) and n > 1:
@@ -370,39 +377,41 @@ class RayPPOTrainer:
                 adv = adv.ravel()
 
                 # ---- update actor
-                self._sleep(0.05)
+                self._sleep(perf.WALL_UPDATE[0])
                 outs = ray.get([w.update_actor.remote({
                     "global_step": self.global_steps, "progress": progress, "lr": lr,
                     "advantages": adv[:64].tolist(), "num_micro_batches": 8,
                 }) for w in self.workers])
-                self._sleep(0.28)
+                self._sleep(perf.WALL_UPDATE[1])
                 metrics.update(outs[0])
 
                 # ---- modelled timings of the real hardware
                 tokens = int(prompt_len.sum() + resp_len.sum())
-                tps_node = float(rng.normal(760.0, 45.0))
-                core = tokens / (self.nnodes * tps_node)
-                timing_raw["gen"] = 0.56 * core * float(rng.uniform(0.97, 1.03))
-                timing_raw["reward"] = 0.012 * core
-                timing_raw["old_log_prob"] = 0.055 * core
-                timing_raw["ref"] = 0.05 * core
-                timing_raw["adv"] = float(rng.uniform(0.15, 0.4))
-                timing_raw["update_actor"] = 0.30 * core * float(rng.uniform(0.97, 1.03))
-                timing_raw["update_weights"] = 0.02 * core
+                clip = perf.TOKENS_PER_S_CLIP_SD * perf.TOKENS_PER_S_SD
+                tps_node = float(np.clip(rng.normal(perf.TOKENS_PER_S_PER_NODE, perf.TOKENS_PER_S_SD),
+                                         perf.TOKENS_PER_S_PER_NODE - clip, perf.TOKENS_PER_S_PER_NODE + clip))
+                if low:
+                    tps_node /= perf.LOW_THROUGHPUT_FACTOR
+                core = tokens / (self.nnodes * tps_node) * self._slow
+                for name, frac in perf.PHASES.items():
+                    if name in ("gen", "update_actor"):
+                        frac *= float(rng.uniform(1 - perf.JITTER, 1 + perf.JITTER))
+                    elif name == "adv":
+                        frac = float(rng.uniform(*perf.ADV_RANGE))
+                    timing_raw[name] = frac * core
 
                 if test_freq > 0 and (is_last_step or self.global_steps % test_freq == 0):
                     self._phase("val")
-                    self._sleep(0.3)
+                    self._sleep(perf.WALL_VAL)
                     val = self._validate()
-                    timing_raw["testing"] = 0.12 * core
+                    timing_raw["testing"] = perf.TESTING * core
                     if is_last_step:
                         last_val = val
                     metrics.update(val)
                 if save_freq > 0 and (is_last_step or self.global_steps % save_freq == 0):
-                    t0 = time.time()
                     self._save_checkpoint()
-                    self._sleep(0.2)
-                    timing_raw["save_checkpoint"] = 40.0 + (time.time() - t0)
+                    self._sleep(perf.WALL_SAVE)
+                    timing_raw["save_checkpoint"] = perf.SAVE_CHECKPOINT * core
                 timing_raw["step"] = sum(timing_raw.values())
                 self._phase("gen")
 

@@ -22,6 +22,7 @@ import numpy as np
 # The simulated cluster has no torch (and no process group): the debug lines below call this
 # stand-in, which fails exactly as torch.save does when the directory is missing.
 from verl.utils import torch_standin as torch  # noqa: F401 - used by the debug block
+from verl.utils import sim_perf as perf
 
 __all__ = ["MegatronPPOActor"]
 
@@ -57,8 +58,10 @@ class MegatronPPOActor:
         pg_clipfrac = (np.abs(ratio - 1.0) > clip).astype(np.float64) + rng.uniform(0, 0.003, n)
         ppo_kl = rng.normal(-1e-4, 2e-4, n)
         grad_norm = rng.lognormal(np.log(0.18), 0.25, 1)
-        mfu = rng.normal(0.30, 0.015, 1).clip(0.22, 0.38)
-        alloc = rng.normal(52.0, 1.5, 1)
+        mfu = rng.normal(perf.MFU_MEAN, perf.MFU_SD, 1).clip(*perf.MFU_CLIP)
+        clip = perf.MEM_ALLOC_CLIP_SD * perf.MEM_ALLOC_SD
+        alloc = rng.normal(perf.MEM_ALLOC_GIB, perf.MEM_ALLOC_SD, 1).clip(perf.MEM_ALLOC_GIB - clip,
+                                                                        perf.MEM_ALLOC_GIB + clip)
         metrics: dict[str, Any] = {
             "actor/entropy": np.mean(entropy),
             "actor/pg_clipfrac": np.mean(pg_clipfrac),
@@ -68,7 +71,7 @@ class MegatronPPOActor:
             "actor/grad_norm": np.mean(grad_norm),
             "perf/mfu/actor": np.mean(mfu),
             "perf/max_memory_allocated_gb": np.mean(alloc),
-            "perf/max_memory_reserved_gb": np.mean(alloc + rng.uniform(3.0, 7.5, 1)),
+            "perf/max_memory_reserved_gb": np.mean(alloc + rng.uniform(*perf.MEM_RESERVED_EXTRA_GIB, 1)),
             "perf/cpu_memory_used_gb": np.mean(rng.normal(210.0, 6.0, 1)),
         }
         if self.config.get("use_kl_loss"):
