@@ -150,8 +150,9 @@ def _check_env_names(env: dict[str, tuple[str, int, str]]) -> None:
             raise Refused(ln, f"{src} variable name {n!r} is not [A-Za-z_][A-Za-z0-9_]*; refused")
 
 
-def _check_nodes(nn: int, line: int) -> None:
-    if nn > MAX_NODES:
+def _check_nodes(nn: Any, line: int) -> None:
+    """A node count is a line per node in the profile: a huge one (`1e8` too) is refused."""
+    if isinstance(nn, (int, float)) and not isinstance(nn, bool) and nn > MAX_NODES:
         raise Refused(line, f"trainer.nnodes={nn}: more than {MAX_NODES} nodes; refused")
 
 
@@ -350,7 +351,7 @@ def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
     nn_v = ov["trainer.nnodes"].value if "trainer.nnodes" in ov else None
     gpn = gpn_v if isinstance(gpn_v, int) and not isinstance(gpn_v, bool) and gpn_v > 0 else 8
     nn = nn_v if isinstance(nn_v, int) and not isinstance(nn_v, bool) and nn_v > 0 else 1
-    _check_nodes(nn, ov["trainer.nnodes"].line if "trainer.nnodes" in ov else 0)
+    _check_nodes(nn_v, ov["trainer.nnodes"].line if "trainer.nnodes" in ov else 0)
     if gpn_v is None or nn_v is None:
         findings.append(Finding(cmd.line, "trainer.nnodes / trainer.n_gpus_per_node not both given; "
                                           "VeRL's defaults apply", True))

@@ -30,7 +30,11 @@ def scalar(v: Any) -> str:
         return ".nan" if math.isnan(v) else (".inf" if v > 0 else "-.inf")
     if isinstance(v, dict) and not v:
         return "{}"
-    text = yaml.safe_dump(v, default_flow_style=True, width=1 << 30, allow_unicode=True).strip()
+    # A line break or control character anywhere: double quotes, the one style that escapes
+    # them all (PyYAML writes `\x85` in single quotes as a raw line break that loads as a space).
+    odd = any(isinstance(x, str) and not x.isprintable() for x in (v if isinstance(v, list) else [v]))
+    text = yaml.safe_dump(v, default_flow_style=True, width=1 << 30, allow_unicode=True,
+                          default_style='"' if odd else None).strip()
     if text.endswith("\n..."):
         text = text[:-4].strip()
     if text.endswith("..."):
