@@ -42,6 +42,12 @@ def scalar(v: Any) -> str:
     return text
 
 
+def _text(s: str) -> str:
+    """A file name's undecodable bytes (lone surrogates, which no YAML reader takes back)
+    written as `\\udcff` text."""
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _src(line: int, what: str = "") -> str:
     what = shown(what)
     if line:
@@ -154,7 +160,7 @@ def render_profile(r: ImportResult) -> str:
             out.extend(_comment_item(str(f)))
     out.append("version: 1")
     out.append(f"name: {scalar(r.name)}")
-    out.append(f"description: {scalar('imported from ' + r.script)}")
+    out.append(f"description: {scalar('imported from ' + _text(r.script))}")
     out.append("")
     out.append("nodes:")
     if r.hosts:
