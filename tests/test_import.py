@@ -604,17 +604,6 @@ def test_file_names_with_line_breaks_stay_comments(tmp_path: Path, capsys: pytes
         assert prof.description == f"imported from {s}"
 
 
-def test_a_departure_with_a_unicode_line_break_stays_a_comment(tmp_path: Path) -> None:
-    """Header comments quote script text (a relative --config-path): YAML also ends a
-    comment at \\u2028, so that is escaped like \\n."""
-    s = tmp_path / "s.sh"
-    s.write_text("python3 -m verl.trainer.main_ppo --config-path $'cfg\\u2028notify: [x]' a.b=1\n"
-                 .replace("$'cfg\\u2028notify: [x]'", "'cfg\u2028notify: [x]'"))
-    text = render_profile(import_script(s, home="/h"))
-    assert list(yaml.safe_load(text)) == TOP[:7] + ["training"]
-    assert "cfg\\u2028notify: [x]" in text
-
-
 def _one_line(ln: str) -> bool:
     """No line break YAML knows (\\r, \\x85, \\u2028, \\u2029) and no control character."""
     import unicodedata
