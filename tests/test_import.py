@@ -482,3 +482,344 @@ def test_seed_copies_are_verbatim() -> None:
         assert SEED_DOC.exists()
         for text in texts:
             assert body.strip() in text
+
+
+# --------------------------------------------------------------- untrusted script text
+# A script is untrusted: no text in it may become YAML structure of the profile (a
+# `notify:` section runs its commands at the first alert), reach a message unescaped, or
+# exhaust time, memory or the stack.
+
+TOP = ["version", "name", "description", "nodes", "container", "paths", "ray", "env", "training"]
+INJECT = 'A: b\nnotify:\n  to: ["touch /tmp/x"]\n#'
+NASTY = [INJECT, "x\nnotify:\n  to: [evil]\n#", "a\u2028notify: [evil]", "a\x85b: c", "it's \"q\"",
+         "a # not a comment", "k: v", "- item", "-leading", "!!python/object:os.system", "&a anchor",
+         "*a", "{a: 1}", "[1, 2]", "null", "on", "", " ", "\x1b]0;title\x07", "tab\there", "é ☃ \U0001f600"]
+
+
+def _q(s: str) -> str:
+    """`s` as one single-quoted bash word (any text without NUL)."""
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def _slot_script(renv_name: str = "RENV_NAME", renv_value: str = "v", image: str = "repo/verl:1",
+                 value: str = "plain", run: str = "run1", config_name: str = "ppo_trainer") -> str:
+    renv = json.dumps({"env_vars": {renv_name: renv_value}})
+    return ("#!/bin/bash\n"
+            f"export IMAGE={_q(image)}\n"
+            f"ray job submit --runtime-env-json={_q(renv)} -- python3 -m verl.trainer.main_ppo \\\n"
+            f"    --config-name {_q(config_name)} \\\n"
+            f"    custom.value={_q(value)} \\\n"
+            f"    trainer.experiment_name={_q(run)} \\\n"
+            "    trainer.nnodes=2 trainer.n_gpus_per_node=8\n")
+
+
+def _import_slots(d: Path, script_name: str = "run.sh", hostfile_name: str = "hosts",
+                  **slots: str) -> tuple[Any, str, dict[str, Any]]:
+    """Import a script with text in its slots; the result, the profile text, and the
+    profile as loaded by the project's loader (checked) and as plain YAML."""
+    d.mkdir(parents=True, exist_ok=True)
+    script = d / script_name
+    script.write_text(_slot_script(**slots), encoding="utf-8")
+    hosts = d / hostfile_name
+    hosts.write_text("10.0.0.1 8\n10.0.0.2 8\n")
+    res = import_script(script, hostfile=hosts, home="/h")
+    text = render_profile(res)
+    load_profile_text(text, "imported.yaml")
+    return res, text, yaml.safe_load(text)
+
+
+def test_runtime_env_name_that_is_not_a_name_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The exact attack: an env-var name holding `notify:` in --runtime-env-json (and in a
+    --runtime-env file). Refused with one line naming the script and line; nothing written."""
+    s = tmp_path / "s.sh"
+    s.write_text(_slot_script(renv_name=INJECT))
+    out = tmp_path / "p.yaml"
+    assert main(["import", str(s), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{s}: line 3: runtime env variable name" in err and "[A-Za-z_][A-Za-z0-9_]*" in err, err
+    assert not out.exists()
+    (tmp_path / "renv.yaml").write_text(yaml.safe_dump({"env_vars": {INJECT: "v", "OK": "1"}}))
+    s.write_text("ray job submit --runtime-env renv.yaml -- python3 -m verl.trainer.main_ppo a.b=1\n")
+    assert main(["import", str(s), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "runtime env variable name 'A: b\\nnotify:" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("evil", NASTY, ids=[f"nasty{i}" for i in range(len(NASTY))])
+def test_script_text_stays_in_its_slot(evil: str, tmp_path: Path) -> None:
+    """Each nasty text at once as the script's and the hostfile's file names (header
+    comments, description), a Hydra override value, the run name and the image (an env
+    value): the profile has the writer's top-level keys, an empty `notify`, and every
+    value loads back as the importer read it (or is left out with a finding)."""
+    fname = evil.replace("/", "_")
+    res, text, data = _import_slots(tmp_path, script_name=fname + ".sh", hostfile_name=fname + ".hosts",
+                                    image=evil, value=evil, run=evil, renv_value=evil)
+    assert list(data) == TOP, text
+    prof = load_profile_text(text, "p.yaml")
+    assert prof.notify.to == [] and prof.description == f"imported from {tmp_path / (fname + '.sh')}"
+    assert prof.env["IMAGE"] == evil and prof.env["RENV_NAME"] == evil
+    got = {o.key: o.value for o in prof.training.overrides}
+    want = {it.key: it.value for it in res.overrides}
+    assert got == want and got["trainer.nnodes"] == 2
+    if "custom.value" not in want:  # (a line break: Hydra cannot take it from a profile)
+        assert any("custom.value" in str(f) and "not imported" in str(f) for f in res.findings)
+    for ln in text.splitlines():  # script text in a comment is one line, no control character
+        assert _one_line(ln), ln
+
+
+def test_messages_show_script_text_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A terminal escape or line break in a name or in an unexpandable `$(...)` reaches
+    stderr as `\\x1b` / `\\n`, never as the byte itself."""
+    d = tmp_path / "d"
+    d.mkdir()
+    s = d / "run\x1b[2J\nfake: line.sh"
+    s.write_text("X=$(printf '\x1b]0;owned\x07')\npython3 -m verl.trainer.main_ppo a.b=$X\n")
+    assert main(["import", str(s), "-o", str(tmp_path / "p.yaml")]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\nfake: line" not in err, err
+    assert "run\\x1b[2J\\nfake: line.sh" in err and "printf '\\x1b]0;owned\\x07'" in err
+    assert main(["import", str(d / "missing\x1b[2J.sh")]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "missing\\x1b[2J.sh: cannot read" in err
+
+
+def test_file_names_with_line_breaks_stay_comments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The exact attack through file names: a script and a hostfile named with `notify:`
+    after a line break (and after YAML's other line breaks, \\u2028 and \\x85)."""
+    for brk in ("\n", "\u2028", "\x85"):
+        d = tmp_path / f"d{ord(brk)}"
+        d.mkdir()
+        s = d / f"x{brk}notify:{brk}  to: [\"touch x\"]{brk}#.sh"
+        s.write_text(_slot_script())
+        hf = d / f"h{brk}notify: [evil]{brk}#"
+        hf.write_text("10.0.0.1 8\n10.0.0.2 8\n")
+        out = d / "p.yaml"
+        assert main(["import", str(s), "--hostfile", str(hf), "-o", str(out)]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        prof = load_profile(out)
+        assert prof.notify.to == [] and [n.address for n in prof.nodes] == ["10.0.0.1", "10.0.0.2"]
+        assert list(yaml.safe_load(out.read_text())) == TOP
+        assert prof.description == f"imported from {s}"
+
+
+def _one_line(ln: str) -> bool:
+    """No line break YAML knows (\\r, \\x85, \\u2028, \\u2029) and no control character."""
+    import unicodedata
+
+    return not any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in ln)
+
+
+_SLOT_PATHS: dict[str, tuple[str, ...]] = {
+    "renv_name": ("env",), "renv_value": ("env", "RENV_NAME"), "image": ("env", "IMAGE"),
+    "value": ("training", "overrides", "custom", "value"),
+    "run": ("training", "overrides", "trainer", "experiment_name"),
+    "config_name": ("training", "config_name"), "script_name": ("name", "description"),
+    "hostfile_name": (),
+}
+
+
+def _pop(data: dict[str, Any], path: tuple[str, ...], key: str | None = None) -> Any:
+    """Remove the slot's entry (or, for `name`/`description`, both) and return it."""
+    if path == ("name", "description"):
+        return data.pop("name"), data.pop("description", None)
+    if not path:
+        return None
+    nodes = [data]
+    for p in path[:-1]:
+        if p not in nodes[-1]:
+            return KeyError
+        nodes.append(nodes[-1][p])
+    got = nodes[-1].pop(key if key is not None else path[-1], KeyError)
+    for parent, p, node in reversed(list(zip(nodes, path, nodes[1:]))):  # no empty section left
+        if not node:
+            del parent[p]
+    return got
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    return type(a) is type(b) and a == b
+
+
+def test_no_script_text_can_add_or_change_another_key(tmp_path: Path) -> None:
+    """Property: whatever text fills one script-controlled slot, the loaded profile has
+    the same top-level keys and the same values everywhere else as with a benign text;
+    the slot's own value loads back as the importer read it, or the import is refused
+    (env names) / the override left out, each with one clear line."""
+    import itertools
+
+    from hypothesis import HealthCheck, assume, given, settings
+    from hypothesis import strategies as st
+
+    from tui.core.errors import ProfileError, UsageError
+
+    counter = itertools.count()
+    benign: dict[str, dict[str, Any]] = {}
+    pieces = st.one_of(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                               max_size=6),
+                       st.sampled_from(["\udcff", "\n", "\r\n", "\u2028", "\x85", ": ", "#", "- ", "!!python/object:x",
+                                        "&a ", "*a", "'", '"', "notify:\n  to: [x]\n", "\\", "$", "{", "["]))
+
+    @settings(max_examples=int(os.environ.get("IMPORT_FUZZ", "150")), deadline=None,
+              derandomize=not os.environ.get("IMPORT_FUZZ"), suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(sorted(_SLOT_PATHS)), st.lists(pieces, max_size=6).map("".join))
+    def check(slot: str, text: str) -> None:
+        if slot.endswith("_name") and slot != "renv_name" and slot != "config_name":
+            text = text.replace("/", "_")
+            assume(text not in ("", ".", "..") and len(os.fsencode(text)) < 200)
+        else:  # (a file name may hold undecodable bytes; the script's UTF-8 text cannot)
+            assume("\udcff" not in text)
+        assume(not (slot == "renv_name" and text in ("IMAGE",)))
+        d = tmp_path / str(next(counter))
+        if slot not in benign:
+            benign[slot] = _import_slots(tmp_path / f"benign-{slot}")[2]
+        try:
+            res, text_out, data = _import_slots(d, **{slot: text})
+        except ProfileError as e:  # the loader's own rule for the slot (an empty config name)
+            assert e.key == ".".join(_SLOT_PATHS[slot]) and str(e).isprintable(), str(e)
+            return
+        except UsageError as e:
+            msg = str(e)
+            assert slot == "renv_name" and "\n" not in msg and msg.isprintable(), msg
+            assert "runtime env variable name" in msg and "refused" in msg
+            assert not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text)
+            return
+        assert list(data) == list(benign[slot]), text_out
+        for ln in text_out.splitlines():
+            assert _one_line(ln), ln
+        path = _SLOT_PATHS[slot]
+        mine = json.loads(json.dumps(data, default=str))  # (a copy)
+        base = json.loads(json.dumps(benign[slot], default=str))
+        if slot != "script_name":  # (it names the example's own directory)
+            assert mine.pop("description") == f"imported from {d / 'run.sh'}"
+            base.pop("description")
+        if slot == "renv_name":
+            assert mine["env"].pop(text) == "v" and base["env"].pop("RENV_NAME") == "v"
+        elif path:
+            got = _pop(mine, path)
+            _pop(base, path)
+            if slot == "script_name":
+                assert got == (res.name, f"imported from {d / text}".encode("utf-8", "backslashreplace").decode())
+            elif slot in ("value", "run"):
+                want = {it.key: it.value for it in res.overrides}.get(".".join(path[2:]), KeyError)
+                assert _same(got, want) or (got is KeyError and want is KeyError), (got, want)
+                if want is KeyError:
+                    assert any("not imported" in str(f) for f in res.findings)
+            else:
+                assert got == text
+        assert mine == base, text_out
+
+    check()
+
+
+# ------------------------------------------------------------------------ resource bounds
+
+
+def _import_bounded(args: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
+    """`rlconsole import` in a child with 2 GiB of address space and a generous timeout,
+    so an unbounded importer fails this test (MemoryError, a hang) instead of the machine."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    try:
+        return subprocess.run([sys.executable, "-m", "tui.cli", "import", *args, "-o", str(tmp / "out.yaml")],
+                              capture_output=True, text=True, timeout=300, preexec_fn=cap, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"import {args} did not finish: unbounded")
+
+
+def _refused(r: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    for n in needles:
+        assert n in r.stderr, r.stderr
+
+
+LAUNCH = "python3 -m verl.trainer.main_ppo a.b=1"
+
+
+@pytest.mark.parametrize("body, needle", [
+    ("a=x\n" + "a=$a$a\n" * 40, "line 22: a word expands to more than 1,048,576 characters"),
+    ("a=(x)\n" + 'a=("${a[@]}" "${a[@]}")\n' * 40, "array a grows past 100,000 elements"),
+    ("a[100000000]=x\n", "line 1: array a grows past 100,000 elements"),
+    ("x=" + "$(" * 5000 + "echo" + ")" * 5000 + "\n", "line 1: quotes, $( and ${ nested more than 100 deep"),
+    ('x="' + "${y:-\"" * 3000 + "\n", "line 1: quotes, $( and ${ nested more than 100 deep"),
+    ("x=$((" + "1+" * 600 + "1))\n", "line 1: an arithmetic expression of more than 1,000 characters"),
+    ("x=$((" + "-" * 900 + "1))\n", "line 1: arithmetic nested more than 200 deep"),
+    ("f() { a=$a$a$a$a; g; }\ng() { f; }\na=xxxxxxxxxxxxxxxx\n" + "f\n" * 100,
+     "characters"),
+], ids=["doubling", "array-doubling", "array-index", "deep-$(", "deep-${", "long-arith", "deep-arith",
+        "function-calls"])
+def test_expansion_is_bounded(body: str, needle: str, tmp_path: Path) -> None:
+    s = tmp_path / "big.sh"
+    s.write_text(body + LAUNCH + "\n")
+    _refused(_import_bounded([str(s)], tmp_path), f"{s}: ", needle)
+
+
+def test_huge_arithmetic_is_64_bit_as_in_bash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`$((10**100000))`, `2**99999999999`, `1<<10**9`: bash wraps at 64 bits, so does the
+    importer (an unbounded one runs out of memory computing them)."""
+    exprs = ["10**100000", "2**99999999999", "3**99999999", "1<<1000000000", "2**63", "-7/2", "-7%2", "1<<-1"]
+    s = tmp_path / "a.sh"
+    s.write_text("".join(f"V{i}=$(({e}))\n" for i, e in enumerate(exprs))
+                 + "python3 -m verl.trainer.main_ppo " + " ".join(f"k.v{i}=$V{i}" for i in range(len(exprs))) + "\n")
+    r = _import_bounded([str(s)], tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    prof = load_profile(tmp_path / "out.yaml")
+    b = subprocess.run([_bash(), "-c", "; ".join(f"echo $(({e}))" for e in exprs)],
+                       capture_output=True, text=True, timeout=60, check=True)
+    assert [prof.override_value(f"k.v{i}") for i in range(len(exprs))] == [int(x) for x in b.stdout.split()]
+
+
+def test_node_counts_are_bounded(tmp_path: Path) -> None:
+    for nn in ("100000000", "1e8"):
+        s = tmp_path / f"n{nn}.sh"
+        s.write_text(f"python3 -m verl.trainer.main_ppo trainer.nnodes={nn} trainer.n_gpus_per_node=8\n")
+        _refused(_import_bounded([str(s)], tmp_path), f"{s}: line 1: trainer.nnodes=", "more than 4096 nodes")
+    hf = tmp_path / "hosts"
+    hf.write_text("".join(f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255} 8\n" for i in range(5000)))
+    s = tmp_path / "ok.sh"
+    s.write_text(LAUNCH + "\n")
+    _refused(_import_bounded([str(s), "--hostfile", str(hf)], tmp_path), f"{hf}: 5000 hosts, more than 4096")
+
+
+def test_only_regular_files_are_read_and_only_so_much(tmp_path: Path) -> None:
+    """`--runtime-env /dev/zero`, a FIFO nobody writes, a 2 MiB script: refused, never
+    read (an unbounded read of /dev/zero fills memory; a FIFO blocks forever)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    s = tmp_path / "s.sh"
+    for target in ("/dev/zero", str(fifo)):
+        s.write_text(f"ray job submit --runtime-env {target} -- {LAUNCH}\n")
+        _refused(_import_bounded([str(s)], tmp_path), f"{target}: not a regular file; refused")
+    s.write_text(LAUNCH + "\n")
+    for hf in ("/dev/zero", str(fifo)):
+        _refused(_import_bounded([str(s), "--hostfile", hf], tmp_path), f"{hf}: not a regular file")
+    _refused(_import_bounded([str(fifo)], tmp_path), f"{fifo}: not a regular file")
+    big = tmp_path / "big.sh"
+    big.write_text(LAUNCH + "\n" + "# pad\n" * (2 << 18))
+    _refused(_import_bounded([str(big)], tmp_path), f"{big}: larger than 1,048,576 bytes")
+
+
+def test_runtime_env_alias_bomb_and_deep_json(tmp_path: Path) -> None:
+    """A YAML alias tree as an env value (its str() is exponential) is not imported; JSON
+    nested past the stack is refused with one line."""
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]" for i in range(9)]
+    (tmp_path / "renv.yaml").write_text("\n".join(bomb) + "\nenv_vars: {BOMB: *j, OK: fine}\n")
+    s = tmp_path / "s.sh"
+    s.write_text(f"ray job submit --runtime-env renv.yaml -- {LAUNCH}\n")
+    r = _import_bounded([str(s)], tmp_path)
+    assert r.returncode == 0 and "runtime env var 'BOMB': a list, not a string; not imported" in r.stderr
+    assert load_profile(tmp_path / "out.yaml").env == {"OK": "fine"}
+    s.write_text("ray job submit --runtime-env-json='" + "[" * 100000 + "' -- " + LAUNCH + "\n")
+    _refused(_import_bounded([str(s)], tmp_path), f"{s}: line 1: --runtime-env-json nested too deeply")

@@ -19,12 +19,14 @@ from .hostfile import Host, node_names, parse_hostfile
 from .hydraval import parse_value, split_override
 from .interp import walk
 from .launch import Launch, find_launches, parse_launch
+from .limits import MAX_NODES, Refused, read_text_bounded, shown
 from .shellexpand import has_placeholder
 
 CHANGE_ME = "/CHANGE-ME"  # absolute, so the profile loads; obviously not a real path
 TEMPLATE_NET = "192.0.2"  # RFC 5737 TEST-NET-1: documentation-only, never routed
 _PROFILE_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-@]*(\.[A-Za-z_0-9][A-Za-z0-9_\-@]*)*$")
 RENDER_ADDS = ("TENSORBOARD_DIR", "PYTHONPATH", "PYTHONUNBUFFERED")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -141,19 +143,55 @@ def _first_var(state_vars: dict[str, str], names: tuple[str, ...]) -> tuple[str,
     return None
 
 
+def _check_env_names(env: dict[str, tuple[str, int, str]]) -> None:
+    """An env name becomes a profile key and a variable on every node: only a real one."""
+    for n, (_, ln, src) in env.items():
+        if not _ENV_NAME_RE.fullmatch(n):
+            raise Refused(ln, f"{src} variable name {n!r} is not [A-Za-z_][A-Za-z0-9_]*; refused")
+
+
+def _check_nodes(nn: Any, line: int) -> None:
+    """A node count is a line per node in the profile: a huge one (`1e8` too) is refused."""
+    if isinstance(nn, (int, float)) and not isinstance(nn, bool) and nn > MAX_NODES:
+        raise Refused(line, f"trainer.nnodes={nn}: more than {MAX_NODES} nodes; refused")
+
+
+def _read_hostfile(hostfile: str | Path) -> tuple[list[Host], list[tuple[int, str]]]:
+    try:
+        htext = read_text_bounded(hostfile)
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{shown(hostfile)}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    hosts, hnotes = parse_hostfile(htext)
+    if not hosts:
+        raise UsageError(f"{shown(hostfile)}: no hosts in it")
+    if len(hosts) > MAX_NODES:
+        raise UsageError(f"{shown(hostfile)}: {len(hosts)} hosts, more than {MAX_NODES}; refused")
+    return hosts, hnotes
+
+
 def import_script(script: str | Path, hostfile: str | Path | None = None, name: str | None = None,
                   keep_dropped: bool = False, home: str = "/root") -> ImportResult:
+    """The script (never run) as a profile's values. Anything too big to read safely, or a
+    name that cannot be an env var, is refused as one line naming the script and its line."""
+    try:
+        return _import(script, hostfile, name, keep_dropped, home)
+    except Refused as e:
+        raise UsageError(f"{shown(script)}: {e}") from None
+
+
+def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
+            keep_dropped: bool, home: str) -> ImportResult:
     path = Path(script)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path)
     except OSError as e:
-        raise UsageError(f"{script}: cannot read ({e.strerror})") from None
+        raise UsageError(f"{shown(script)}: cannot read ({e.strerror})") from None
     except UnicodeDecodeError:
-        raise UsageError(f"{script}: not UTF-8 text") from None
+        raise UsageError(f"{shown(script)}: not UTF-8 text") from None
     w = walk(text, home=home, script_name=str(script))
     launches = find_launches(w.commands)
     if not launches:
-        raise UsageError(f"{script}: no VeRL launch found (looked for `ray job submit ... -- python ...`, "
+        raise UsageError(f"{shown(script)}: no VeRL launch found (looked for `ray job submit ... -- python ...`, "
                          "`python -m verl.trainer.main_ppo`, `python .../main_ppo.py`)")
     findings: list[Finding] = []
     departures: list[str] = []
@@ -161,6 +199,7 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
     for other, k2, _ in launches[:-1]:
         findings.append(Finding(other.line, f"another launch ({k2}); the last one, line {cmd.line}, is imported"))
     launch = parse_launch(cmd, kind, start, path.parent)
+    _check_env_names(launch.env)
     findings.append(Finding(cmd.line, f"launch: {kind} ({launch.python} "
                                       f"{'-m ' + launch.module if launch.module else launch.script_path}), "
                                       f"{len(launch.overrides)} overrides"))
@@ -312,19 +351,14 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
     nn_v = ov["trainer.nnodes"].value if "trainer.nnodes" in ov else None
     gpn = gpn_v if isinstance(gpn_v, int) and not isinstance(gpn_v, bool) and gpn_v > 0 else 8
     nn = nn_v if isinstance(nn_v, int) and not isinstance(nn_v, bool) and nn_v > 0 else 1
+    _check_nodes(nn_v, ov["trainer.nnodes"].line if "trainer.nnodes" in ov else 0)
     if gpn_v is None or nn_v is None:
         findings.append(Finding(cmd.line, "trainer.nnodes / trainer.n_gpus_per_node not both given; "
                                           "VeRL's defaults apply", True))
     if hostfile:
-        try:
-            htext = Path(hostfile).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise UsageError(f"{hostfile}: cannot read ({getattr(e, 'strerror', None) or e})") from None
-        hosts, hnotes = parse_hostfile(htext)
+        hosts, hnotes = _read_hostfile(hostfile)
         for ln, msg in hnotes:
             findings.append(Finding(0, f"{msg} (hostfile line {ln})", True))
-        if not hosts:
-            raise UsageError(f"{hostfile}: no hosts in it")
         names = node_names(hosts)
         for h in hosts:
             if h.gpus is None:
@@ -346,7 +380,7 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
                                    f"{TEMPLATE_NET}.x placeholder addresses (fill them in)", True))
     dport = None
     if launch.address:
-        m = re.match(r"^(?:https?://)?([^:/]+)(?::(\d+))?", launch.address[0])
+        m = re.match(r"^(?:https?://)?([^:/]+)(?::([0-9]{1,5})(?![0-9]))?", launch.address[0])
         if m and m.group(2):
             dport = (int(m.group(2)), launch.address[1])
         findings.append(Finding(launch.address[1], f"Ray address {launch.address[0]}: rlconsole reaches the "

@@ -32,10 +32,10 @@ def parse_hostfile(text: str) -> tuple[list[Host], list[tuple[int, str]]]:
         addr = parts[0]
         gpus: int | None = None
         for p in parts[1:]:
-            m = re.fullmatch(r"(slots|gpus|max_slots|max-slots)[=:](\d+)", p)
+            m = re.fullmatch(r"(slots|gpus|max_slots|max-slots)[=:]([0-9]{1,6})", p)
             if m and gpus is None:
                 gpus = int(m.group(2))
-            elif re.fullmatch(r"\d+", p) and gpus is None:
+            elif re.fullmatch(r"[0-9]{1,6}", p) and gpus is None:
                 gpus = int(p)
             elif p.lower() in ("head", "role=head"):
                 marked = True
@@ -45,7 +45,7 @@ def parse_hostfile(text: str) -> tuple[list[Host], list[tuple[int, str]]]:
             addr = addr.split("@", 1)[1]
         if ":" in addr and not _is_ip(addr):
             addr, _, slots = addr.partition(":")
-            if slots.isdigit() and gpus is None:
+            if re.fullmatch(r"[0-9]{1,6}", slots) and gpus is None:
                 gpus = int(slots)
         hosts.append(Host(addr, gpus, marked, n))
     heads = [h for h in hosts if h.head]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .limits import MAX_ARRAY_ITEMS, Refused
 from .shellexpand import ShellState, expand_string, expand_word, split_array_body
 from .shellscan import RawCommand, scan
 
@@ -57,6 +58,11 @@ def _looks_like_argument(word: str) -> bool:
                 or re.match(r"^(\+\+|\+)[\w.]+=", word))
 
 
+def _check_array(name: str, size: int, line: int) -> None:
+    if size > MAX_ARRAY_ITEMS:
+        raise Refused(line, f"array {name} grows past {MAX_ARRAY_ITEMS:,} elements; refused")
+
+
 def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
     raws = scan(text)
     st = ShellState(home=home, script=script_name)
@@ -81,6 +87,7 @@ def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
             for w in split_array_body(value[1:-1]):
                 items.extend(expand_word(w, st, line))
             st.arrays[name] = (st.arrays.get(name, []) if plus else []) + items
+            _check_array(name, len(st.arrays[name]), line)
             st.vars.pop(name, None)
         else:
             v = expand_string(value, st, line, assignment=True)
@@ -90,6 +97,11 @@ def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
                     idx = int(expand_string(index, st, line))
                 except ValueError:
                     idx = len(arr)
+                idx = idx + len(arr) if idx < 0 else idx
+                if idx < 0:
+                    st.note(line, f"{name}[{index}]: a bad array subscript (bash says so too); ignored")
+                    return name
+                _check_array(name, idx + 1, line)
                 while len(arr) <= idx:
                     arr.append("")
                 arr[idx] = (arr[idx] + v) if plus else v

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from .interp import Command, Word
+from .limits import Refused, read_text_bounded
 
 _PY_RE = re.compile(r"^(.*/)?python(3(\.\d+)?)?$")
 # Variables for the submitting client, not for the job.
@@ -150,6 +151,8 @@ def _submit_options(argv: list[Word], end: int, base_dir: Path, launch: Launch) 
             except json.JSONDecodeError as e:
                 launch.notes.append((ln, f"--runtime-env-json is not JSON ({e.msg}); not imported"))
                 continue
+            except RecursionError:
+                raise Refused(ln, "--runtime-env-json nested too deeply; refused") from None
             if isinstance(data, dict):
                 renv.update(data)
                 renv_line = ln
@@ -158,8 +161,10 @@ def _submit_options(argv: list[Word], end: int, base_dir: Path, launch: Launch) 
             if not p.is_absolute():
                 p = base_dir / p
             try:
-                data = yaml.safe_load(p.read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError) as e:
+                data = yaml.safe_load(read_text_bounded(p))
+            except RecursionError:
+                raise Refused(ln, f"--runtime-env {val}: nested too deeply; refused") from None
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
                 launch.notes.append((ln, f"--runtime-env {val}: cannot read it here ({type(e).__name__}); "
                                          "its env vars are not imported: add them to `env:`"))
                 continue
@@ -181,7 +186,7 @@ def _submit_options(argv: list[Word], end: int, base_dir: Path, launch: Launch) 
         for k in renv:
             if k == "env_vars" and isinstance(renv[k], dict):
                 continue
-            if k == "working_dir":
+            if k == "working_dir" and isinstance(renv[k], str):
                 launch.working_dir = launch.working_dir or (str(renv[k]), renv_line)
                 launch.notes.append((renv_line, "runtime env working_dir: rlconsole uploads no directory; "
                                                 "the code is found through paths.verl (PYTHONPATH)"))
@@ -211,6 +216,10 @@ def parse_launch(cmd: Command, kind: str, start: int, base_dir: Path) -> Launch:
     if kind != "python":
         renv = _submit_options(argv, start, base_dir, launch)
         for n, v in (renv.get("env_vars") or {}).items():
+            if not isinstance(v, (str, int, float)):  # (a YAML alias tree's str() is exponential)
+                launch.notes.append((renv["_line"], f"runtime env var {n!r}: a {type(v).__name__}, "
+                                                    "not a string; not imported"))
+                continue
             env[str(n)] = (str(v) if not isinstance(v, bool) else str(v).lower(), renv["_line"], "runtime env")
     launch.env = env
     rest = argv[start + after:]

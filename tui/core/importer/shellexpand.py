@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .limits import MAX_ARITH_CHARS, MAX_ARITH_DEPTH, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_WORD_CHARS, Refused
+
 PLACEHOLDER_OPEN = "<unresolved:"
 
 
@@ -48,6 +50,14 @@ class ShellState:
     functions: set[str] = field(default_factory=set)
     home_used: list[int] = field(default_factory=list)  # lines where $HOME/~ was expanded
     frames: list[list[str]] = field(default_factory=list)  # arguments of the functions being run
+    spent: int = 0  # characters expanded so far: bounds the whole walk's time and memory
+    depth: int = 0  # expansions inside each other right now
+
+    def charge(self, n: int, line: int) -> None:
+        self.spent += n
+        if self.spent > MAX_EXPANDED_CHARS:
+            raise Refused(line, f"expanding the script takes more than {MAX_EXPANDED_CHARS:,} characters "
+                                "(a variable doubled in a loop?); refused")
 
     def get(self, name: str, line: int) -> str | None:
         if name in self.arrays:
@@ -68,13 +78,24 @@ class ShellState:
 class _Fields:
     """Accumulates fields; unquoted expansion results are split on blanks (default IFS)."""
 
-    def __init__(self, nosplit: bool = False) -> None:
+    def __init__(self, st: ShellState, line: int, nosplit: bool = False) -> None:
         self.nosplit = nosplit  # assignment values and ${x:-word} words are not split
         self.fields: list[str] = []
         self.cur: list[str] = []
         self.started = False  # the current field exists even if empty (quotes seen)
+        self.st = st
+        self.line = line
+        self.size = 0
+
+    def _grow(self, n: int, calls: int = 0) -> None:
+        """Every piece is counted before it is kept: one word, and the whole walk, are bounded."""
+        self.size += n
+        if self.size > MAX_WORD_CHARS:
+            raise Refused(self.line, f"a word expands to more than {MAX_WORD_CHARS:,} characters; refused")
+        self.st.charge(n + calls, self.line)
 
     def lit(self, s: str, quoted: bool) -> None:
+        self._grow(len(s), 1)
         self.cur.append(s)
         if quoted or s:
             self.started = True
@@ -85,6 +106,7 @@ class _Fields:
         if PLACEHOLDER_OPEN in s or self.nosplit:  # unknown output is never split (or guessed)
             self.lit(s, True)
             return
+        self._grow(len(s))
         parts = re.split(r"[ \t\n]+", s)
         for k, part in enumerate(parts):
             if k > 0:
@@ -103,31 +125,64 @@ class _Fields:
         """Quoted "${a[@]}" / "$@": one field per element, glued to the text around."""
         if not items:
             return
+        self._grow(sum(len(it) for it in items), len(items))
         for k, it in enumerate(items):
             if k > 0:
                 self.end()
             self.lit(it, True)
 
 
+def _i64(x: int) -> int:
+    """bash's arithmetic is signed 64-bit and wraps; so every result here wraps (which also
+    keeps `10**100000` or `1<<10**9` a small number, as in bash)."""
+    x &= (1 << 64) - 1
+    return x - (1 << 64) if x >> 63 else x
+
+
+def _tdiv(a: int, b: int) -> int:
+    """C's division: truncated toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _pow(a: int, b: int) -> int:
+    if b < 0:
+        raise ValueError("exponent less than 0")
+    return pow(a, b, 1 << 64)
+
+
 _ARITH_OPS: dict[type, Callable[[int, int], int]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Mod: lambda a, b: int(a - b * int(a / b)), ast.Pow: operator.pow,
-    ast.FloorDiv: lambda a, b: int(a / b), ast.Div: lambda a, b: int(a / b),
-    ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.Mod: lambda a, b: a - b * _tdiv(a, b), ast.Pow: _pow,
+    ast.FloorDiv: _tdiv, ast.Div: _tdiv,
+    ast.LShift: lambda a, b: a << (b & 63), ast.RShift: lambda a, b: a >> (b & 63),
     ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
 }
 
 
 def _arith(expr: str, st: ShellState, line: int, depth: int = 0) -> int:
-    """bash integer arithmetic: + - * / % ** << >> & | ^, parentheses, names and $vars."""
+    """bash integer arithmetic: + - * / % ** << >> & | ^, parentheses, names and $vars,
+    in signed 64 bits as bash computes."""
     if depth > 10:
         raise ValueError("recursive arithmetic")
     text = expand_string(expr, st, line, quoted=True)
-    tree = ast.parse(text.strip() or "0", mode="eval")
+    if len(text) > MAX_ARITH_CHARS:
+        raise Refused(line, f"an arithmetic expression of more than {MAX_ARITH_CHARS:,} characters; refused")
+    try:
+        tree = ast.parse(text.strip() or "0", mode="eval")
+    except (RecursionError, MemoryError):
+        raise Refused(line, "arithmetic nested too deeply; refused") from None
+    except ValueError as e:  # (a null byte)
+        raise SyntaxError(str(e)) from None
 
-    def ev(n: ast.AST) -> int:
+    def ev(n: ast.AST, d: int = 0) -> int:
+        if d > MAX_ARITH_DEPTH:
+            raise Refused(line, f"arithmetic nested more than {MAX_ARITH_DEPTH} deep; refused")
+        return _i64(ev1(n, d + 1))
+
+    def ev1(n: ast.AST, d: int) -> int:
         if isinstance(n, ast.Expression):
-            return ev(n.body)
+            return ev(n.body, d)
         if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
             return n.value
         if isinstance(n, ast.Name):
@@ -136,10 +191,10 @@ def _arith(expr: str, st: ShellState, line: int, depth: int = 0) -> int:
                 return 0
             return _arith(v, st, line, depth + 1)
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd, ast.Invert)):
-            x = ev(n.operand)
+            x = ev(n.operand, d)
             return -x if isinstance(n.op, ast.USub) else (x if isinstance(n.op, ast.UAdd) else ~x)
         if isinstance(n, ast.BinOp) and type(n.op) in _ARITH_OPS:
-            a, b = ev(n.left), ev(n.right)
+            a, b = ev(n.left, d), ev(n.right, d)
             if isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
                 raise ValueError("division by zero")
             return _ARITH_OPS[type(n.op)](a, b)
@@ -259,18 +314,23 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
         elif op in ("#", "##", "%", "%%"):
             pat = expand_string(word, st, line, quoted=True)
             v = value or ""
+
+            def fits(part: str) -> bool:  # each cut tries a slice: counted, as it is quadratic
+                st.charge(len(part) + 1, line)
+                return fnmatch.fnmatchcase(part, pat)
+
             rng = range(len(v) + 1)
             if op == "#":
-                cut = next((k for k in rng if fnmatch.fnmatchcase(v[:k], pat)), None)
+                cut = next((k for k in rng if fits(v[:k])), None)
                 value = v[cut:] if cut is not None else v
             elif op == "##":
-                cut = next((k for k in reversed(rng) if fnmatch.fnmatchcase(v[:k], pat)), None)
+                cut = next((k for k in reversed(rng) if fits(v[:k])), None)
                 value = v[cut:] if cut is not None else v
             elif op == "%":
-                cut = next((k for k in reversed(rng) if fnmatch.fnmatchcase(v[k:], pat)), None)
+                cut = next((k for k in reversed(rng) if fits(v[k:])), None)
                 value = v[:cut] if cut is not None else v
             else:
-                cut = next((k for k in rng if fnmatch.fnmatchcase(v[k:], pat)), None)
+                cut = next((k for k in rng if fits(v[k:])), None)
                 value = v[:cut] if cut is not None else v
         else:
             st.note(line, f"${{{body}}}: substitution not supported; left as a placeholder")
@@ -289,6 +349,21 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
 def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
             assignment: bool = False, in_param: bool = False) -> None:
     """`in_param`: the word of an unquoted ${x:-word}, whose literal blanks split fields."""
+    st.depth += 1
+    try:
+        if st.depth > MAX_NESTING:
+            raise Refused(line, f"quotes and expansions nested more than {MAX_NESTING} deep; refused")
+        _expand_in(s, st, line, out, in_dquote, assignment, in_param)
+    finally:
+        st.depth -= 1
+
+
+_DOLLAR_NAME_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])")
+_TILDE_RE = re.compile(r"~([A-Za-z0-9_.\-]*)(?=/|$|:)")
+
+
+def _expand_in(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+               assignment: bool, in_param: bool) -> None:
     i = 0
     n = len(s)
     while i < n:
@@ -363,15 +438,15 @@ def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
             out.lit("".join(buf), True)
             i = j + 1
         elif c == "$":
-            m = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])", s[i:])
+            m = _DOLLAR_NAME_RE.match(s, i)  # (at i: a slice per `$` is quadratic)
             if not m:
                 out.lit("$", in_dquote)
                 i += 1
                 continue
             _param(m.group(1), st, line, in_dquote, out)
-            i += m.end()
+            i = m.end()
         elif c == "~" and not in_dquote and (i == 0 or (assignment and s[i - 1] in "=:")):
-            m = re.match(r"~([A-Za-z0-9_.\-]*)(?=/|$|:)", s[i:])
+            m = _TILDE_RE.match(s, i)
             if m and not m.group(1):
                 st.home_used.append(line)
                 out.lit(st.home, True)
@@ -389,7 +464,7 @@ def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
 
 def expand_word(raw: str, st: ShellState, line: int) -> list[str]:
     """The argv words one raw word becomes (zero, one or several)."""
-    out = _Fields()
+    out = _Fields(st, line)
     _expand(raw, st, line, out, False)
     out.end()
     return out.fields
@@ -398,7 +473,7 @@ def expand_word(raw: str, st: ShellState, line: int) -> list[str]:
 def expand_string(raw: str, st: ShellState, line: int, quoted: bool = True,
                   assignment: bool = False) -> str:
     """A word expanded without field splitting (assignment values, `${x:-word}` words)."""
-    out = _Fields(nosplit=True)
+    out = _Fields(st, line, nosplit=True)
     _expand(raw, st, line, out, False, assignment=assignment)
     out.end()
     return " ".join(out.fields)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .limits import MAX_NESTING, Refused
+
 _NAME_EQ = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 
 
@@ -44,6 +46,13 @@ class _Scanner:
         self.i = 0
         self.line = 1
         self.pending_heredocs: list[tuple[str, bool]] = []
+        self.depth = 0  # quotes, $( and ${ open right now
+
+    def enter(self) -> None:
+        """One more construct inside another: bounded, so `$($($(...` cannot exhaust the stack."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise Refused(self.line, f"quotes, $( and ${{ nested more than {MAX_NESTING} deep; refused")
 
     def peek(self, k: int = 0) -> str:
         j = self.i + k
@@ -64,6 +73,7 @@ class _Scanner:
         return self.adv(j + 1 - self.i)
 
     def read_double(self) -> str:
+        self.enter()
         out = [self.adv()]
         while self.i < len(self.s):
             c = self.peek()
@@ -78,6 +88,7 @@ class _Scanner:
                 out.append(self.read_backtick())
             else:
                 out.append(self.adv())
+        self.depth -= 1
         return "".join(out)
 
     def read_backtick(self) -> str:
@@ -95,6 +106,7 @@ class _Scanner:
 
     def read_balanced(self, open_: str, close: str) -> str:
         """From an opening bracket to its match, skipping quoted text inside."""
+        self.enter()
         depth = 0
         out: list[str] = []
         while self.i < len(self.s):
@@ -118,6 +130,7 @@ class _Scanner:
                 depth -= 1
                 if depth == 0:
                     break
+        self.depth -= 1
         return "".join(out)
 
     def read_dollar(self) -> str:
@@ -158,6 +171,7 @@ class _Scanner:
 
 
 _OPS = ("&&", "||", ";;", ";", "|", "&")
+_HEREDOC_RE = re.compile(r"""(['"]?)([A-Za-z0-9_\-.]+)\1""")
 
 
 def scan(text: str) -> list[RawCommand]:
@@ -243,7 +257,7 @@ def scan(text: str) -> list[RawCommand]:
             cur.append(sc.read_dollar())
         elif c == "\\":
             cur.append(sc.adv(2))
-        elif c == "(" and cur and _NAME_EQ.match("".join(cur)) and "".join(cur).endswith("="):
+        elif c == "(" and cur and cur[-1].endswith("=") and _NAME_EQ.match("".join(cur[:256])):
             cur.append(sc.read_balanced("(", ")"))  # name=(array elements)
         elif c == "<" and sc.s.startswith("<<", sc.i) and not sc.s.startswith("<<<", sc.i):
             end_word()
@@ -254,7 +268,7 @@ def scan(text: str) -> list[RawCommand]:
                 sc.adv()
             while sc.peek() in " \t":
                 sc.adv()
-            m = re.match(r"""(['"]?)([A-Za-z0-9_\-.]+)\1""", sc.s[sc.i:])
+            m = _HEREDOC_RE.match(sc.s, sc.i)  # (at i: a slice per `<<` is quadratic)
             if m:
                 sc.adv(m.end())
                 sc.pending_heredocs.append((m.group(2), strip))

@@ -3,18 +3,25 @@
 Written by hand rather than by a YAML dumper because the comments are the point: every
 value says which script line it came from, placeholders say they are placeholders, and
 paths that overrides repeat are YAML anchors, set once under `paths:` and aliased below.
+The script is untrusted, so the layout is the writer's alone: every value and every key
+that holds script text goes through yaml's emitter (`scalar`, `_yaml_key`), every piece of
+script text in a comment through `shown` (one printable line), and `_check_shape` refuses
+a text whose top-level keys are not the ones written.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 from typing import Any
 
 import yaml
 
+from ..errors import UsageError
 from .build import TEMPLATE_NET, ImportResult, Item
+from .limits import shown
+
+TOP_KEYS = ("version", "name", "description", "nodes", "container", "paths", "ray", "env", "training")
 
 
 def scalar(v: Any) -> str:
@@ -23,7 +30,11 @@ def scalar(v: Any) -> str:
         return ".nan" if math.isnan(v) else (".inf" if v > 0 else "-.inf")
     if isinstance(v, dict) and not v:
         return "{}"
-    text = yaml.safe_dump(v, default_flow_style=True, width=1 << 30, allow_unicode=True).strip()
+    # A line break or control character anywhere: double quotes, the one style that escapes
+    # them all (PyYAML writes `\x85` in single quotes as a raw line break that loads as a space).
+    odd = any(isinstance(x, str) and not x.isprintable() for x in (v if isinstance(v, list) else [v]))
+    text = yaml.safe_dump(v, default_flow_style=True, width=1 << 30, allow_unicode=True,
+                          default_style='"' if odd else None).strip()
     if text.endswith("\n..."):
         text = text[:-4].strip()
     if text.endswith("..."):
@@ -31,7 +42,14 @@ def scalar(v: Any) -> str:
     return text
 
 
+def _text(s: str) -> str:
+    """A file name's undecodable bytes (lone surrogates, which no YAML reader takes back)
+    written as `\\udcff` text."""
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _src(line: int, what: str = "") -> str:
+    what = shown(what)
     if line:
         return f"  # line {line}" + (f" ({what})" if what else "")
     return f"  # {what}" if what else ""
@@ -119,17 +137,17 @@ def _emit_tree(node: dict[str, Any], indent: int, aliases: dict[str, Any], out: 
 
 
 def _comment_item(text: str) -> list[str]:
-    """A header bullet, wrapped; control characters (a value's line break) made visible so
-    a comment can never end early and turn the rest of a value into YAML."""
-    clean = re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group(0))[1:-1], text)
+    """A header bullet, wrapped; line breaks and control characters (a value's `\\n`, a
+    `\\u2028`) made visible so a comment can never end early and turn the rest into YAML."""
+    clean = shown(text)
     lines = textwrap.wrap(clean, width=88, break_long_words=False, break_on_hyphens=False) or [""]
     return [f"#   - {lines[0]}"] + [f"#     {ln}" for ln in lines[1:]]
 
 
 def render_profile(r: ImportResult) -> str:
     out: list[str] = []
-    out.append(f"# Imported by `rlconsole import` from {r.script}"
-               + (f" and {r.hostfile}" if r.hostfile else "") + ".")
+    out.append(f"# Imported by `rlconsole import` from {shown(r.script)}"
+               + (f" and {shown(r.hostfile)}" if r.hostfile else "") + ".")
     out.append("# Nothing in the script was run. Each value's comment names the script line it came")
     out.append("# from; CHANGE-ME values and 192.0.2.x addresses are placeholders the script does not give.")
     out.append("# Departures from what the script does:")
@@ -142,13 +160,13 @@ def render_profile(r: ImportResult) -> str:
             out.extend(_comment_item(str(f)))
     out.append("version: 1")
     out.append(f"name: {scalar(r.name)}")
-    out.append(f"description: {scalar('imported from ' + r.script)}")
+    out.append(f"description: {scalar('imported from ' + _text(r.script))}")
     out.append("")
     out.append("nodes:")
     if r.hosts:
-        out.append(f"  # from {r.hostfile}; the first host is the head unless one is marked")
+        out.append(f"  # from {shown(r.hostfile)}; the first host is the head unless one is marked")
         for h, n in zip(r.hosts, r.host_names):
-            out.append(f"  - {{name: {n}, address: {scalar(h.address)}, gpus: {h.gpus}, "
+            out.append(f"  - {{name: {scalar(n)}, address: {scalar(h.address)}, gpus: {int(h.gpus or 0)}, "
                        f"role: {'head' if h.head else 'worker'}}}  # hostfile line {h.line}")
     else:
         out.append(f"  # No hostfile given: a template for trainer.nnodes={r.nnodes} x "
@@ -191,7 +209,7 @@ def render_profile(r: ImportResult) -> str:
         out.append("env:  # the environment the launch sees (exports, prefixes, runtime env)")
         for k in env:
             v, ln, src = env[k]
-            out.append(f"  {k}: {scalar(v)}{_src(ln, src)}")
+            out.append(f"  {_yaml_key(k)}: {scalar(v)}{_src(ln, src)}")
         out.append("")
     out.append("training:")
     out.append(f"  module: {scalar(r.module)}{_src(r.launch.command.line)}")
@@ -206,21 +224,36 @@ def render_profile(r: ImportResult) -> str:
         _emit_tree(_group_prefixes(_tree(r.overrides)), 2, aliases, out)
     else:
         out[-1] += " {}"
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    _check_shape(text, env=bool(env))
+    return text
+
+
+def _check_shape(text: str, env: bool) -> None:
+    """The second line of defence: the top-level keys are exactly the writer's own, so no
+    script text became YAML structure (a `notify:` whose commands the console would run)."""
+    try:
+        keys = list(yaml.safe_load(text) or {})
+    except yaml.YAMLError as e:
+        raise UsageError(f"the imported profile is not YAML ({shown(e)}); refused") from None
+    want = [k for k in TOP_KEYS if env or k != "env"]
+    if keys != want:
+        raise UsageError(f"the imported profile's top-level keys would be {shown(keys)}, "
+                         f"not {want}; refused")
 
 
 def summary(r: ImportResult, written: str | None) -> str:
-    lines = [f"imported {r.script}: {r.launch.kind} launch at line {r.launch.command.line}, "
+    lines = [f"imported {shown(r.script)}: {r.launch.kind} launch at line {r.launch.command.line}, "
              f"{len(r.overrides)} overrides, {len(r.env)} env vars, "
-             f"{len(r.hosts) if r.hosts else 0} hosts" + (f" -> {written}" if written else "")]
+             f"{len(r.hosts) if r.hosts else 0} hosts" + (f" -> {shown(written)}" if written else "")]
     found = [f for f in r.findings if not f.unresolved]
     if found:
         lines.append("found:")
-        lines += [f"  {f}" for f in found]
+        lines += [f"  {shown(f)}" for f in found]
     if r.departures:
         lines.append("departures (also in the profile's header):")
-        lines += [f"  {d}" for d in r.departures]
+        lines += [f"  {shown(d)}" for d in r.departures]
     if r.unresolved:
         lines.append("not resolved / to check:")
-        lines += [f"  {f}" for f in r.unresolved]
+        lines += [f"  {shown(f)}" for f in r.unresolved]
     return "\n".join(lines) + "\n"
