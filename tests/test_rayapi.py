@@ -423,3 +423,56 @@ async def test_setup_ray_starts_a_timed_out_head_once_more(node_server, ssh_kit,
         assert calls.read_text().split() == ["start"]
         assert head_up == []
         assert events[-1].kind == "fail" and "already in use" in events[-1].message, said
+
+
+@pytest.mark.parametrize("first_error,retried", [
+    ("Exception: The current node timed out during startup. This could happen because some of the raylet "
+     "failed to startup or the GCS has become overloaded.", True),
+    ("ConnectionError: could not connect to 127.0.0.9:6379", False),
+], ids=["start-up-timeout", "other-failure"])
+async def test_setup_ray_starts_a_timed_out_worker_once_more(node_server, ssh_kit, tmp_path: Path,
+                                                             first_error: str, retried: bool) -> None:
+    """A worker whose `ray start` missed Ray's start-up deadline (seen on a loaded
+    machine: "The current node timed out during startup") is stopped and started once
+    more, and the user is told; any other failure is that node's failure, as before."""
+    from tui.core.actions.ray_setup import _start_workers
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
+
+    calls = tmp_path / "calls"
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text(
+        "#!/bin/sh\n"
+        f'echo "$1" >> {calls}\n'
+        f'if [ "$1" = start ] && [ ! -e {tmp_path / "failed-once"} ]; then\n'
+        f"  touch {tmp_path / 'failed-once'}; echo \"{first_error}\" >&2; exit 1\n"
+        "fi\n"
+        'echo "Ray runtime started."\n')
+    fake_ray.chmod(0o755)
+    srv = await node_server()
+    prof = _one_node_profile(ssh_kit, srv, 1)
+    prof.container.access = "direct"
+    prof.ray.binary = str(fake_ray)
+    pool = SessionPool(prof)
+    pool.start()
+    outputs: dict = {}
+    events = []
+    try:
+        await pool.head.wait_first_attempt(10)
+
+        async def run() -> None:
+            async for ev in _start_workers(prof, PoolRemote(pool, prof), [prof.head], outputs):
+                events.append(ev)
+
+        await asyncio.wait_for(run(), 60)
+    finally:
+        await pool.close()
+    said = [ev.message for ev in events]
+    name = prof.head.name
+    if retried:
+        assert calls.read_text().split() == ["start", "stop", "start"]
+        assert outputs[name].ok
+        assert any("worker start timed out" in m and "once more" in m for m in said), said
+    else:
+        assert calls.read_text().split() == ["start"]
+        assert not outputs[name].ok and "could not connect" in outputs[name].stderr

@@ -230,9 +230,10 @@ async def stop_question(profile: Profile, remote: Remote, stop_first: bool | Non
     return asked[0] if asked else None
 
 
-START_TIMEOUTS = ("Deadline Exceeded", "node registration may not be complete")
-"""What `ray start --head` prints when one of Ray's own start-up deadlines passed: a
-loaded machine, not a wrong profile, so one more start is worth it."""
+START_TIMEOUTS = ("Deadline Exceeded", "node registration may not be complete",
+                  "The current node timed out during startup")
+"""What `ray start` prints (head or worker) when one of Ray's own start-up deadlines
+passed: a loaded machine, not a wrong profile, so one more start is worth it."""
 
 
 def start_timed_out(output: str) -> bool:
@@ -288,6 +289,14 @@ async def _start_workers(profile: Profile, remote: Remote, to_start: list[Node],
             return
         q.put(ActionEvent(NAME, "node", "starting worker", node=n.name, status="running"))
         res = await remote.run(n.name, worker_argv(profile, n), container=True, timeout=180)
+        if not res.ok and start_timed_out(res.stdout + res.stderr):
+            # as for the head: Ray's own start-up deadline missed on a loaded node (the
+            # raylet registering with a busy GCS). This node is not in the cluster yet, so
+            # stopping Ray on it touches nothing else: stop and start it once more.
+            q.put(ActionEvent(NAME, "node", f"worker start timed out ({res.tail(1)}); stopping and starting it "
+                                            "once more", node=n.name, status="running"))
+            await remote.run(n.name, stop_argv(profile), container=True, timeout=120)
+            res = await remote.run(n.name, worker_argv(profile, n), container=True, timeout=180)
         outputs[n.name] = res
         if res.ok:
             q.put(ActionEvent(NAME, "node", "worker started; joining", node=n.name, status="running"))
