@@ -146,7 +146,9 @@ def parse_sample(lines: list[str], profile: Profile) -> tuple[GpuReport, Contain
 
 # The card tools stamp each report with the time (the plain table's first line, the JSON's
 # "Timestamp"); everything else in an idle node's sample repeats byte for byte.
-_VOLATILE = re.compile(r'^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}|\s*"Timestamp"\s*:.*)$',
+# `[^\S\n]`: spaces within the line only; `\s*` ran across newlines, so each of n blank
+# lines rescanned all the blank lines after it (quadratic).
+_VOLATILE = re.compile(r'^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}|[^\S\n]*"Timestamp"[^\S\n]*:.*)$',
                        re.MULTILINE)
 
 

@@ -48,7 +48,9 @@ __all__ = [
     "strip_ansi",
 ]
 
-_REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]")
+# `(?<!\s)`: a run of spaces is tried from its start only, not from each of its spaces
+# (each such try scanned the rest of the run: quadratic in a long run).
+_REPEATED_RE = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]")
 # `step:N` as the first field of a step line: not part of a longer key such as
 # `training/global_step:19` or `timing_s/step:12.5`, and followed by ` - ` or the end.
 # A number of more than 18 digits is no step (and Python refuses int() of 4300+ digits,
