@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 import re
 
+from tui.core.linecap import cap_lines
+
 __all__ = [
     "strip_ansi",
     "strip_escapes",
@@ -59,7 +61,9 @@ def strip_ansi(text: str | bytes | None) -> str:
     `\\r\\n` becomes `\\n`; a bare `\\r` (a terminal "redraw this line", as tqdm does)
     also becomes `\\n`, so each redrawn state is its own line and no two states are
     glued together. Bytes are decoded as UTF-8 with replacement, because a cut-off
-    multi-byte character must not make a probe fail. Never raises.
+    multi-byte character must not make a probe fail. A line longer than
+    `linecap.LINE_CAP` is cut, with a mark (`linecap.cap_lines`): every parser starts
+    here, so none is ever handed an unbounded line. Never raises.
     """
     if text is None:
         return ""
@@ -68,10 +72,10 @@ def strip_ansi(text: str | bytes | None) -> str:
     elif not isinstance(text, str):
         text = str(text)
     if _NEEDS_WORK.search(text) is None:
-        return text
+        return cap_lines(text)
     text = _sub_escapes(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROLS.sub("", text)
+    return cap_lines(_CONTROLS.sub("", text))
 
 
 
