@@ -129,8 +129,9 @@ def parse_sample(lines: list[str], profile: Profile) -> tuple[GpuReport, Contain
             docker_lines = []
             continue
         if line.startswith(DOCKER_RC):
-            with contextlib.suppress(ValueError):
-                rc = int(line[len(DOCKER_RC):])
+            value = line[len(DOCKER_RC):]
+            # ASCII digits only: int() also takes "٣", " 3", "1_0"
+            rc = int(value) if re.fullmatch(r"-?[0-9]{1,9}", value) else None
             continue
         (docker_lines if docker_lines is not None else gpu_lines).append(line)
     gpu = parse_probe_output("\n".join(gpu_lines) + "\n")
@@ -149,8 +150,8 @@ def parse_sample(lines: list[str], profile: Profile) -> tuple[GpuReport, Contain
 # "Timestamp"); everything else in an idle node's sample repeats byte for byte.
 # `[^\S\n]`: spaces within the line only; `\s*` ran across newlines, so each of n blank
 # lines rescanned all the blank lines after it (quadratic).
-_VOLATILE = re.compile(r'^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}|[^\S\n]*"Timestamp"[^\S\n]*:.*)$',
-                       re.MULTILINE)
+_VOLATILE = re.compile(r'^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}'
+                       r'|[^\S\n]*"Timestamp"[^\S\n]*:.*)$', re.MULTILINE)
 
 
 def sample_key(text: str) -> str:

@@ -112,7 +112,7 @@ def is_placeholder(value: str) -> bool:
 # The unit is optional as a whole, with the spaces before it: `\s*([A-Za-z%°]*)\s*$`
 # (two runs of spaces around a unit that may be empty) tried every split of a run of
 # spaces after the number, 14 s on 32k spaces.
-_NUMBER_RE = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(?:\s*([A-Za-z%°]+))?\s*$")
+_NUMBER_RE = re.compile(r"^\s*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(?:\s*([A-Za-z%°]+))?\s*$")
 
 
 def parse_number(value: object, allowed_units: tuple[str, ...] | None = None) -> float | None:
