@@ -118,6 +118,28 @@ GROWTH_CASES: list[tuple[str, Callable[[str], Any], Callable[[int], str], Callab
 ]
 
 
+
+def _diagnose(line: str) -> Any:
+    from tui.core.diagnosis import Diagnoser
+
+    return Diagnoser().diagnose(line, 1)
+
+
+# The failure catalog is searched in every driver log line, on the event loop: a 64 KiB
+# line took 47 s ("common file " + a 64k word + " is not").
+GROWTH_CASES += [
+    ("diagnosis: a word run before 'is not'", _diagnose, lambda n: "common file " + "x" * n + " is not",
+     lambda f: f is None),
+    ("diagnosis: 'Error no file named' repeated", _diagnose, lambda n: "Error no file named " * (n // 20),
+     lambda f: f is None),
+    ("diagnosis: 'musaMalloc' in a word run", _diagnose, lambda n: "musaMallocx" * (n // 11),
+     lambda f: f is None),
+    ("diagnosis: still finds a dist checkpoint", _diagnose,
+     lambda n: "x" * n + " /ckpt/a is not a distributed checkpoint",
+     lambda f: f is not None and f.groups["dir2"] == "/ckpt/a"),
+]
+
+
 @pytest.mark.parametrize("name,fn,make,check", GROWTH_CASES, ids=[c[0] for c in GROWTH_CASES])
 def test_parse_time_grows_linearly(name: str, fn: Callable[[str], Any], make: Callable[[int], str],
                                    check: Callable[[Any], bool]) -> None:
