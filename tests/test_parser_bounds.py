@@ -321,8 +321,9 @@ async def test_monitor_parses_samples_off_the_event_loop(node_server: Any, ssh_k
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A node whose card tool prints a hostile table (a 64k run of spaces, a 64k digit
     run in a row) and a 1 MiB line without newline, then a good table: the live
-    monitor shows its card, and every sample was parsed in a worker thread, not on the
-    event loop (the console's keys and the other nodes' samples never wait for it)."""
+    monitor shows its cards, every sample was parsed in a worker thread, not on the
+    event loop (the console's keys and the other nodes' samples never wait for it), and
+    the long line was cut as it arrived (the sampler's buffer never held it)."""
     from tests.conftest import make_node
     from tests.samples import read_sample
     from tui.core import probes
@@ -355,7 +356,15 @@ async def test_monitor_parses_samples_off_the_event_loop(node_server: Any, ssh_k
         parsed_in.append(threading.get_ident())
         return real_parse(lines, profile)
 
+    framed: list[int] = []
+    real_split = probes.split_samples
+
+    def recording_split(buf: str) -> Any:
+        framed.append(len(buf))
+        return real_split(buf)
+
     monkeypatch.setattr(probes, "parse_sample", recording_parse)
+    monkeypatch.setattr(probes, "split_samples", recording_split)
     mon = ClusterMonitor(prof, refresh_s=1.0)
     await mon.start()
     try:
@@ -367,6 +376,8 @@ async def test_monitor_parses_samples_off_the_event_loop(node_server: Any, ssh_k
     finally:
         await asyncio.wait_for(mon.stop(), 30)
     assert parsed_in and loop_thread not in parsed_in
+    # the 1 MiB line was cut as it arrived: the sampler's buffer never held it
+    assert framed and max(framed) < 4 * LINE_CAP + len(table) + 4096, max(framed)
 
 
 async def test_one_shot_probe_parses_off_the_event_loop(node_server: Any, ssh_kit: Any,

@@ -76,6 +76,16 @@ class LineCapper:
         """The chunk as it may be passed on."""
         if not chunk:
             return chunk
+        if not self.dropped and len(chunk) <= self.cap:
+            # the common case, with no split: only the line the chunk continues can be
+            # too long (an SSH read is at most 64 KiB, so any other line in it is not)
+            nl = chunk.find("\n")
+            if nl < 0 and self.col + len(chunk) <= self.cap:
+                self.col += len(chunk)
+                return chunk
+            if nl >= 0 and self.col + nl <= self.cap:
+                self.col = len(chunk) - chunk.rfind("\n") - 1
+                return chunk
         parts = chunk.split("\n")
         if (not self.dropped and self.col + len(parts[0]) <= self.cap
                 and (len(parts) == 1 or max(map(len, parts)) <= self.cap)):
