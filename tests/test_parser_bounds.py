@@ -451,6 +451,7 @@ if __name__ == "__main__":  # pragma: no cover - writes the golden file (with th
     import sys
 
     if sys.argv[1:] == ["--write-golden"]:
-        GOLDEN.write_text(json.dumps(parse_all_samples(samples_dir()), indent=1, sort_keys=True) + "\n",
-                          encoding="utf-8")
+        answers = parse_all_samples(samples_dir())
+        GOLDEN.write_text("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(answers[k], sort_keys=True)}"
+                                              for k in sorted(answers)) + "\n}\n", encoding="utf-8")
         print(f"wrote {GOLDEN}")
