@@ -195,7 +195,8 @@ def _direct_profile(node, ssh_kit, ckpt: Path):
 
 
 @pytest.mark.parametrize("tracker,want", [("812\n", 812), (None, None), ("12abc", None),
-                                          ("9" * 5000, None), ("  40  ", 40)])
+                                          ("9" * 5000, None), ("  40  ", 40),
+                                          ("٣\n", None)])  # ASCII digits only: int() reads "٣" as 3
 async def test_live_plan_reads_the_tracker_over_ssh(node_server, ssh_kit, tmp_path: Path,
                                                     tracker: str | None, want: int | None) -> None:
     """LiveBackend.submit_plan over a real SSH server: the resume step is the tracker's

@@ -98,11 +98,18 @@ longer the one it started with (other inode, gone, or shorter than what was sent
 to the spool as if the old one went on."""
 
 
+def _ascii_uint(text: str, max_digits: int) -> bool:
+    """Whether remote `text` is a plain number: 1 to `max_digits` ASCII digits.
+    `str.isdigit` is true of "²" (which int() refuses: the scan then raised and stopped
+    for good) and of "٣" (which int() reads as 3)."""
+    return 0 < len(text) <= max_digits and text.isascii() and text.isdigit()
+
+
 def parse_identity(stdout: str) -> tuple[int, int, bytes] | None:
     """IDENTITY_SCRIPT's output -> (inode, size, first bytes), None if absent/odd."""
     first, _, rest = stdout.partition("\n")
     f = first.split()
-    if len(f) != 2 or not all(x.isdigit() and len(x) <= 20 for x in f):
+    if len(f) != 2 or not all(_ascii_uint(x, 20) for x in f):
         return None
     try:
         head = bytes.fromhex("".join(rest.split())[: 2 * FINGERPRINT])
@@ -138,10 +145,10 @@ def parse_scan(stdout: str) -> tuple[dict[str, int], int | None]:
     for line in stdout.splitlines():
         if line.startswith("@@ckpt="):
             v = line[7:].strip()
-            ckpt = int(v) if v.isdigit() and len(v) <= 18 else None
+            ckpt = int(v) if _ascii_uint(v, 18) else None
             continue
         size, _, name = line.partition(" ")
-        if not (size.isdigit() and len(size) <= 18 and name.startswith("./")):
+        if not (_ascii_uint(size, 18) and name.startswith("./")):
             continue
         try:
             rel = check_name(name[2:], max_parts=32)

@@ -38,6 +38,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from .linecap import LINE_CAP, cap_line_bytes
+
 _np: Any
 try:  # numpy finds newlines ~10x faster than a Python loop; it is there via ray/tbparse.
     import numpy as _np
@@ -73,11 +75,16 @@ def _split_lines(raw: bytes) -> list[str]:
     Split first, then decode each line: for logs with non-ASCII text (Chinese warnings,
     tqdm bar glyphs) that is ~1.5x faster than decoding the chunk and splitting the str.
     A "\\n" byte never occurs inside a UTF-8 sequence, so both give the same lines.
+    A line longer than LINE_CAP bytes is cut, with a mark (`linecap.cap_line_bytes`):
+    the spool keeps every byte (its size is the resume offset); the lines handed on
+    from it are bounded.
     """
     parts = raw.split(b"\n")
     parts.pop()  # the empty piece after the final "\n"
     if b"\r" in raw:
         parts = [p[:-1] if p.endswith(b"\r") else p for p in parts]
+    if len(raw) > LINE_CAP and max(map(len, parts), default=0) > LINE_CAP:
+        parts = [cap_line_bytes(p) for p in parts]
     try:
         return list(map(bytes.decode, parts))  # strict utf-8: the common, fast case
     except UnicodeDecodeError:
@@ -151,7 +158,7 @@ class LogSpool:
         if size <= self._size:
             return []
         old = self._size
-        pending_start = self._starts[-1]
+        first = self.line_count  # the pending line's index: the first that may complete
         off = old
         while off < size:
             buf = os.pread(self._fd, min(CHUNK, size - off), off)
@@ -160,10 +167,7 @@ class LogSpool:
             self._starts.extend(_newline_starts(buf, off))
             off += len(buf)
         self._size = off
-        end = self._starts[-1]
-        if end <= pending_start:
-            return []
-        return _split_lines(os.pread(self._fd, end - pending_start, pending_start))
+        return self._read_lines(first, self.line_count)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -277,7 +281,11 @@ class LogSpool:
         if last_nl == -1:
             return []
         pending_start = self._starts[-1]
+        first = self.line_count
         self._starts.extend(_newline_starts(data, old_size))
+        if old_size - pending_start > LINE_CAP:
+            # a long line was waiting for this "\n": read no more of it than is kept
+            return self._read_lines(first, self.line_count)
         head = b""
         if pending_start < old_size:  # the partial line that was waiting for this "\n"
             head = os.pread(self._fd, old_size - pending_start, pending_start)
@@ -307,11 +315,14 @@ class LogSpool:
         return self._starts.buffer_info()[1] * self._starts.itemsize
 
     def pending(self) -> str:
-        """The incomplete last line, if any (e.g. a progress bar still being drawn)."""
+        """The incomplete last line, if any (e.g. a progress bar still being drawn); cut
+        at LINE_CAP bytes, with a mark, like a complete line."""
         start = self._starts[-1]
         if start >= self._size:
             return ""
-        return os.pread(self._fd, self._size - start, start).decode("utf-8", errors="replace")
+        length = self._size - start
+        raw = os.pread(self._fd, min(length, LINE_CAP + 4), start)
+        return cap_line_bytes(raw, total=length).decode("utf-8", errors="replace")
 
     def line(self, i: int) -> str:
         """Line `i` (0-based; negative counts from the end), read from the file."""
@@ -320,8 +331,7 @@ class LogSpool:
             i += n
         if not 0 <= i < n:
             raise IndexError(f"line {i} out of range (0..{n - 1})")
-        start, end = self._starts[i], self._starts[i + 1]
-        return _split_lines(os.pread(self._fd, end - start, start))[0]
+        return self._read_lines(i, i + 1)[0]
 
     def lines(self, start: int, stop: int) -> list[str]:
         """Lines `start` <= i < `stop`, clamped to what exists, in one read."""
@@ -330,8 +340,34 @@ class LogSpool:
         stop = max(start, min(stop, n))
         if start == stop:
             return []
-        lo, hi = self._starts[start], self._starts[stop]
-        return _split_lines(os.pread(self._fd, hi - lo, lo))
+        return self._read_lines(start, stop)
+
+    def _read_lines(self, i: int, j: int) -> list[str]:
+        """Complete lines `i` <= k < `j`, each cut at LINE_CAP bytes. One read when they
+        span at most CHUNK bytes (the usual case); otherwise CHUNK-sized groups, and of a
+        line longer than CHUNK only the part that is kept: memory stays bounded whatever
+        a node wrote without a newline."""
+        if j <= i:
+            return []
+        starts = self._starts
+        lo, hi = starts[i], starts[j]
+        if hi - lo <= CHUNK:
+            return _split_lines(os.pread(self._fd, hi - lo, lo))
+        out: list[str] = []
+        k = i
+        while k < j:
+            m = self._chunk_end(k, j)
+            lo, hi = starts[k], starts[m]
+            if hi - lo > CHUNK:  # a single line longer than CHUNK: read only its start
+                length = hi - lo - 1  # without its "\n"; a "\r" before it is dropped too
+                if os.pread(self._fd, 1, hi - 2) == b"\r":
+                    length -= 1
+                raw = os.pread(self._fd, min(length, LINE_CAP + 4), lo)
+                out.append(cap_line_bytes(raw, total=length).decode("utf-8", errors="replace"))
+            else:
+                out.extend(_split_lines(os.pread(self._fd, hi - lo, lo)))
+            k = m
+        return out
 
     def tail(self, n: int) -> list[str]:
         """The last `n` complete lines."""
@@ -351,8 +387,16 @@ class LogSpool:
         i = bisect_right(self._starts, target, 0, j) if target > 0 else 0
         return min(i, j - 1)
 
-    def _read_text(self, i: int, j: int) -> str:
+    def _span(self, i: int, j: int) -> tuple[int, int]:
+        """File offsets of lines i..j for a search read: a group of lines spans at most
+        CHUNK bytes, and a single longer line is searched in its first CHUNK (at least
+        LINE_CAP) bytes only, never read whole: a node may write one without a newline
+        for ever."""
         lo, hi = self._starts[i], self._starts[j]
+        return lo, min(hi, lo + max(CHUNK, LINE_CAP))
+
+    def _read_text(self, i: int, j: int) -> str:
+        lo, hi = self._span(i, j)
         text = os.pread(self._fd, hi - lo, lo).decode("utf-8", errors="replace")
         # "\r\n" -> "\n" keeps the count of "\n" (so line numbers) and lets `$` work.
         return text.replace("\r\n", "\n") if "\r" in text else text
@@ -402,7 +446,7 @@ class LogSpool:
             i = max(0, start)
             while i < n:
                 j = self._chunk_end(i, n)
-                lo, hi = self._starts[i], self._starts[j]
+                lo, hi = self._span(i, j)
                 buf = os.pread(self._fd, hi - lo, lo).lower()
                 pos = buf.find(needle)
                 if pos != -1:
@@ -412,7 +456,7 @@ class LogSpool:
         j = min(start, n - 1) + 1
         while j > 0:
             i = self._chunk_start(j)
-            lo, hi = self._starts[i], self._starts[j]
+            lo, hi = self._span(i, j)
             buf = os.pread(self._fd, hi - lo, lo).lower()
             pos = buf.rfind(needle)
             if pos != -1:

@@ -33,6 +33,7 @@ import shlex
 import time
 from typing import Any, Callable
 
+from .linecap import LineCapper
 from .parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
 from .parsers.docker import parse_docker_inspect
 from .parsers.raystatus import parse_ray_status
@@ -128,8 +129,9 @@ def parse_sample(lines: list[str], profile: Profile) -> tuple[GpuReport, Contain
             docker_lines = []
             continue
         if line.startswith(DOCKER_RC):
-            with contextlib.suppress(ValueError):
-                rc = int(line[len(DOCKER_RC):])
+            value = line[len(DOCKER_RC):]
+            # ASCII digits only: int() also takes "٣", " 3", "1_0"
+            rc = int(value) if re.fullmatch(r"-?[0-9]{1,9}", value) else None
             continue
         (docker_lines if docker_lines is not None else gpu_lines).append(line)
     gpu = parse_probe_output("\n".join(gpu_lines) + "\n")
@@ -146,8 +148,10 @@ def parse_sample(lines: list[str], profile: Profile) -> tuple[GpuReport, Contain
 
 # The card tools stamp each report with the time (the plain table's first line, the JSON's
 # "Timestamp"); everything else in an idle node's sample repeats byte for byte.
-_VOLATILE = re.compile(r'^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}|\s*"Timestamp"\s*:.*)$',
-                       re.MULTILINE)
+# `[^\S\n]`: spaces within the line only; `\s*` ran across newlines, so each of n blank
+# lines rescanned all the blank lines after it (quadratic).
+_VOLATILE = re.compile(r'^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}'
+                       r'|[^\S\n]*"Timestamp"[^\S\n]*:.*)$', re.MULTILINE)
 
 
 def sample_key(text: str) -> str:
@@ -195,8 +199,10 @@ async def probe_node(session: NodeSession, profile: Profile, timeout: float | No
         r = await session.run(sampler_script(profile, 0), timeout=timeout)
     except (NodeDown, CommandTimeout, SshError) as e:
         return _down_node(node, e.message)
-    lines = (r.stdout + r.stderr).splitlines()
-    gpu, container = parse_sample([ln.rstrip("\r") for ln in lines], profile)
+    lines = [ln.rstrip("\r") for ln in (r.stdout + r.stderr).splitlines()]
+    # parsed in a worker thread, off the event loop: node output is untrusted, and the
+    # other nodes' samples (and the console) must not wait for one node's
+    gpu, container = await asyncio.to_thread(parse_sample, lines, profile)
     return NodeState(name=node.name, address=node.address, role=node.role, reachable=True,
                      error=None, container=container, gpu=gpu, updated_at=time.time())
 
@@ -292,7 +298,7 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
         r = await session.run([profile.ray.binary, "status", f"--address={gcs}"], container=True, timeout=60)
     except (NodeDown, CommandTimeout, SshError) as e:
         return RayState(available=False, error=f"{api_error}; ray status: {e.message}")
-    st = parse_ray_status(r.stdout + r.stderr)
+    st = await asyncio.to_thread(parse_ray_status, r.stdout + r.stderr)  # off the event loop
     if not st.available and not st.error:
         st.error = api_error
     return st
@@ -487,17 +493,21 @@ class ClusterMonitor:
                     await asyncio.wait_for(wake.wait(), self.refresh_s)
                 continue
             buf = ""
+            # a line longer than LINE_CAP is cut (with a mark) as it arrives: a node
+            # that never ends a line fills `buf` no faster than with short lines
+            capper = LineCapper()
             # the watchdog's clock starts with the sampler, so one that never prints is caught too
             self._last_sample[sess.name] = max(self._last_sample.get(sess.name, 0.0), time.time())
             try:
                 async with contextlib.aclosing(sess.stream_text(script)) as it:  # type: ignore[type-var]
                     async for chunk in it:
+                        chunk = capper.feed(chunk)
                         buf += chunk
                         if SAMPLE_END not in buf[-(len(chunk) + len(SAMPLE_END) + 1):] and len(buf) <= SAMPLE_CAP:
                             continue  # a sample arrives in a few chunks: frame it once it ends
                         samples, buf = split_samples(buf)
                         for text in samples:
-                            self._apply_sample(sess, text)
+                            await self._apply_sample(sess, text)
                         if len(buf) > SAMPLE_CAP:
                             log.warning("%s: %d characters of sampler output without an end marker; dropped",
                                         sess.name, len(buf))
@@ -511,16 +521,28 @@ class ClusterMonitor:
                 log.warning("%s: sampler failed: %s", sess.name, e)
             await asyncio.sleep(min(1.0, self.refresh_s))
 
-    def _apply_sample(self, sess: NodeSession, text: str) -> None:
-        ns = self._by_name[sess.name]
+    def _read_sample(self, text: str, last_key: str | None) -> tuple[str | None, Any]:
+        """(sample key, (cards, container) or None when the key is `last_key`): the CPU
+        part of a sample, run in a worker thread so that no node's output, however odd,
+        holds up the event loop (the console's keys and frames, the other nodes)."""
         key = sample_key(text) if self.skip_unchanged else None
-        if key is not None and ns.reachable and ns.gpu is not None and self._last_key.get(sess.name) == key:
+        if key is not None and key == last_key:
+            return key, None
+        lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+        return key, parse_sample(lines, self.profile)
+
+    async def _apply_sample(self, sess: NodeSession, text: str) -> None:
+        ns = self._by_name[sess.name]
+        last_key = self._last_key.get(sess.name) if ns.reachable and ns.gpu is not None else None
+        key, parsed = await asyncio.to_thread(self._read_sample, text, last_key)
+        if not sess.connected:
+            return  # dropped while the sample was read: the down state stands
+        if parsed is None:
             # Same cards, same container: nothing for subscribers; only the age moves.
             ns.updated_at = self._last_sample[sess.name] = time.time()
             self.samples += 1
             return
-        gpu, container = parse_sample(text[:-1].split("\n") if text.endswith("\n") else text.split("\n"),
-                                      self.profile)
+        gpu, container = parsed
         self.parsed += 1
         if key is not None:
             self._last_key[sess.name] = key

@@ -125,7 +125,7 @@ async def http_json(port: int, method: str, path: str, body: Any = None, timeout
         if not status_line.startswith("HTTP/"):
             raise RayApiError("no HTTP answer (is the dashboard listening?)")
         fields = status_line.split()
-        if len(fields) < 2 or not fields[1].isdigit() or len(fields[1]) != 3:
+        if len(fields) < 2 or not (fields[1].isascii() and fields[1].isdigit()) or len(fields[1]) != 3:
             raise RayApiError(f"malformed HTTP status line for {path}: {status_line[:80]!r}")
         code = int(fields[1])
         if b"transfer-encoding: chunked" in head.lower():

@@ -38,6 +38,7 @@ import asyncssh
 
 from .debuglog import is_secret_name, mask_secrets
 from .errors import RlconsoleError
+from .linecap import LineCapper
 from .profile import Container, Node, Profile, SshEndpoint, SshSettings
 
 log = logging.getLogger("rlconsole.ssh")
@@ -655,6 +656,9 @@ class NodeSession:
                 # Whole chunks, split here: one await per chunk rather than per line (a
                 # node's sample is ~150 lines every refresh, on every node).
                 partial = ""
+                # a line longer than LINE_CAP is cut, with a mark, and the rest of it
+                # dropped: a node that never ends a line must not grow `partial`
+                capper = LineCapper()
                 while True:
                     chunk = await proc.stdout.read(65536)
                     if not chunk:
@@ -662,16 +666,15 @@ class NodeSession:
                     if mode != "lines":
                         yield chunk
                         continue
+                    chunk = capper.feed(chunk)
                     if "\n" not in chunk:
                         partial += chunk
-                        if len(partial) >= STREAM_LINE_CAP:  # a node that never ends a line
-                            yield partial
-                            partial = ""
                         continue
                     lines = (partial + chunk).split("\n")
                     partial = lines.pop()
                     for line in lines:
                         yield line.rstrip("\r")
+                partial += capper.flush()
                 if partial:
                     yield partial.rstrip("\r")
                 await proc.wait_closed()
@@ -761,11 +764,6 @@ class _CappedText:
         if self.dropped:
             out += TRUNCATED_NOTE.format(dropped=self.dropped, cap=self.cap)
         return out
-
-
-STREAM_LINE_CAP = 1 << 20
-"""A streamed line longer than this (1 MiB) is handed on in pieces of this size: what a
-node sends is untrusted and must not grow one buffer without bound."""
 
 
 class SessionPool:

@@ -48,24 +48,26 @@ __all__ = [
     "strip_ansi",
 ]
 
-_REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]")
+# `(?<!\s)`: a run of spaces is tried from its start only, not from each of its spaces
+# (each such try scanned the rest of the run: quadratic in a long run).
+_REPEATED_RE = re.compile(r"(?<!\s)\s*\[repeated [0-9]+x across cluster\]")
 # `step:N` as the first field of a step line: not part of a longer key such as
 # `training/global_step:19` or `timing_s/step:12.5`, and followed by ` - ` or the end.
 # A number of more than 18 digits is no step (and Python refuses int() of 4300+ digits,
-# which would raise out of the parser and lose the rest of the chunk): `\d{1,18}`
+# which would raise out of the parser and lose the rest of the chunk): `[0-9]{1,18}`
 # followed by no further digit, everywhere a number becomes an int.
-_STEP_RE = re.compile(r"(?<![\w/@.\-])step:\s*(-?\d{1,18})(?:\s+-(?:\s+|$)|\s*$)")
+_STEP_RE = re.compile(r"(?<![\w/@.\-])step:\s*(-?[0-9]{1,18})(?:\s+-(?:\s+|$)|\s*$)")
 # Ray's prefix on a line a task or actor printed: `(Name pid=N)` or `(Name pid=N, ip=A)`,
 # `(pid=N)` for an unnamed task.
-_RAY_PREFIX_RE = re.compile(r"\s*\((?:([^\s()]+) )?pid=\d+(?:, ip=[^)]*)?\)")
+_RAY_PREFIX_RE = re.compile(r"\s*\((?:([^\s()]+) )?pid=[0-9]+(?:, ip=[^)]*)?\)")
 DRIVER_ACTORS = frozenset({"TaskRunner", "main_task"})
 """The Ray actors whose output is the trainer's driver: VeRL's `TaskRunner` (and
 `main_task`, its name in early-2025 runs). Their step lines are the training steps."""
 _TQDM_RE = re.compile(
-    r"Training Progress:\s*(\d{1,18})%\|[^|\r\n]*\|\s*(\d{1,18})/(\d{1,18})(?!\d)\s*(?:\[([^\]\r\n]*)\])?"
+    r"Training Progress:\s*([0-9]{1,18})%\|[^|\r\n]*\|\s*([0-9]{1,18})/([0-9]{1,18})(?!\d)\s*(?:\[([^\]\r\n]*)\])?"
 )
-_TOTAL_RE = re.compile(r"Total training steps:\s*(\d{1,18})(?!\d)")
-_CKPT_RE = re.compile(r"global_step_(\d{1,18})(?!\d)")
+_TOTAL_RE = re.compile(r"Total training steps:\s*([0-9]{1,18})(?!\d)")
+_CKPT_RE = re.compile(r"global_step_([0-9]{1,18})(?!\d)")
 MAX_LINE = 1 << 20
 """A partial line `feed_text` keeps waiting for its newline, at most (1 MiB)."""
 
@@ -233,7 +235,7 @@ def parse_step_line(line: str) -> tuple[int, dict[str, float]] | None:
     return got[0], got[1]
 
 
-_INTERVAL_RE = re.compile(r"^(?:(\d{1,9})d\s*)?(?:(\d{1,12}):)?(\d{1,12}):(\d{1,12})$")
+_INTERVAL_RE = re.compile(r"^(?:([0-9]{1,9})d\s*)?(?:([0-9]{1,12}):)?([0-9]{1,12}):([0-9]{1,12})$")
 
 
 def _interval(text: str) -> float | None:

@@ -191,7 +191,7 @@ async def resume_step(profile: Profile, remote: Remote) -> int | None:
     path = f"{profile.paths.checkpoint_dir.rstrip('/')}/{TRACKER}"
     r = await remote.run(profile.head.name, ["sh", "-c", 'head -c 32 "$1" 2>/dev/null', "sh", path],
                          container=True, timeout=30)
-    m = re.match(r"\s*(\d{1,12})\s*$", r.stdout[:32]) if r.ok else None
+    m = re.match(r"\s*([0-9]{1,12})\s*$", r.stdout[:32]) if r.ok else None
     return int(m.group(1)) if m else None
 
 

@@ -163,7 +163,7 @@ def _split_probe(clean: str) -> tuple[str | None, list[_Section], list[str], boo
                 current = _Section(value)
                 sections.append(current)
             elif kind == "rc" and current is not None:
-                current.rc = int(value) if re.fullmatch(r"-?\d+", value) else None
+                current.rc = int(value) if re.fullmatch(r"-?[0-9]{1,9}", value) else None
                 current = None
             elif kind == "end":
                 ended = True

@@ -38,7 +38,7 @@ _DAEMON_DOWN_RE = re.compile(
 _ABSENT_RE = re.compile(r"No such (?:container|object)", re.IGNORECASE)
 _STATE_START_RE = re.compile(r'"State"\s*:\s*\{')
 # A value must be followed by a delimiter: at the cut end of a capture "137" may be "1".
-_PAIR_RE = re.compile(r'"(\w+)"\s*:\s*("(?:[^"\\\n]|\\.)*"|(?:true|false|null|-?\d+(?:\.\d+)?)(?=[\s,}]))')
+_PAIR_RE = re.compile(r'"(\w+)"\s*:\s*("(?:[^"\\\n]|\\.)*"|(?:true|false|null|-?[0-9]+(?:\.[0-9]+)?)(?=[\s,}]))')
 
 
 def _first_message(clean: str) -> str:
@@ -225,7 +225,7 @@ def parse_docker_ps_json(text: str) -> list[dict[str, Any]]:
     return rows
 
 
-_PS_EXIT_RE = re.compile(r"Exited \((-?\d+)\)")
+_PS_EXIT_RE = re.compile(r"Exited \((-?[0-9]{1,9})\)")
 
 
 def container_from_ps(rows: list[dict[str, Any]], name: str) -> ContainerState:

@@ -30,20 +30,27 @@ __all__ = ["TOOL", "parse_gmi_plain", "parse_gmi_json", "parse_gmi_processes", "
 
 TOOL = "mthreads-gmi"
 
-_VERSION_RE = re.compile(r"mthreads-gmi\s*[:\s]\s*v?(\d[\w.+-]*)", re.IGNORECASE)
-_DRIVER_RE = re.compile(r"Driver\s+Version\s*:?\s*([0-9][\w.+-]*)", re.IGNORECASE)
-_QUANTITY = r"(?:[+-]?\d+(?:\.\d+)?\s*[KMGT]?i?B|N/A|\[N/A\]|-)"
+# Every pattern here runs on untrusted node output and must take linear time: no two
+# adjacent quantifiers may match the same characters (`\s*:?\s*` tries every split of
+# a run of spaces), and a search must not restart inside a run it already scanned.
+_VERSION_RE = re.compile(r"mthreads-gmi(?:\s*:|\s)\s*v?([0-9][\w.+-]*)", re.IGNORECASE)
+_DRIVER_RE = re.compile(r"Driver\s+Version\s*(?::\s*)?([0-9][\w.+-]*)", re.IGNORECASE)
+# `(?<![0-9])`: a number is tried from its first digit only; from every digit of a 32k
+# digit run, each try scanning the rest of it, took 6 s on 8k digits.
+_QUANTITY = r"(?:(?<![0-9])[+-]?[0-9]+(?:\.[0-9]+)?\s*[KMGT]?i?B|N/A|\[N/A\]|-)"
 _MEM_PAIR_RE = re.compile(
     rf"({_QUANTITY})\s*(?:\(\s*({_QUANTITY})\s*\)|/\s*({_QUANTITY}))", re.IGNORECASE
 )
-_UTIL_RE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*%")
-_TEMP_RE = re.compile(r"(?<![\w.:])(-?\d+(?:\.\d+)?)\s*°?C\b")
-_POWER_RE = re.compile(r"(?<![\w.:])(\d+(?:\.\d+)?)\s*W\b")
-_CARD_HEAD_RE = re.compile(r"^\s*(\d+)\s+(\S.*?)\s*$")
-_PROCESSES_RE = re.compile(r"^\s*\|?\s*Processes\s*:", re.IGNORECASE)
+_UTIL_RE = re.compile(r"(?<![\w.])([0-9]+(?:\.[0-9]+)?)\s*%")
+_TEMP_RE = re.compile(r"(?<![\w.:])(-?[0-9]+(?:\.[0-9]+)?)\s*°?C\b")
+_POWER_RE = re.compile(r"(?<![\w.:])([0-9]+(?:\.[0-9]+)?)\s*W\b")
+_CARD_HEAD_RE = re.compile(r"^\s*([0-9]{1,9})\s+(\S.*)")  # the name: group 2, right-stripped
+_PROCESSES_RE = re.compile(r"^\s*(?:\|\s*)?Processes\s*:", re.IGNORECASE)
+# The name ends with a non-space, so the `\s+` after it starts only where a run of
+# spaces starts (`\S.*?\s+` retried the rest of a run after each of its spaces).
 _PROCESS_ROW_RE = re.compile(
-    r"^\s*(\d+)\s+(\d+)\s+(\S.*?)\s+"  # the name is never empty: "N/A" at the end of a cut row is it
-    r"(\d+(?:\.\d+)?\s*[KMGT]?i?B|N/A|\[N/A\]|-|--|Not\s+Supported)\s*$",
+    r"^\s*([0-9]{1,9})\s+([0-9]{1,10})\s+(\S(?:.*?\S)?)\s+"  # the name is never empty: "N/A" at the end of a cut row is it
+    r"([0-9]+(?:\.[0-9]+)?\s*[KMGT]?i?B|N/A|\[N/A\]|-|--|Not\s+Supported)\s*$",
     re.IGNORECASE,
 )
 _NO_PROCESSES_RE = re.compile(r"No\s+running\s+processes\s+found", re.IGNORECASE)
@@ -179,7 +186,7 @@ def _parse_gmi_plain(text: str) -> GpuReport:
         head = _CARD_HEAD_RE.match(cols[0])
         metrics = " ".join(cols[2:])
         if head:
-            current = GpuCard(index=int(head.group(1)), name=head.group(2))
+            current = GpuCard(index=int(head.group(1)), name=head.group(2).rstrip())
             cards.append(current)
             _apply_metrics(current, metrics, first_row=True)
         elif current is not None and not cols[0].strip().upper().startswith("ID"):

@@ -97,7 +97,7 @@ def _nv_text(value: str | None) -> str:
     return "" if is_placeholder(value) else value.strip()
 
 
-_UUID_RE = re.compile(r"^(?:GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^MIG-GPU-\S+/\d+/\d+$")
+_UUID_RE = re.compile(r"^(?:GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^MIG-GPU-\S+/[0-9]+/[0-9]+$")
 
 
 def _row_to_card(row: dict[str, str], position: int) -> GpuCard | None:

@@ -37,19 +37,26 @@ __all__ = [
 
 SOURCE = "ray status"
 
+# Linear time on any line (node output is untrusted): no two adjacent quantifiers here
+# can match the same characters. `\s*:?\s*$` (a colon between two optional runs of
+# spaces) tried every split of a long run of spaces: 12 s on 32k spaces.
 _SECTION_RE = re.compile(
     r"^(Active|Idle|Pending|Recent failures|Usage|Total Usage|Total Constraints|"
-    r"Total Demands|Demands|From request_resources|Pending Demands|Resources|Node status)\s*:?\s*$"
+    r"Total Demands|Demands|From request_resources|Pending Demands|Resources|Node status)\s*(?::\s*)?$"
 )
-_COUNT_LINE_RE = re.compile(r"^\s*(\d+)\s+(\S.*?)\s*$")
-_GPU_LINE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)\s+GPU(?:\s|$)")
+# The name runs to the end of the (right-stripped) line; `(\S.*?)\s*$` retried the
+# trailing spaces after each character of a run of spaces inside the name: quadratic.
+_COUNT_LINE_RE = re.compile(r"^\s*([0-9]{1,9})\s+(\S.*)")
+_GPU_LINE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*/\s*([0-9]+(?:\.[0-9]+)?)\s+GPU(?:\s|$)")
 _FAILURE_RE = re.compile(
     r"^\s*(\S+?):\s*NodeTerminated\s*\((?:ip|instance_id):\s*([^)]*)\)"
 )
 _NODE_ID_RE = re.compile(r"node_([0-9a-f]{16,})", re.IGNORECASE)
 _NODE_BLOCK_RE = re.compile(r"^Node:\s*(\S+)(?:\s*\(([^)]*)\))?\s*$")
-_IP_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
-_HEADER_RE = re.compile(r"=+\s*Autoscaler status\b|^Node status\s*$", re.MULTILINE)
+_IP_RE = re.compile(r"^[0-9]{1,3}(?:\.[0-9]{1,3}){3}$")
+# `(?<!=)`: a run of "=" is tried once, from its first character, not from each one
+# (a 64k run of "=" took 27 s).
+_HEADER_RE = re.compile(r"(?<!=)=+\s*Autoscaler status\b|^Node status\s*$", re.MULTILINE)
 _ERROR_RE = re.compile(
     r"(?i)(ConnectionError|Could not find any running Ray instance|No cluster status|"
     r"cluster is not found|Failed to connect|Unable to connect|not found at|"
@@ -168,7 +175,7 @@ _REPR_VALUE = (
     r"|'(?:[^'\\]|\\.)*'"               # a single-quoted str repr
     r'|"(?:[^"\\]|\\.)*"'               # a double-quoted str repr
     r"|None|True|False"
-    r"|-?\d+(?:\.\d+)?(?=[\s,)\]])"     # a number, only when complete (cut output)
+    r"|-?[0-9]+(?:\.[0-9]+)?(?=[\s,)\]])"     # a number, only when complete (cut output)
 )
 _REPR_PAIR_RE = re.compile(rf"\b(\w+)=({_REPR_VALUE})")
 _JOB_KEYS = {"job_id", "submission_id", "status", "entrypoint", "message", "start_time", "end_time"}
