@@ -106,7 +106,7 @@ def build_log(path: Path, size: int) -> int:
 
 
 def child_spool(log: Path, spool_path: Path, limit: int, trace: bool) -> dict[str, float]:
-    from tui.core.logspool import LogSpool
+    from tui.core.job.spool import LogSpool
 
     if trace:
         tracemalloc.start()
@@ -149,7 +149,7 @@ def child_spool(log: Path, spool_path: Path, limit: int, trace: bool) -> dict[st
 
 def child_naive(log: Path, limit: int, trace: bool) -> dict[str, float]:
     """What a console without a spool does: decode and keep every line in a list."""
-    import tui.core.logspool  # noqa: F401  (same imports as the others: same RSS floor)
+    import tui.core.job.spool  # noqa: F401  (same imports as the others: same RSS floor)
 
     if trace:
         tracemalloc.start()
@@ -178,7 +178,7 @@ def child_naive(log: Path, limit: int, trace: bool) -> dict[str, float]:
 
 def child_baseline() -> dict[str, float]:
     """The interpreter with LogSpool imported and nothing fed: the floor under both."""
-    import tui.core.logspool  # noqa: F401
+    import tui.core.job.spool  # noqa: F401
 
     return {"maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.mdsection import write_section  # noqa: E402
 
-from tui.core.verl_log import LogMetricsParser  # noqa: E402
+from tui.core.job.verl_log import LogMetricsParser  # noqa: E402
 
 HEADING = "VeRL log parsing"
 NAME = "logparse"

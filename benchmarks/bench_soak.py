@@ -104,7 +104,7 @@ async def soak(profile_path: Path, a: argparse.Namespace, tmp: Path) -> dict[str
     from tui.app import RlconsoleApp
     from tui.core.actions.jobs import job_client
     from tui.core.locations import state_dir
-    from tui.core.history import RunRecord, record_run
+    from tui.core.job.history import RunRecord, record_run
     from tui.core.profile import load_profile
     from tui.backend.live import LiveBackend
 

@@ -58,7 +58,7 @@ def import_cost(env: dict[str, str]) -> float:
     for _ in range(3):
         t = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import tui.cli, tui.cli.status, tui.core.probes, tui.core.ssh, "
-                        "tui.core.jobwatch"], check=True, env=env, cwd=ROOT)
+                        "tui.core.job.watcher"], check=True, env=env, cwd=ROOT)
         best = min(best, time.perf_counter() - t)
     return best
 

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.mdsection import write_section  # noqa: E402
 
-from tui.core.tbreader import ScalarReader  # noqa: E402
+from tui.core.job.tbreader import ScalarReader  # noqa: E402
 from tui.sim.tbwrite import ScalarWriter  # noqa: E402
 
 HEADING = "TensorBoard scalars: incremental reader vs tbparse"

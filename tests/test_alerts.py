@@ -9,7 +9,7 @@ import pytest
 
 from tui.core.alerts import Alert, AlertRules, OpenAlerts, Thresholds, diagnose_tail
 from tui.core.errors import ProfileError
-from tui.core.metrics_model import MetricsSummary
+from tui.core.job.metrics import MetricsSummary
 from tui.core.profile import load_profile
 from tui.core.state import (
     ClusterState, GpuCard, GpuReport, JobState, NodeState, RayJobState, RayNodeState, RayState,

@@ -25,7 +25,7 @@ import yaml
 from tests.conftest import require_dockerd
 from tui.cli import main
 from tui.core.alerts import Alert
-from tui.core.metrics_model import MetricsSummary
+from tui.core.job.metrics import MetricsSummary
 from tui.core.profile import load_profile
 from tui.backend.live import LiveBackend
 

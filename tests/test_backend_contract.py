@@ -26,7 +26,7 @@ import pytest
 
 from tests.conftest import require_dockerd
 from tui.backend.static import StaticBackend, demo_backend
-from tui.core.metrics_model import MetricsSummary
+from tui.core.job.metrics import MetricsSummary
 from tui.core.state import ClusterState
 
 T = TypeVar("T")
@@ -151,7 +151,7 @@ async def _eta_agrees_with_tqdm(rec: Recorder) -> None:
     estimate in the log within a third (both are wall-clock rates, so the bound tolerates
     load): the median over several refreshes, each compared with the tqdm bar of the same
     step (the sim's trainer draws a tqdm-style bar)."""
-    from tui.core.verl_log import parse_tqdm
+    from tui.core.job.verl_log import parse_tqdm
 
     ratios: list[float] = []
     seen: set[tuple[int, float]] = set()

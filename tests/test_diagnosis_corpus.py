@@ -241,7 +241,7 @@ def test_cli_diagnose_uses_the_users_catalog_and_says_when_it_is_broken(tmp_path
 
 def test_broken_user_catalog_is_an_alert_in_the_console_once(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from tui.core.jobwatch import JobWatcher
+    from tui.core.job.watcher import JobWatcher
     from tui.core.profile import load_profile
 
     monkeypatch.setenv("RLCONSOLE_CONFIG_DIR", str(tmp_path))

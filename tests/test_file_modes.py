@@ -22,12 +22,12 @@ import sys
 from tui.cli import main
 rc = main(["render", "--profile", sys.argv[1]])
 # what a console or `status` does next in the same process: spool a job's driver log
-from tui.core.jobwatch import spool_dir
-from tui.core.logspool import LogSpool
+from tui.core.job.watcher import spool_dir
+from tui.core.job.spool import LogSpool
 sp = LogSpool(spool_dir() / "raysubmit_x" / "driver.log")
 sp.append(b"step:1 - a:1\n")
 sp.save_index()
-from tui.core.history import RunRecord, record_run
+from tui.core.job.history import RunRecord, record_run
 record_run(RunRecord(profile="p", profile_path="/x", job_id="j", submitted_at=1.0, entrypoint=["x"],
                      runtime_env={"env_vars": {}}))
 sys.exit(rc)

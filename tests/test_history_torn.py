@@ -14,13 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tui.core.history import RunRecord, history_path, record_run, runs
+from tui.core.job.history import RunRecord, history_path, record_run, runs
 
 REPO = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
 import resource, signal, sys, os
-from tui.core.history import RunRecord, record_run, history_path
+from tui.core.job.history import RunRecord, record_run, history_path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # EFBIG / a short count instead of a kill
 size = history_path().stat().st_size
 resource.setrlimit(resource.RLIMIT_FSIZE, (size + 40, size + 40))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tui.core.jobwatch import JobWatcher
+from tui.core.job.watcher import JobWatcher
 from tui.core.raypaths import driver_log_path
 from tui.core.profile import load_profile
 from tui.core.ssh import SessionPool
@@ -92,8 +92,8 @@ async def test_follow_survives_a_dropped_connection(sim_cluster, tmp_path: Path)
 async def test_remote_scalars_mirror_incrementally(sim_cluster, tmp_path: Path) -> None:
     """Event files on the head are fetched over SSH by byte offset: only what was
     appended since the last sync travels, and the local copy equals the remote file."""
-    from tui.core.jobwatch import RemoteTbMirror
-    from tui.core.tbreader import ScalarReader
+    from tui.core.job.watcher import RemoteTbMirror
+    from tui.core.job.tbreader import ScalarReader
     from tui.sim.tbwrite import ScalarWriter
 
     prof = _direct_profile(sim_cluster, tmp_path)

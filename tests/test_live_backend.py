@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from tui.backend.static import demo_profile
-from tui.core.jobwatch import JobWatcher
+from tui.core.job.watcher import JobWatcher
 from tui.core.state import JobStatus
-from tui.core.metrics_model import RunMetrics
+from tui.core.job.metrics import RunMetrics
 from tui.backend.live import LiveBackend
-from tui.core.metrics_model import summarize
+from tui.core.job.metrics import summarize
 from widgets.metrics_pane import compact_markup, fmt_step_time, summary_markup
 
 
@@ -205,7 +205,7 @@ def test_incremental_merge_equals_a_full_merge(tmp_path) -> None:
     """The per-refresh merge of log steps and TensorBoard scalars (only what is new)
     gives exactly what merging everything from scratch gives, through new steps, a log
     line completed late, TensorBoard catching up, and a resumed run rewriting old steps."""
-    from tui.core.tbreader import ScalarReader
+    from tui.core.job.tbreader import ScalarReader
     from tui.sim.tbwrite import ScalarWriter
 
     prof = demo_profile()
@@ -225,7 +225,7 @@ def test_incremental_merge_equals_a_full_merge(tmp_path) -> None:
         got = w.rows()
         assert got == full() and list(got) == sorted(got)
         rm = w.run_metrics()
-        from tui.core.metrics_model import RunMetrics
+        from tui.core.job.metrics import RunMetrics
         ref = RunMetrics(full(), total_steps=rm.total_steps, last_checkpoint=rm.last_checkpoint,
                          expected=dict(rm.expected), gpus_per_node=8, wall_times=w.parser.seen_at, now=rm.now)
         assert rm.summary() == ref.summary()
@@ -297,7 +297,7 @@ def test_a_refresh_merges_only_new_steps_while_tensorboard_lags(tmp_path, monkey
     """The steady state of a long run: the log streams ahead, TensorBoard is read once a
     refresh and lags by many steps. No refresh may fall back to a full rebuild (that is
     what made the refresh cost grow with the run), and the result stays exact."""
-    from tui.core.tbreader import ScalarReader
+    from tui.core.job.tbreader import ScalarReader
     from tui.sim.tbwrite import ScalarWriter
 
     prof = demo_profile()

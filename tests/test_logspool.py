@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tui.core.logspool as logspool
-from tui.core.logspool import LogSpool
+import tui.core.job.spool as logspool
+from tui.core.job.spool import LogSpool
 
 
 def expected_lines(data: bytes) -> list[str]:
@@ -288,7 +288,7 @@ def test_memory_is_the_index_only(tmp_path: Path) -> None:
 def test_saved_index_is_used_and_extended(tmp_path: Path) -> None:
     """A saved line index spares a re-open the scan of the whole run's log; the bytes
     appended after it are indexed as usual; a stale or broken index is ignored."""
-    from tui.core.logspool import LogSpool
+    from tui.core.job.spool import LogSpool
 
     p = tmp_path / "driver.log"
     with LogSpool(p) as s:

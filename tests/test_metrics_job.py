@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tui.cli import main
-from tui.core.jobwatch import spool_dir
+from tui.core.job.watcher import spool_dir
 
 
 def test_metrics_from_the_spool(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tui.cli.metrics import MetricsSourceError, detect_kind, load_metrics, write_csv, write_json
-from tui.core.metrics_model import RunMetrics, downsample, judge, json_safe
+from tui.core.job.metrics import RunMetrics, downsample, judge, json_safe
 from tui.sim.tbwrite import ScalarWriter
 
 EXPECTED = {
@@ -267,7 +267,7 @@ def test_load_metrics_jsonl_and_errors(tmp_path: Path) -> None:
 
 
 def test_end_to_end_log_to_summary(tmp_path: Path) -> None:
-    from tui.core.verl_log import LogMetricsParser
+    from tui.core.job.verl_log import LogMetricsParser
 
     p = LogMetricsParser(clock=None)
     p.feed_text(LOG)

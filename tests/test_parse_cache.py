@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tui.backend.static import demo_profile
-from tui.core.jobwatch import JobWatcher
+from tui.core.job.watcher import JobWatcher
 
 LINES = ["(TaskRunner pid=1) Total training steps: 100"] + [
     f"(TaskRunner pid=1) step:{s} - critic/rewards/mean:{s / 100} - timing_s/step:10.0" for s in range(1, 41)]

@@ -40,7 +40,7 @@ from tui.core.parsers.raystatus import (
     parse_ray_status,
 )
 from tui.core.probes import sample_key
-from tui.core.verl_log import LogMetricsParser, parse_step_line
+from tui.core.job.verl_log import LogMetricsParser, parse_step_line
 
 # --------------------------------------------------------------------------- linear time
 
@@ -261,7 +261,7 @@ def test_spool_cuts_a_line_without_end_and_keeps_every_byte(tmp_path: Path) -> N
     """A remote log line that never ends (1 MiB here, arriving in 64 KiB chunks): the
     spool keeps the bytes (its size is the resume offset) but every line it hands on,
     reads back or shows pending is cut at LINE_CAP with a mark."""
-    from tui.core.logspool import LogSpool
+    from tui.core.job.spool import LogSpool
 
     body = b"y" * (1 << 20)
     with LogSpool(tmp_path / "driver.log") as spool:
@@ -282,7 +282,7 @@ def test_spool_cuts_a_line_without_end_and_keeps_every_byte(tmp_path: Path) -> N
 
 def test_spool_reader_follows_a_long_line(tmp_path: Path) -> None:
     """Another console reading the owner's spool (`refresh`) gets the same cut line."""
-    from tui.core.logspool import LogSpool
+    from tui.core.job.spool import LogSpool
 
     with LogSpool(tmp_path / "d.log") as owner, LogSpool(tmp_path / "d.log", lock=False) as reader:
         owner.append(b"z" * (LINE_CAP * 3))
@@ -414,7 +414,7 @@ async def test_one_shot_probe_parses_off_the_event_loop(node_server: Any, ssh_ki
 def test_checkpoint_scan_takes_ascii_digits_only(value: str) -> None:
     """`latest_checkpointed_iteration.txt` holding "²" made int() raise out of the scan
     (every later scalar poll failed); "٣" was read as step 3. Neither is a step."""
-    from tui.core.jobwatch import parse_identity, parse_scan
+    from tui.core.job.watcher import parse_identity, parse_scan
 
     sizes, ckpt = parse_scan(f"{value} ./a.tfevents\n10 ./b.tfevents\n@@ckpt={value}\n")
     assert ckpt is None and sizes == {"b.tfevents": 10}

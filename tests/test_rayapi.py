@@ -279,7 +279,7 @@ async def test_one_dashboard_timeout_keeps_the_watched_job(node_server, ssh_kit,
     used to give available=False, which the console turned into NOT_ON_CLUSTER for the
     watched job. The last good answer is kept until the misses pile up."""
     from tui.core.probes import ClusterMonitor
-    from tui.core.jobwatch import job_on_cluster
+    from tui.core.job.watcher import job_on_cluster
 
     dash.answers[("GET", "/api/v0/nodes?detail=1")] = (200, NODES)
     dash.answers[("GET", "/api/cluster_status")] = (200, b"{}")

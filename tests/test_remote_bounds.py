@@ -260,7 +260,7 @@ def test_event_frame_claiming_a_tebibyte_is_not_reread(tmp_path: Path) -> None:
     once; its good scalars stay; later updates read nothing of it."""
     import struct as _struct
 
-    from tui.core.tbreader import ScalarReader, masked_crc32c
+    from tui.core.job.tbreader import ScalarReader, masked_crc32c
     from tui.sim.tbwrite import ScalarWriter
 
     w = ScalarWriter(str(tmp_path / "tb"), sync=True)

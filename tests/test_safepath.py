@@ -75,7 +75,7 @@ def test_confined_refuses_symlink_out(tmp_path: Path) -> None:
 
 
 def test_parse_scan_refuses_absolute_and_climbing_names() -> None:
-    from tui.core.jobwatch import parse_scan
+    from tui.core.job.watcher import parse_scan
 
     out = ("10 ./ok/events.out.tfevents.1\n"
            "99 /etc/evil.tfevents\n"
@@ -101,7 +101,7 @@ async def test_mirror_newline_dir_cannot_write_outside(node_server, ssh_kit, tmp
     """The reported attack: a directory in the run's TB folder whose name holds a newline
     and an absolute path; `find` prints one record that reads as two lines, the second
     one `SIZE /absolute/...`. Before: the console appended remote bytes there."""
-    from tui.core.jobwatch import RemoteTbMirror
+    from tui.core.job.watcher import RemoteTbMirror
     from tui.core.ssh import NodeSession
 
     remote = tmp_path / "remote"
@@ -206,7 +206,7 @@ def test_property_mirror_writes_only_under_its_directory(hostile: _HostileNode, 
     """Random remote names (newlines, absolute, `..`, unicode, control characters) as a
     hostile `find` would print them, through parse_scan and the mirror's fetch: every
     file written is under the mirror, and nothing else in the test's tree changes."""
-    from tui.core.jobwatch import RemoteTbMirror, parse_scan
+    from tui.core.job.watcher import RemoteTbMirror, parse_scan
 
     sandbox = tmp_path / "sandbox"
     local = sandbox / "a" / "b" / "mirror"
@@ -236,7 +236,7 @@ def test_property_mirror_writes_only_under_its_directory(hostile: _HostileNode, 
 @pytest.mark.parametrize("job", ["/abs/evil", "../../evil", "..", "a/../../evil", "x\ny", ""])
 def test_jobwatcher_refuses_unsafe_job_id(tmp_path: Path, job: str) -> None:
     """Before: `base = spool / job_id` unchecked, driver.log written at /abs/evil/..."""
-    from tui.core.jobwatch import JobWatcher
+    from tui.core.job.watcher import JobWatcher
 
     prof = load_profile(DATA / "good_profile.yaml")
     spool = tmp_path / "a" / "spool"
@@ -250,7 +250,7 @@ def test_jobwatcher_refuses_unsafe_job_id(tmp_path: Path, job: str) -> None:
 def test_find_job_skips_unsafe_ids(tmp_path: Path) -> None:
     """`status` finds its job in Ray's list; a job whose id cannot be a directory name
     is passed over (logged), never watched."""
-    from tui.core.jobwatch import find_job
+    from tui.core.job.watcher import find_job
     from tui.core.state import RayJobState
 
     prof = load_profile(DATA / "good_profile.yaml")
@@ -263,7 +263,7 @@ def test_find_job_skips_unsafe_ids(tmp_path: Path) -> None:
 def test_property_spool_writes_only_under_its_directory(hostile: _HostileNode, tmp_path: Path) -> None:
     """Random job ids, through JobWatcher and its log follower against a node that
     answers every path: driver.log lands only under the spool, or the id is refused."""
-    from tui.core.jobwatch import JobWatcher
+    from tui.core.job.watcher import JobWatcher
 
     prof = load_profile(DATA / "good_profile.yaml")
     prof.container.access = "direct"
@@ -314,8 +314,8 @@ def test_history_record_with_integer_job_id_is_skipped(tmp_path: Path) -> None:
     spool dir) from `status`/the console; it is skipped like any foreign line."""
     import json
 
-    from tui.core.history import history_path, last_run, runs
-    from tui.core.jobwatch import find_job
+    from tui.core.job.history import history_path, last_run, runs
+    from tui.core.job.watcher import find_job
 
     prof = load_profile(DATA / "good_profile.yaml")
     base = {"profile": prof.name, "profile_path": "p.yaml", "submitted_at": 1.0, "entrypoint": [],

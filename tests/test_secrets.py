@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from tui.cli import main
 from tui.core.actions.events import ActionEvent
-from tui.core.history import RunRecord, history_path, record_run, runs
+from tui.core.job.history import RunRecord, history_path, record_run, runs
 from tui.core.secrets import is_secret_name, mask_argv, mask_data, mask_env, mask_secrets
 
 REPO = Path(__file__).resolve().parent.parent

@@ -137,7 +137,7 @@ def watch(sim: dict[str, Any]) -> Iterator[BgWatch]:
 
 
 def _submit(profile: Path) -> str:
-    from tui.core.history import last_run
+    from tui.core.job.history import last_run
 
     prof = load_profile(profile)
     before = last_run(prof.name)

@@ -19,7 +19,7 @@ import pytest
 from tui.cli.main import build_parser
 from tui.cli.status import render_table
 from tui.core.alerts import Thresholds
-from tui.core.metrics_model import MetricsSummary, fmt_range, monitoring_ranges
+from tui.core.job.metrics import MetricsSummary, fmt_range, monitoring_ranges
 from tui.core.profile import Monitoring
 from tui.core.state import ClusterState, JobState, RayState
 from tui.sim.sim_ranges import perf_model, sim_monitoring

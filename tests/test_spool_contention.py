@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_node
-from tui.core.jobwatch import JobWatcher
+from tui.core.job.watcher import JobWatcher
 from tui.core.raypaths import driver_log_path
-from tui.core.logspool import LogSpool, SpoolNotOwned
+from tui.core.job.spool import LogSpool, SpoolNotOwned
 from tui.core.profile import load_profile
 from tui.core.ssh import SessionPool
 
@@ -60,7 +60,7 @@ async def _until(cond: Any, what: str, tries: int = 600) -> None:
 
 _HOLDER = textwrap.dedent("""
     import sys
-    from tui.core.logspool import LogSpool
+    from tui.core.job.spool import LogSpool
     s = LogSpool(sys.argv[1])
     print("owner" if s.owner else "reader", flush=True)
     for line in sys.stdin:
@@ -159,7 +159,7 @@ async def test_two_consoles_one_spool_not_doubled(node_server, ssh_kit, tmp_path
 
 _CONSOLE = textwrap.dedent("""
     import asyncio, getpass, sys
-    from tui.core.jobwatch import JobWatcher
+    from tui.core.job.watcher import JobWatcher
     from tui.core.profile import Node, SshEndpoint, load_profile
     from tui.core.ssh import SessionPool
 
@@ -339,7 +339,7 @@ async def test_tb_mirror_has_one_writer(node_server, ssh_kit, tmp_path: Path,
     """The TensorBoard mirror sits next to the spool and follows the same rule: only the
     spool's owner fetches; another console reads the owner's copy (two appending the
     same remote bytes would double the mirror)."""
-    from tui.core import jobwatch
+    from tui.core.job import watcher as jobwatch
     from tui.sim.tbwrite import ScalarWriter
 
     monkeypatch.setattr(jobwatch, "_is_local", lambda profile: False)  # a console elsewhere

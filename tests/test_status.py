@@ -102,8 +102,8 @@ def test_status_json_with_a_run_from_an_earlier_sim(sim_cluster, capsys):
     sim (and its spool holds its steps). The current Ray does not know it: `status
     --json` shows it as the last run (`on_cluster: false`, its last step and
     checkpoint), never as running or unknown, with no metrics and no ETA."""
-    from tui.core.history import RunRecord, record_run
-    from tui.core.jobwatch import spool_dir
+    from tui.core.job.history import RunRecord, record_run
+    from tui.core.job.watcher import spool_dir
     from tui.core.state import JobStatus
 
     prof = sim_cluster.profile

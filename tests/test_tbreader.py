@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.core.tbreader import ByteSource, LocalSource, ScalarReader, masked_crc32c
+from tui.core.job.tbreader import ByteSource, LocalSource, ScalarReader, masked_crc32c
 from tui.sim.tbwrite import ScalarWriter
 
 # tbparse 0.0.9 under pandas 3 warns about its own use of `inplace=`; not our concern.

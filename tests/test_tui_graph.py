@@ -10,7 +10,7 @@ from textual_plotext import PlotextPlot
 
 from tui.app import RlconsoleApp
 from tui.backend.static import demo_backend
-from tui.core.series_tools import ema, in_range, to_csv
+from tui.core.job.series import ema, in_range, to_csv
 from tui.screens.graph import GraphScreen, expected_band, preselected
 
 from .pilot_helpers import settle, until

@@ -97,7 +97,7 @@ async def test_metrics_summary_same_shape_redraws_without_a_layout() -> None:
 
     from tui.app import RlconsoleApp
     from tui.backend.static import demo_backend
-    from tui.core.metrics_model import MetricsSummary
+    from tui.core.job.metrics import MetricsSummary
     from widgets.metrics_pane import MetricsPane
 
     from .pilot_helpers import SIZE, settle

@@ -24,7 +24,7 @@ from tui.core.state import RayJobState
 from tui.screens.graph import GraphScreen
 from tui.screens.main import MainScreen
 from tui.screens.preflight import PreflightScreen
-from tui.core.metrics_model import MetricsSummary
+from tui.core.job.metrics import MetricsSummary
 from widgets.action_panel import ActionPanel
 from widgets.confirm import ConfirmationModal
 from widgets.log_pane import LogPane

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tui.core.verl_log import (
+from tui.core.job.verl_log import (
     LogMetricsParser,
     parse_step_line,
     parse_tqdm,
@@ -386,7 +386,7 @@ _seps = st.sampled_from([" - ", " - ", " - ", "-", " -  ", " "])
 def test_fast_path_agrees_with_careful_path(parts: list[tuple[str, str, str]]) -> None:
     """The whole-line fast path may decline a line, but never disagrees with the
     segment-by-segment parser on one it accepts."""
-    from tui.core.verl_log import _careful_metrics, _fast_metrics
+    from tui.core.job.verl_log import _careful_metrics, _fast_metrics
 
     rest = "".join(f"{k}:{v}{sep}" for k, v, sep in parts)[: -len(parts[-1][2])].strip()
     if not rest:
@@ -457,7 +457,7 @@ def test_many_fragment_lines_after_a_step_line_invent_no_metrics() -> None:
     """8000 `k:v - k:v` lines after one step line: each was joined onto the step line
     and re-parsed whole (quadratic), inventing keys such as `actor/pg_loss:0.1k0/a`.
     A key never holds a colon, and a join that breaks a segment is no continuation."""
-    from tui.core.verl_log import LogMetricsParser
+    from tui.core.job.verl_log import LogMetricsParser
 
     p = LogMetricsParser(clock=None)
     lines = ["(TaskRunner pid=1) step:1 - actor/pg_loss:0.1"]
@@ -471,7 +471,7 @@ def test_continuation_work_is_linear(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run of lines that each end in a cut segment (every join looks legitimate):
     the characters re-parsed stay proportional to the input, not to its square.
     Counted, not timed: the parser's segment parser is wrapped to sum its input."""
-    from tui.core import verl_log
+    from tui.core.job import verl_log
 
     seen = {"chars": 0}
     careful = verl_log._careful_metrics
@@ -491,7 +491,7 @@ def test_continuation_work_is_linear(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_wrapped_value_still_joined() -> None:
     """The fix keeps the legitimate wrap: `response_length/mean:235.7` / `8125 - ...`."""
-    from tui.core.verl_log import LogMetricsParser
+    from tui.core.job.verl_log import LogMetricsParser
 
     p = LogMetricsParser(clock=None)
     p.feed_many(["(TaskRunner pid=1) step:3 - a:1 - response_length/mean:235.7",
@@ -505,7 +505,7 @@ def test_wrapped_value_still_joined() -> None:
 def test_huge_numbers_do_not_raise_and_the_chunk_goes_on() -> None:
     """A step number over 4300 digits raised ValueError (Python's int-string limit) out
     of the parser; the rest of the chunk was lost."""
-    from tui.core.verl_log import LogMetricsParser
+    from tui.core.job.verl_log import LogMetricsParser
 
     big = "9" * 5000
     p = LogMetricsParser(clock=None)
@@ -530,7 +530,7 @@ def test_metrics_cli_on_a_huge_step_number(tmp_path) -> None:  # type: ignore[no
 def test_feed_text_without_newlines_stays_bounded() -> None:
     """A stream that never ends its line: the kept tail is bounded (each chunk used to
     copy the whole growing tail), and what follows still parses."""
-    from tui.core.verl_log import MAX_LINE, LogMetricsParser
+    from tui.core.job.verl_log import MAX_LINE, LogMetricsParser
 
     p = LogMetricsParser(clock=None)
     for _ in range(3000):

@@ -20,7 +20,7 @@ from widgets.alerts_bar import AlertsBar
 
 from .core.actions.events import ActionEvent
 from .core.alerts import Alert
-from .core.metrics_model import MetricsSummary
+from .core.job.metrics import MetricsSummary
 from .core.state import ClusterState
 
 

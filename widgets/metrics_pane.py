@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
-from tui.core.metrics_model import MetricsSummary, fmt_range, fmt_step_time
+from tui.core.job.metrics import MetricsSummary, fmt_range, fmt_step_time
 from tui.core.profile import Monitoring
 from tui.core.state import JobStatus
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Protocol, runtim
 
 from tui.core.actions.events import ActionEvent
 from tui.core.alerts import Alert
-from tui.core.metrics_model import MetricsSummary
+from tui.core.job.metrics import MetricsSummary
 from tui.core.profile import Profile
 from tui.core.state import ClusterState, JobStatus
 

@@ -19,7 +19,7 @@ from tui.backend.base import AlertCallback, LogCallback, MetricsCallback, StateC
 from tui.core.actions.events import ActionEvent
 from tui.core.actions.plan import SubmitPlan
 from tui.core.alerts import Alert, AlertRules
-from tui.core.metrics_model import MetricsSummary, summarize
+from tui.core.job.metrics import MetricsSummary, summarize
 from tui.core.profile import Profile
 from tui.core.state import ClusterState, JobState, JobStatus, NodeState
 
@@ -104,7 +104,7 @@ class LiveBackend:
             if ray_job is not None:
                 w.status, w.on_cluster = ray_job.status, True
             elif time.monotonic() - self._attached_at > self.ATTACH_GRACE_S:
-                from tui.core.jobwatch import job_on_cluster
+                from tui.core.job.watcher import job_on_cluster
 
                 head = next((n for n in st.nodes if n.role == "head"), None)
                 if head is not None and head.reachable and job_on_cluster(st.ray, w.job_id) is False:
@@ -187,7 +187,7 @@ class LiveBackend:
         (after a submit) may both attach; without the lock the slower one could start
         a second watcher nobody stops (its log follower holds one of the head's few SSH
         channel slots for ever)."""
-        from tui.core.jobwatch import JobWatcher
+        from tui.core.job.watcher import JobWatcher
 
         async with self._attach_lock:
             if self.watcher is not None:
@@ -231,7 +231,7 @@ class LiveBackend:
         return None if w is None else JobStatus.of(w.status)
 
     async def _job_loop(self) -> None:
-        from tui.core.jobwatch import find_job
+        from tui.core.job.watcher import find_job
 
         refresh = self.profile.monitoring.refresh_s
         last_push = 0.0

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable
 from tui.backend.base import AlertCallback, LogCallback, MetricsCallback, Series, StateCallback
 from tui.core.actions.events import ActionEvent
 from tui.core.alerts import Alert
-from tui.core.metrics_model import MetricsSummary, monitoring_ranges
+from tui.core.job.metrics import MetricsSummary, monitoring_ranges
 from tui.core.profile import Node, Profile, SshEndpoint
 from tui.core.state import (
     ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, JobStatus, NodeState,

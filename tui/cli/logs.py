@@ -18,7 +18,7 @@ from tui.core.secrets import mask_secrets
 
 async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | None = None) -> int:
     from tui.core.actions.remote import PoolRemote
-    from tui.core.jobwatch import JobWatcher, find_job
+    from tui.core.job.watcher import JobWatcher, find_job
     from tui.core.safepath import UnsafeName, safe_job_id
     from tui.core.ssh import SessionPool
 

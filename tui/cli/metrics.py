@@ -18,9 +18,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
-from tui.core.metrics_model import json_safe
-from tui.core.tbreader import EVENT_FILE_MARKER, ScalarReader
-from tui.core.verl_log import LogMetricsParser
+from tui.core.job.metrics import json_safe
+from tui.core.job.tbreader import EVENT_FILE_MARKER, ScalarReader
+from tui.core.job.verl_log import LogMetricsParser
 
 __all__ = ["load_metrics", "write_json", "write_csv", "MetricsSourceError",
            "MetricsSourceNotFound", "detect_kind"]
@@ -169,7 +169,7 @@ def spool_log_for_job(job_id: str) -> str:
     """`rlconsole metrics --job ID`: the job's driver log as spooled locally by the console
     or `rlconsole logs` (no SSH). The id names a directory under the spool, so it must pass
     the one rule for remote names (`safepath`): one plain, confined component."""
-    from tui.core.jobwatch import spool_dir
+    from tui.core.job.watcher import spool_dir
 
     from tui.core.safepath import UnsafeName, confined, safe_job_id
 

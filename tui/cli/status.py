@@ -16,7 +16,7 @@ import textwrap
 import time
 from typing import Any, TextIO
 
-from tui.core.metrics_model import fmt_range, fmt_step_time, judge_range
+from tui.core.job.metrics import fmt_range, fmt_step_time, judge_range
 from tui.core.probes import snapshot
 from tui.core.profile import Profile
 from tui.core.secrets import mask_secrets
@@ -152,7 +152,7 @@ async def _snapshot_with_job(profile: Profile) -> ClusterState:
 
 async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     from tui.core.actions.remote import PoolRemote
-    from tui.core.jobwatch import job_on_cluster, JobWatcher, find_job
+    from tui.core.job.watcher import job_on_cluster, JobWatcher, find_job
 
     # Ray's job list: the dashboard's when the probe read it; none at all when no Ray
     # answered (then the slow-to-import job client has nothing to ask either).

@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable, TextIO
 
 from tui.core.alerts import Alert
-from tui.core.metrics_model import MetricsSummary
+from tui.core.job.metrics import MetricsSummary
 from tui.core.notify import Notifier
 from tui.core.profile import Profile
 from tui.core.secrets import mask_secrets

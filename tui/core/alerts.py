@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
-from .metrics_model import MetricsSummary, judge_range
+from .job.metrics import MetricsSummary, judge_range
 from .alert import LEVEL_ORDER as LEVEL_ORDER  # re-exported: the type lives in alert.py
 from .alert import MAX_MESSAGE_CHARS, Alert, AlertLevel
 from .alert import OpenAlerts as OpenAlerts  # re-exported

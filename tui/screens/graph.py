@@ -29,7 +29,7 @@ from textual.widgets.selection_list import Selection
 from textual_plotext import PlotextPlot
 from rich.segment import Segment
 
-from ..core.series_tools import Point, ema, in_range, to_csv
+from ..core.job.series import Point, ema, in_range, to_csv
 
 if TYPE_CHECKING:
     from ..core.profile import Monitoring

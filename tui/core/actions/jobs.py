@@ -12,7 +12,7 @@ import asyncio
 import time
 from typing import Any, AsyncIterator, Callable
 
-from ..history import RunRecord, last_run, record_run
+from ..job.history import RunRecord, last_run, record_run
 from ..parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
 from ..profile import Profile
 from ..raypaths import ray_temp_dir

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..metrics_model import fmt_range
+from ..job.metrics import fmt_range
 from ..profile import Profile
 from ..state import ACTIVE_JOB_STATUSES, ClusterState
 from .base import Remote

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .alerts import Alert
+from ..alerts import Alert
 from .history import last_run, runs
-from .profile import Profile
-from .raypaths import driver_log_path
-from .state import JobState, RayJobState
-from .state import ACTIVE_JOB_STATUSES, JobStatus
+from ..profile import Profile
+from ..raypaths import driver_log_path
+from ..state import JobState, RayJobState
+from ..state import ACTIVE_JOB_STATUSES, JobStatus
 
 log = logging.getLogger("rlconsole.jobwatch")
 
@@ -48,7 +48,7 @@ def job_on_cluster(ray: Any, job_id: str) -> bool | None:
 
 
 def spool_dir() -> Path:
-    from .locations import spool_root
+    from ..locations import spool_root
 
     return spool_root()
 
@@ -138,7 +138,7 @@ def parse_scan(stdout: str) -> tuple[dict[str, int], int | None]:
     `find`'s own `./` prefix, which every real record has. A name holding a newline
     splits its record in two; the second half is rejected (no `./`) or, if it forges
     one, is still only a confined relative name."""
-    from .safepath import UnsafeName, check_name
+    from ..safepath import UnsafeName, check_name
 
     sizes: dict[str, int] = {}
     ckpt: int | None = None
@@ -173,7 +173,7 @@ class RemoteTbMirror:
     async def fetch(self, sizes: dict[str, int]) -> int:
         """Fetch what each file gained beyond the local copy; files that did not grow
         cost nothing (between steps of a real run, that is most refreshes)."""
-        from .safepath import UnsafeName, confined, open_confined
+        from ..safepath import UnsafeName, confined, open_confined
 
         got = 0
         self.local_dir.mkdir(parents=True, exist_ok=True)
@@ -214,8 +214,8 @@ class JobWatcher:
                  on_lines: LineCallback | None = None, on_alert: AlertCallback | None = None,
                  refresh_s: float | None = None, root: Path | None = None,
                  wall_clock: bool = True) -> None:
-        from .diagnosis import Diagnoser
-        from .logspool import LogSpool
+        from ..diagnosis import Diagnoser
+        from .spool import LogSpool
         from .verl_log import LogMetricsParser
 
         self.profile = profile
@@ -226,7 +226,7 @@ class JobWatcher:
         self.on_lines = on_lines
         self.on_alert = on_alert
         self.refresh_s = refresh_s or profile.monitoring.refresh_s
-        from .safepath import confined, safe_job_id
+        from ..safepath import confined, safe_job_id
 
         # The id comes from Ray (anyone can submit a job): one confined name, or
         # UnsafeName before anything is created.
@@ -252,7 +252,7 @@ class JobWatcher:
         self.reattached = False
         self._cached_lines = 0
         self._cache_bad = False  # the cache on disk was refused: rewrite it after the parse
-        from .metrics_model import SeriesIndex
+        from .metrics import SeriesIndex
 
         self._merged: dict[int, dict[str, float]] = {}
         self._index = SeriesIndex(self._merged)
@@ -354,7 +354,7 @@ class JobWatcher:
         Before each stream the remote file's identity is checked (`_resync`); the
         stream itself ends when the file is replaced or truncated (FOLLOW_SCRIPT exits
         75), so that no byte of another file is appended as if it continued this one."""
-        from .ssh import StreamStatus
+        from ..ssh import StreamStatus
 
         path = driver_log_path(self.profile, self.job_id)
         backoff = 0.5
@@ -674,7 +674,7 @@ class JobWatcher:
         self._settle()
 
     def run_metrics(self) -> Any:
-        from .metrics_model import RunMetrics
+        from .metrics import RunMetrics
 
         mon = self.profile.monitoring
         expected: dict[str, Any] = {}
@@ -773,9 +773,9 @@ async def find_job(profile: Profile, remote: Any, known: list[RayJobState] | Non
     """The job to watch: a running one this console submitted, else any running one,
     else the last one submitted from here. (id, status). `known`: Ray's job list when the
     caller already has it (the monitor polls it), which saves asking the job API again."""
-    from .actions.jobs import job_client, list_jobs
+    from ..actions.jobs import job_client, list_jobs
 
-    from .safepath import UnsafeName, safe_job_id
+    from ..safepath import UnsafeName, safe_job_id
 
     jobs: list[dict[str, Any]] = []
     if known is None:
