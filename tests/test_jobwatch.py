@@ -92,7 +92,7 @@ async def test_follow_survives_a_dropped_connection(sim_cluster, tmp_path: Path)
 async def test_remote_scalars_mirror_incrementally(sim_cluster, tmp_path: Path) -> None:
     """Event files on the head are fetched over SSH by byte offset: only what was
     appended since the last sync travels, and the local copy equals the remote file."""
-    from tui.core.job.watcher import RemoteTbMirror
+    from tui.core.job.mirror import RemoteTbMirror
     from tui.core.job.tbreader import ScalarReader
     from tui.sim.tbwrite import ScalarWriter
 

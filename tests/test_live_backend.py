@@ -305,8 +305,8 @@ def test_a_refresh_merges_only_new_steps_while_tensorboard_lags(tmp_path, monkey
     writer = ScalarWriter(tmp_path / "tb", per_scalar=False, sync=True)
     w._reader = ScalarReader(tmp_path / "tb")
     rebuilds = []
-    orig = w._rebuild_merged
-    monkeypatch.setattr(w, "_rebuild_merged", lambda: (rebuilds.append(1), orig())[1])
+    orig = w.store.rebuild
+    monkeypatch.setattr(w.store, "rebuild", lambda: (rebuilds.append(1), orig())[1])
     step = 0
     for _refresh in range(20):
         for _ in range(12):  # the log runs 12 steps ahead of what TensorBoard shows

@@ -414,7 +414,8 @@ async def test_one_shot_probe_parses_off_the_event_loop(node_server: Any, ssh_ki
 def test_checkpoint_scan_takes_ascii_digits_only(value: str) -> None:
     """`latest_checkpointed_iteration.txt` holding "²" made int() raise out of the scan
     (every later scalar poll failed); "٣" was read as step 3. Neither is a step."""
-    from tui.core.job.watcher import parse_identity, parse_scan
+    from tui.core.job.follower import parse_identity
+    from tui.core.job.mirror import parse_scan
 
     sizes, ckpt = parse_scan(f"{value} ./a.tfevents\n10 ./b.tfevents\n@@ckpt={value}\n")
     assert ckpt is None and sizes == {"b.tfevents": 10}

@@ -75,7 +75,7 @@ def test_confined_refuses_symlink_out(tmp_path: Path) -> None:
 
 
 def test_parse_scan_refuses_absolute_and_climbing_names() -> None:
-    from tui.core.job.watcher import parse_scan
+    from tui.core.job.mirror import parse_scan
 
     out = ("10 ./ok/events.out.tfevents.1\n"
            "99 /etc/evil.tfevents\n"
@@ -101,7 +101,7 @@ async def test_mirror_newline_dir_cannot_write_outside(node_server, ssh_kit, tmp
     """The reported attack: a directory in the run's TB folder whose name holds a newline
     and an absolute path; `find` prints one record that reads as two lines, the second
     one `SIZE /absolute/...`. Before: the console appended remote bytes there."""
-    from tui.core.job.watcher import RemoteTbMirror
+    from tui.core.job.mirror import RemoteTbMirror
     from tui.core.ssh import NodeSession
 
     remote = tmp_path / "remote"
@@ -206,7 +206,7 @@ def test_property_mirror_writes_only_under_its_directory(hostile: _HostileNode, 
     """Random remote names (newlines, absolute, `..`, unicode, control characters) as a
     hostile `find` would print them, through parse_scan and the mirror's fetch: every
     file written is under the mirror, and nothing else in the test's tree changes."""
-    from tui.core.job.watcher import RemoteTbMirror, parse_scan
+    from tui.core.job.mirror import RemoteTbMirror, parse_scan
 
     sandbox = tmp_path / "sandbox"
     local = sandbox / "a" / "b" / "mirror"

@@ -339,10 +339,10 @@ async def test_tb_mirror_has_one_writer(node_server, ssh_kit, tmp_path: Path,
     """The TensorBoard mirror sits next to the spool and follows the same rule: only the
     spool's owner fetches; another console reads the owner's copy (two appending the
     same remote bytes would double the mirror)."""
-    from tui.core.job import watcher as jobwatch
+    from tui.core.job import mirror
     from tui.sim.tbwrite import ScalarWriter
 
-    monkeypatch.setattr(jobwatch, "_is_local", lambda profile: False)  # a console elsewhere
+    monkeypatch.setattr(mirror, "is_local", lambda profile: False)  # a console elsewhere
     srv = await node_server()
     prof = _profile(srv, ssh_kit, tmp_path)
     tb = tmp_path / "remote-tb"

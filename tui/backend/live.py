@@ -102,13 +102,13 @@ class LiveBackend:
         if w is not None:
             ray_job = next((j for j in st.ray.jobs if j.id == w.job_id), None)
             if ray_job is not None:
-                w.status, w.on_cluster = ray_job.status, True
+                w.observe(ray_job.status, True)
             elif time.monotonic() - self._attached_at > self.ATTACH_GRACE_S:
                 from tui.core.job.watcher import job_on_cluster
 
                 head = next((n for n in st.nodes if n.role == "head"), None)
                 if head is not None and head.reachable and job_on_cluster(st.ray, w.job_id) is False:
-                    w.status, w.on_cluster = JobStatus.NOT_ON_CLUSTER, False
+                    w.observe(JobStatus.NOT_ON_CLUSTER, False)
             # the job as of the last refresh (one RunMetrics a refresh serves both)
             if self._job is not None and self._job.id == w.job_id:
                 self._job.status = w.status if w.on_cluster is not False else JobStatus.NOT_ON_CLUSTER
@@ -196,7 +196,7 @@ class LiveBackend:
                 old, self.watcher, self._job = self.watcher, None, None
                 await old.stop()
             w = JobWatcher(self.profile, self.pool, job_id, on_lines=self._lines, on_alert=self._alert)
-            w.status = JobStatus.of(status)
+            w.observe(status, None)
             # a re-attach: parse what the spool already holds, show its tail, then follow
             await asyncio.to_thread(w.reattach)
             n = w.spool.line_count

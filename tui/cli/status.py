@@ -162,11 +162,10 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
         return
     job_id, status = found
     w = JobWatcher(profile, pool, job_id, wall_clock=False)
-    w.status = JobStatus.of(status)
     try:
         # Ray answered (or is not running on a reachable head) without this job: it is a
         # run from the history, shown as the last run, never as current.
-        w.on_cluster = job_on_cluster(st.ray, job_id)
+        w.observe(status, job_on_cluster(st.ray, job_id))
         # the parse cache (saved by the console, or by an earlier status) leaves only the
         # lines after it to parse; old failures are not re-diagnosed here
         await asyncio.to_thread(w.reattach, 0)

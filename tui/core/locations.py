@@ -57,7 +57,7 @@ def history_path() -> Path:
 
 
 def spool_root() -> Path:
-    """One directory per job below it (`tui/core/jobwatch.py`); created 0700."""
+    """One directory per job below it (`tui/core/job/watcher.py`); created 0700."""
     d = state_dir() / "spool"
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     return d

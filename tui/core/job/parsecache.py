@@ -1,0 +1,174 @@
+"""The parse cache: what the spool's lines came to (the VeRL parser's state), up to a
+line, so a re-attach (a `status`, a console restart) parses only the lines after it
+instead of the whole run's log. JSON, private, type-checked on the way in: a file that
+only ever holds data, never code."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from .spool import LogSpool
+from .verl_log import LogMetricsParser
+
+log = logging.getLogger("rlconsole.jobwatch")
+
+
+class ParseCache:
+    """The cache beside one job's spool. `cached_lines`: the lines the last save (or
+    load) covers; `bad`: the cache on disk was refused (rewrite it after the parse)."""
+
+    def __init__(self, spool: LogSpool, parser: LogMetricsParser) -> None:
+        self.spool = spool
+        self.parser = parser
+        self.cached_lines = 0
+        self.bad = False
+
+    VERSION = 3  # 2: the parser keeps a wrapped line's last segment; 3: JSON, not pickle
+
+    @property
+    def path(self) -> Path:
+        return self.spool.path.with_name("parsed.json")
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """The parser's state as of now, cheap enough for the app's loop: shallow
+        copies (a finished step's metrics are never changed again; the last one may
+        be, by a wrapped continuation, so it is copied too). Serialise it in a thread
+        with `write`."""
+        p = self.parser
+        # plain values only (the cache is JSON): steps and progress are converted below
+        state = {k: v for k, v in vars(p).items()
+                 if k == "progress" or (k not in ("steps", "seen_at", "_clock")
+                                        and isinstance(v, (str, int, float, bool, type(None))))}
+        steps = dict(p.steps)
+        if steps:
+            last = next(reversed(steps))
+            steps[last] = dict(steps[last])
+        state["steps"] = steps
+        return (self.VERSION, self.spool.size, self.spool.line_count, state)
+
+    def write(self, snap: tuple[Any, ...]) -> None:
+        """Save a snapshot and the spool's line index (blocking: run it in a thread).
+        A later re-attach (a `status`, a console restart) then parses only the lines
+        after it instead of the whole run's log. JSON, written private (0600) and
+        renamed into place: a file that only ever holds data, never code."""
+        import json
+        import tempfile
+
+        version, size, lines, state = snap
+        state = dict(state)
+        state["steps"] = [[step, m] for step, m in state["steps"].items()]  # ordered; int keys
+        prog = state.get("progress")
+        state["progress"] = prog.to_dict() if prog is not None else None
+        text = json.dumps({"version": version, "size": size, "lines": lines, "state": state})
+        # a fresh 0600 file of our own (mkstemp: O_EXCL), renamed over the old cache
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix="parsed.", suffix=".tmp")
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self.spool.save_index()
+        self.cached_lines = lines
+
+    def read(self) -> dict[str, Any] | None:
+        """The cache's parser state, or None: none, not ours (another user's file, or
+        one group/world could write: anyone could have planted what it says), not a
+        regular file, or not exactly the JSON `write` writes."""
+        import json
+        import stat
+
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        with open(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+                log.warning("parse cache %s ignored (owner uid %d, mode %o): rebuilt from the spool",
+                            self.path, st.st_uid, stat.S_IMODE(st.st_mode))
+                self.bad = True
+                return None
+            if st.st_size > CACHE_MAX_BYTES:  # not one we wrote (a whole run's is ~16 MB)
+                self.bad = True
+                return None
+            raw = f.read()
+        try:
+            doc = json.loads(raw)
+            fields = set(vars(self.parser)) - {"seen_at", "_clock"}
+            state = _cache_state(doc, self.VERSION, fields)
+        except (ValueError, TypeError, KeyError, RecursionError):
+            self.bad = True
+            return None
+        if state is None:
+            return None
+        if doc["size"] > self.spool.size or doc["lines"] > self.spool.line_count:
+            return None
+        state["__lines"] = doc["lines"]
+        return state
+
+    def load(self) -> int:
+        """Restore the parser from the cache if it matches this spool; the number of
+        lines it covers (0: parse from the start)."""
+        self.bad = False
+        state = self.read()
+        if state is None:
+            return 0
+        lines = int(state.pop("__lines"))
+        for k, v in state.items():
+            setattr(self.parser, k, v)
+        self.cached_lines = lines
+        return lines
+
+
+CACHE_MAX_BYTES = 1 << 30
+"""A parse cache larger than this is not read (2710 steps x 150 metrics: 16 MB)."""
+
+_CACHE_SCALARS: dict[str, tuple[type, ...]] = {
+    "total_steps": (int, type(None)), "last_checkpoint": (int, type(None)), "malformed": (int,),
+    "lines": (int,), "_tail": (str,), "_pending": (str, type(None)), "_pending_step": (int,),
+    "_pending_bad": (int,), "_pending_prefix_bad": (int,), "_pending_last_bad": (bool,)}
+"""The parser fields the parse cache holds besides `steps` and `progress`, by type."""
+
+
+def _cache_state(doc: Any, version: int, fields: set[str]) -> dict[str, Any] | None:
+    """The parser state in a parse-cache document, type-checked field by field (None:
+    another version). Raises ValueError/TypeError/KeyError on anything else: a cache
+    is data written by `ParseCache.write`, and nothing else is taken from it. `fields`: the
+    parser's own attributes; a field added to the parser later (not in
+    `_CACHE_SCALARS`) is taken only as a plain scalar."""
+    from .verl_log import TqdmProgress
+
+    if not isinstance(doc, dict) or doc.get("version") != version:
+        return None
+    if not all(isinstance(doc[k], int) and not isinstance(doc[k], bool) for k in ("size", "lines")):
+        raise TypeError("size/lines")
+    raw = doc["state"]
+    if not isinstance(raw, dict) or not set(_CACHE_SCALARS) | {"steps", "progress"} <= set(raw) <= fields:
+        raise KeyError("state fields")
+    state: dict[str, Any] = {}
+    for k, v in raw.items():
+        if k in ("steps", "progress"):
+            continue
+        types = _CACHE_SCALARS.get(k, (str, int, float, bool, type(None)))
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            raise TypeError(k)
+        state[k] = v
+    steps: dict[int, dict[str, float]] = {}
+    for item in raw["steps"]:
+        step, metrics = item
+        if not isinstance(step, int) or not isinstance(metrics, dict):
+            raise TypeError("steps")
+        if not all(isinstance(name, str) and isinstance(x, (int, float)) for name, x in metrics.items()):
+            raise TypeError("step metrics")
+        steps[step] = {name: float(x) for name, x in metrics.items()}
+    state["steps"] = steps
+    prog = raw["progress"]
+    state["progress"] = None if prog is None else TqdmProgress(**prog)
+    return state
