@@ -421,7 +421,7 @@ class NodeGrid(ScrollView, can_focus=True):
         try:
             parent = self.parent.size if isinstance(self.parent, Widget) else self.app.size
             return max(1, int(mh.resolve(parent, self.app.size)) - self.styles.gutter.height)
-        except Exception:  # unusual units: never let a layout question break the grid
+        except Exception:  # noqa: BLE001 - unusual units: never let a layout question break the grid
             return None
 
     def _compute_layout(self) -> GridLayout:

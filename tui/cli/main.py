@@ -37,7 +37,7 @@ def _sim_profile_fallback() -> str | None:
         return None
     try:
         p = running_profile()
-    except Exception:  # a broken sim state must not break profile lookup
+    except Exception:  # noqa: BLE001 - a broken sim state must not break profile lookup
         return None
     return str(p) if p else None
 

@@ -116,7 +116,7 @@ def load_metrics(source: str | os.PathLike[str]) -> list[Row]:
 
 def _open_out(out: IO[str] | str | os.PathLike[str]) -> tuple[IO[str], bool]:
     if isinstance(out, (str, os.PathLike)):
-        return open(out, "w", encoding="utf-8", newline=""), True  # noqa: SIM115
+        return open(out, "w", encoding="utf-8", newline=""), True
     return out, False
 
 

@@ -23,7 +23,7 @@ class SecretMaskingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             msg = record.getMessage()
-        except Exception:  # a bad format string must not kill logging
+        except Exception:  # noqa: BLE001 - a bad format string must not kill logging
             msg = str(record.msg)
         record.msg = mask_secrets(msg)
         record.args = None

@@ -421,7 +421,7 @@ class ClusterMonitor:
                 res = cb(snap)
                 if asyncio.iscoroutine(res):
                     asyncio.ensure_future(res)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("monitor subscriber failed")
 
     # -- lifecycle ---------------------------------------------------------

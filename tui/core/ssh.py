@@ -390,7 +390,7 @@ class NodeSession:
         for cb in list(self._callbacks):
             try:
                 cb(self)
-            except Exception:  # noqa: BLE001 - a subscriber's bug must not kill SSH
+            except Exception:  # a subscriber's bug must not kill SSH
                 log.exception("%s: state callback failed", self.name)
 
     def _known_hosts(self) -> list[str] | bytes:

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Callable
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.css.query import NoMatches
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Input, SelectionList, Static
 from textual.strip import Strip
+from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 from textual_plotext import PlotextPlot
 from rich.segment import Segment
@@ -96,7 +98,7 @@ class PickList(SelectionList[str]):
             return strip
         try:
             value = self.get_option_at_index(self.scroll_offset.y + y).value
-        except Exception:  # OptionDoesNotExist: a line below the last option
+        except OptionDoesNotExist:  # a line below the last option
             return strip
         picked = value in self._selected
         base = segs[3].style
@@ -189,7 +191,7 @@ class GraphScreen(Screen[None]):
     def _load(self) -> dict[str, list[Point]]:
         try:
             return {k: list(v) for k, v in (self.source() or {}).items() if v}
-        except Exception as e:  # the screen stays up and says why
+        except Exception as e:  # noqa: BLE001 - the screen stays up and says why
             self.notify(f"metrics unavailable: {e}", severity="warning", markup=False)
             return {}
 
@@ -226,7 +228,7 @@ class GraphScreen(Screen[None]):
         for i, name in enumerate(self.selected):
             try:
                 w = self.query_one(f"#plot-{i}", PlotextPlot)
-            except Exception:
+            except NoMatches:  # its plot not mounted yet: drawn on the next refresh
                 continue
             self._draw(w, name)
 

@@ -209,7 +209,7 @@ class MainScreen(Screen[None]):
                         self.to_confirm[name] = (str(ev.data["confirm"]), {**opts, "stop_confirmed": True})
                 elif ev.kind in ("done", "skip"):
                     message = ev.message
-        except Exception as e:  # shown, not raised: a failed action must not kill the console
+        except Exception as e:  # noqa: BLE001 - shown, not raised: a failed action must not kill the console
             ok, message = False, mask_secrets(f"{name}: {type(e).__name__}: {e}")
         finally:
             if name == "check":

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -154,7 +155,7 @@ class NodeDetailScreen(Screen[None]):
 
             try:
                 row = main.query_one(NodeGrid).rows.get(self.node_name)
-            except Exception:  # main screen not composed (cannot happen once shown)
+            except NoMatches:  # main screen not composed (cannot happen once shown)
                 row = None
         return state, row
 

@@ -894,7 +894,7 @@ class _Daemon:
             proc_root = f"/proc/{ns['init']}/root/proc" if ns else "/proc"
             try:
                 render_node(str(nd), proc_root, now)
-            except Exception:  # noqa: BLE001 - one node's bad load file must not stop the others
+            except Exception:  # one node's bad load file must not stop the others
                 log.exception("%s: rendering the card tool output failed", nm)
 
     async def render_loop(self) -> None:
@@ -948,7 +948,7 @@ class _Daemon:
             await self.stop_event.wait()
             render.cancel()
             ctl.close()
-        except Exception as e:  # noqa: BLE001 - reported to sim_up through state.json
+        except Exception as e:  # reported to sim_up through state.json
             log.exception("sim failed")
             self.state["status"] = "failed"
             self.state["error"] = f"{type(e).__name__}: {e}"

@@ -64,7 +64,7 @@ class _SyncEventFileWriter:
                 f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{next_uid()}",
             ) + filename_suffix
             try:
-                self._file = open(self._file_name, "xb")  # noqa: SIM115 - closed in close()
+                self._file = open(self._file_name, "xb")
                 break
             except FileExistsError:
                 continue
@@ -135,7 +135,7 @@ class ScalarWriter:
     @property
     def path(self) -> str:
         """The event file being written (useful to truncate copies of it in tests)."""
-        return self._writer._file_name  # noqa: SLF001 - tensorboard exposes no getter
+        return self._writer._file_name
 
     def _value(self, tag: str, value: float) -> Any:
         """One `Summary.Value` in the configured encoding."""

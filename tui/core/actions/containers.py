@@ -40,7 +40,7 @@ def _images_match(want: str, have: str | None) -> bool:
     if want == have:
         return True
     # docker may report `name:latest` for `name`, or the reverse
-    strip = lambda s: s[:-7] if s.endswith(":latest") else s  # noqa: E731
+    strip = lambda s: s[:-7] if s.endswith(":latest") else s
     return strip(want) == strip(have)
 
 
