@@ -203,6 +203,21 @@ def test_cli_diagnose_text_json_stdin(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["line"] == 5  # the last of its lines: "within 60 seconds ... will terminate"
 
 
+def test_cli_diagnose_reads_undecodable_stdin_and_shows_no_escapes() -> None:
+    """A pasted log is any bytes (a binary blob, Latin-1, a cut UTF-8 sequence) and may
+    carry terminal escapes: no traceback, the cause found, its line shown as text."""
+    import os
+
+    data = (b"ok line\n\xff\xfe\x80 not utf-8\n"
+            b"\x1b]0;owned\x07torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\x1b[31m\n")
+    r = subprocess.run([sys.executable, "-m", "tui.cli", "diagnose", "-"], input=data, capture_output=True,
+                       cwd=REPO, timeout=120, env=dict(os.environ))
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
+    out = r.stdout.decode()
+    assert out.splitlines()[1].startswith("  line 3:") and "CUDA out of memory" in out
+    assert "\x1b" not in out and "\x07" not in out
+
+
 def test_cli_diagnose_nothing_known_and_unreadable(tmp_path: Path) -> None:
     log = tmp_path / "ok.log"
     log.write_text(HEALTHY[0].read_text(encoding="utf-8", errors="replace"))

@@ -52,7 +52,9 @@ def run_diagnose(source: str, as_json: bool = False, out: TextIO | None = None,
         err.write(f"rlconsole: warning: {a.message}\n")
     try:
         if source == "-":
-            verdict = d.verdict(_lines(sys.stdin))
+            # a pasted log is any bytes: undecodable ones are replaced, never a traceback
+            stdin = open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False)
+            verdict = d.verdict(_lines(stdin))
         else:
             with open(source, encoding="utf-8", errors="replace") as stream:
                 verdict = d.verdict(_lines(stream))
@@ -71,7 +73,7 @@ def run_diagnose(source: str, as_json: bool = False, out: TextIO | None = None,
         out.write("unknown errors can be added to the catalog: <config dir>/diagnosis.yaml "
                   "(README: Alerts)\n")
         return 0
-    out.write(f"{f.title}\n")
+    out.write(f"{_shown(f.title)}\n")
     out.write(f"  line {f.line_no + 1}: {_shown(f.line)}\n")
     out.write(f"  why: {f.explanation}\n")
     out.write(f"  fix: {f.fix}\n")
