@@ -236,7 +236,7 @@ _PARAM_RE = re.compile(r"^(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(\[([^\]]*)\]
 
 
 def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> None:
-    """${...}: the parameter and its operator."""
+    """${...}: the parameter and its operator (one handler per operator, `_PARAM_OPS`)."""
     m = _PARAM_RE.match(body)
     if not m:
         st.note(line, f"${{{body}}}: not an expansion the importer knows; left as a placeholder")
@@ -244,45 +244,12 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
         return
     length, name, _, index, rest = m.groups()
     if name in ("@", "*"):
-        if st.frames:  # inside a function: its arguments
-            items = st.frames[-1]
-            if quoted and name == "@":
-                out.many(items)
-            elif quoted:
-                out.lit(" ".join(items), True)
-            else:
-                out.split(" ".join(items))
-        else:
-            st.args_used.append(line)
+        _all_args(name, st, line, quoted, out)
         return
     if index is not None and index in ("@", "*"):
-        items = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
-        if length:
-            out.lit(str(len(items)), quoted)
-            return
-        if quoted and index == "@":
-            out.many(items)
-        elif quoted:
-            out.lit(" ".join(items), True)
-        else:
-            out.split(" ".join(items))
+        _all_items(name, index, bool(length), st, quoted, out)
         return
-    if index is not None:
-        try:
-            k = _arith(index, st, line)
-        except (ValueError, SyntaxError):
-            k = 0
-        arr = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
-        value: str | None = arr[k] if -len(arr) <= k < len(arr) else None
-    elif st.frames and (name == "#" or (name.isdigit() and name != "0")):
-        args = st.frames[-1]
-        value = str(len(args)) if name == "#" else (args[int(name) - 1] if int(name) <= len(args) else "")
-    elif name.isdigit() or name in "#?$!-":
-        value = {"0": st.script, "#": "0", "?": "0"}.get(name)
-        if name.isdigit() and name != "0":
-            st.args_used.append(line)
-    else:
-        value = st.get(name, line)
+    value = _param_value(name, index, st, line)
     if length:
         out.lit(str(len(value or "")), quoted)
         return
@@ -293,48 +260,9 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
             out.lit(placeholder("${" + body + "}", line), True)
             return
         op, word = op_m.groups()
-        unset = value is None
-        empty = unset or (op.startswith(":") and value == "")
-        if op in (":-", "-"):
-            if empty:  # the word keeps its own quoting: quoted parts are not split
-                _expand(word, st, line, out, quoted, in_param=True)
-                return
-        elif op in (":=", "="):
-            if empty:
-                value = expand_string(word, st, line, quoted=quoted)
-                st.vars[name] = value
-        elif op in (":+", "+"):
-            if not empty:
-                _expand(word, st, line, out, quoted, in_param=True)
-            return
-        elif op in (":?", "?"):
-            if empty:
-                st.note(line, f"${{{body}}}: bash would stop the script here ({name} is not set)")
-                value = ""
-        elif op in ("#", "##", "%", "%%"):
-            pat = expand_string(word, st, line, quoted=True)
-            v = value or ""
-
-            def fits(part: str) -> bool:  # each cut tries a slice: counted, as it is quadratic
-                st.charge(len(part) + 1, line)
-                return fnmatch.fnmatchcase(part, pat)
-
-            rng = range(len(v) + 1)
-            if op == "#":
-                cut = next((k for k in rng if fits(v[:k])), None)
-                value = v[cut:] if cut is not None else v
-            elif op == "##":
-                cut = next((k for k in reversed(rng) if fits(v[:k])), None)
-                value = v[cut:] if cut is not None else v
-            elif op == "%":
-                cut = next((k for k in reversed(rng) if fits(v[k:])), None)
-                value = v[:cut] if cut is not None else v
-            else:
-                cut = next((k for k in rng if fits(v[k:])), None)
-                value = v[:cut] if cut is not None else v
-        else:
-            st.note(line, f"${{{body}}}: substitution not supported; left as a placeholder")
-            out.lit(placeholder("${" + body + "}", line), True)
+        p = _ParamOp(body, name, op, word, value, st, line, quoted, out)
+        done, value = _PARAM_OPS.get(op, _unsupported)(p)
+        if done:
             return
     if value is None:
         if name not in st.unset_reads:
@@ -344,6 +272,148 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
         out.lit(value, True)
     else:
         out.split(value)
+
+
+def _spread(items: list[str], all_words: bool, quoted: bool, out: _Fields) -> None:
+    """"$@"-like: a field per item; "$*"-like: one field; unquoted: split."""
+    if quoted and all_words:
+        out.many(items)
+    elif quoted:
+        out.lit(" ".join(items), True)
+    else:
+        out.split(" ".join(items))
+
+
+def _all_args(name: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> None:
+    """${@}/${*}: inside a function its arguments; at the top, the script's (unknown)."""
+    if st.frames:
+        _spread(st.frames[-1], name == "@", quoted, out)
+    else:
+        st.args_used.append(line)
+
+
+def _all_items(name: str, index: str, length: bool, st: ShellState, quoted: bool, out: _Fields) -> None:
+    """${a[@]}/${a[*]}/${#a[@]}: every element of an array (a scalar is one)."""
+    items = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
+    if length:
+        out.lit(str(len(items)), quoted)
+        return
+    _spread(items, index == "@", quoted, out)
+
+
+def _param_value(name: str, index: str | None, st: ShellState, line: int) -> str | None:
+    """The parameter's value before its operator; None when it is unset."""
+    if index is not None:
+        try:
+            k = _arith(index, st, line)
+        except (ValueError, SyntaxError):
+            k = 0
+        arr = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
+        return arr[k] if -len(arr) <= k < len(arr) else None
+    if st.frames and (name == "#" or (name.isdigit() and name != "0")):
+        args = st.frames[-1]
+        return str(len(args)) if name == "#" else (args[int(name) - 1] if int(name) <= len(args) else "")
+    if name.isdigit() or name in "#?$!-":
+        if name.isdigit() and name != "0":
+            st.args_used.append(line)
+        return {"0": st.script, "#": "0", "?": "0"}.get(name)
+    return st.get(name, line)
+
+
+@dataclass
+class _ParamOp:
+    """One ${name<op>word}: what its operator's handler needs."""
+
+    body: str
+    name: str
+    op: str
+    word: str
+    value: str | None
+    st: ShellState
+    line: int
+    quoted: bool
+    out: _Fields
+
+    @property
+    def empty(self) -> bool:
+        """Unset, or (with the `:` form) set to the empty string."""
+        return self.value is None or (self.op.startswith(":") and self.value == "")
+
+
+# A handler returns (done, value): done when it wrote the fields itself; else the value to write.
+_OpResult = tuple[bool, str | None]
+
+
+def _use_default(p: _ParamOp) -> _OpResult:
+    """${x:-word}: the word keeps its own quoting; quoted parts are not split."""
+    if p.empty:
+        _expand(p.word, p.st, p.line, p.out, p.quoted, in_param=True)
+        return True, None
+    return False, p.value
+
+
+def _assign_default(p: _ParamOp) -> _OpResult:
+    """${x:=word}: the word, also assigned to x."""
+    if p.empty:
+        value = expand_string(p.word, p.st, p.line, quoted=p.quoted)
+        p.st.vars[p.name] = value
+        return False, value
+    return False, p.value
+
+
+def _use_alternative(p: _ParamOp) -> _OpResult:
+    """${x:+word}: the word when x is set, else nothing."""
+    if not p.empty:
+        _expand(p.word, p.st, p.line, p.out, p.quoted, in_param=True)
+    return True, None
+
+
+def _error_if_unset(p: _ParamOp) -> _OpResult:
+    """${x:?word}: bash would stop; noted, and taken as empty."""
+    if p.empty:
+        p.st.note(p.line, f"${{{p.body}}}: bash would stop the script here ({p.name} is not set)")
+        return False, ""
+    return False, p.value
+
+
+# op -> (try the longest match first, cut a prefix rather than a suffix)
+_TRIMS = {"#": (False, True), "##": (True, True), "%": (True, False), "%%": (False, False)}
+
+
+def _trim(p: _ParamOp) -> _OpResult:
+    """${x#pat} ${x##pat} ${x%pat} ${x%%pat}: the shortest/longest prefix/suffix removed."""
+    st, line = p.st, p.line
+    pat = expand_string(p.word, st, line, quoted=True)
+    v = p.value or ""
+    longest, prefix = _TRIMS[p.op]
+
+    def fits(part: str) -> bool:  # each cut tries a slice: counted, as it is quadratic
+        st.charge(len(part) + 1, line)
+        return fnmatch.fnmatchcase(part, pat)
+
+    rng = range(len(v) + 1)
+    order = reversed(rng) if longest else rng
+    if prefix:
+        cut = next((k for k in order if fits(v[:k])), None)
+        return False, v[cut:] if cut is not None else v
+    cut = next((k for k in order if fits(v[k:])), None)
+    return False, v[:cut] if cut is not None else v
+
+
+def _unsupported(p: _ParamOp) -> _OpResult:
+    """${x/pat/rep} and the like: left as a visible placeholder."""
+    p.st.note(p.line, f"${{{p.body}}}: substitution not supported; left as a placeholder")
+    p.out.lit(placeholder("${" + p.body + "}", p.line), True)
+    return True, None
+
+
+_PARAM_OPS: dict[str, Callable[[_ParamOp], _OpResult]] = {
+    **dict.fromkeys((":-", "-"), _use_default),
+    **dict.fromkeys((":=", "="), _assign_default),
+    **dict.fromkeys((":+", "+"), _use_alternative),
+    **dict.fromkeys((":?", "?"), _error_if_unset),
+    **dict.fromkeys(("#", "##", "%", "%%"), _trim),
+}
 
 
 def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
