@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .limits import MAX_NESTING, Refused
 
@@ -247,37 +248,50 @@ def scan(text: str) -> list[RawCommand]:
             cur_line = sc.line
             if not cmd_line:
                 cmd_line = sc.line
-        if c == "'":
-            cur.append(sc.read_single())
-        elif c == '"':
-            cur.append(sc.read_double())
-        elif c == "`":
-            cur.append(sc.read_backtick())
-        elif c == "$":
-            cur.append(sc.read_dollar())
-        elif c == "\\":
-            cur.append(sc.adv(2))
-        elif c == "(" and cur and cur[-1].endswith("=") and _NAME_EQ.match("".join(cur[:256])):
-            cur.append(sc.read_balanced("(", ")"))  # name=(array elements)
-        elif c == "<" and sc.s.startswith("<<", sc.i) and not sc.s.startswith("<<<", sc.i):
+        if c == "<" and sc.s.startswith("<<", sc.i) and not sc.s.startswith("<<<", sc.i):
             end_word()
-            sc.adv(2)
-            strip = False
-            if sc.peek() == "-":
-                strip = True
-                sc.adv()
-            while sc.peek() in " \t":
-                sc.adv()
-            m = _HEREDOC_RE.match(sc.s, sc.i)  # (at i: a slice per `<<` is quadratic)
-            if m:
-                sc.adv(m.end())
-                sc.pending_heredocs.append((m.group(2), strip))
-                heredoc = True
-        elif c in "<>":
-            cur.append(sc.adv())
-            if sc.peek() in ">&":
-                cur.append(sc.adv())
+            heredoc = _heredoc_start(sc) or heredoc
         else:
-            cur.append(sc.adv())
+            _read_part(sc, c, cur)
     end_cmd("\n")
     return cmds
+
+
+_QUOTED: dict[str, Callable[[_Scanner], str]] = {
+    "'": _Scanner.read_single, '"': _Scanner.read_double,
+    "`": _Scanner.read_backtick, "$": _Scanner.read_dollar,
+}
+
+
+def _read_part(sc: _Scanner, c: str, cur: list[str]) -> None:
+    """One piece of the current word at `c` (a quoted string, an expansion, a character)."""
+    reader = _QUOTED.get(c)
+    if reader is not None:
+        cur.append(reader(sc))
+    elif c == "\\":
+        cur.append(sc.adv(2))
+    elif c == "(" and cur and cur[-1].endswith("=") and _NAME_EQ.match("".join(cur[:256])):
+        cur.append(sc.read_balanced("(", ")"))  # name=(array elements)
+    elif c in "<>":
+        cur.append(sc.adv())
+        if sc.peek() in ">&":
+            cur.append(sc.adv())
+    else:
+        cur.append(sc.adv())
+
+
+def _heredoc_start(sc: _Scanner) -> bool:
+    """`<<WORD`/`<<-WORD` at i: the body is skipped after this line; True if one starts."""
+    sc.adv(2)
+    strip = False
+    if sc.peek() == "-":
+        strip = True
+        sc.adv()
+    while sc.peek() in " \t":
+        sc.adv()
+    m = _HEREDOC_RE.match(sc.s, sc.i)  # (at i: a slice per `<<` is quadratic)
+    if m:
+        sc.adv(m.end())
+        sc.pending_heredocs.append((m.group(2), strip))
+        return True
+    return False
