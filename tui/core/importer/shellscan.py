@@ -189,16 +189,7 @@ def scan(text: str) -> list[RawCommand]:
     def end_word() -> None:
         nonlocal cur
         if cur:
-            w = "".join(cur)
-            if re.fullmatch(r"\d*(>>?|<|>&|<&|&>|&>>)(.*)", w) and not _NAME_EQ.match(w):
-                m = re.fullmatch(r"\d*(>>?|<|>&|<&|&>|&>>)(.*)", w)
-                redirects.append(w)
-                if m and m.group(2) == "":
-                    redirects.append("\0next")  # the target is the next word
-            elif redirects and redirects[-1] == "\0next":
-                redirects[-1] = w
-            else:
-                words.append(RawWord(w, cur_line))
+            _add_word("".join(cur), cur_line, words, redirects)
             cur = []
 
     def end_cmd(sep: str, broken_by: str | None = None, broken_line: int = 0) -> None:
@@ -213,12 +204,9 @@ def scan(text: str) -> list[RawCommand]:
         c = sc.peek()
         if c == "\\" and sc.peek(1) == "\n":
             sc.adv(2)
-            # A comment or blank line right after the continuation ends the command.
-            j = sc.s.find("\n", sc.i)
-            rest = sc.s[sc.i:len(sc.s) if j < 0 else j]
-            stripped = rest.strip()
-            if (words or cur) and (stripped == "" or (stripped.startswith("#") and (not cur or rest[:1] in " \t"))):
-                end_cmd("\n", "comment" if stripped else "blank line", sc.line)
+            broken_by = _continuation_break(sc, cur) if words or cur else None
+            if broken_by:
+                end_cmd("\n", broken_by, sc.line)
             continue
         if c in " \t":
             end_word()
@@ -255,6 +243,29 @@ def scan(text: str) -> list[RawCommand]:
             _read_part(sc, c, cur)
     end_cmd("\n")
     return cmds
+
+
+def _add_word(w: str, line: int, words: list[RawWord], redirects: list[str]) -> None:
+    """A finished word: a redirection (its target maybe the next word), that target, or a word."""
+    if re.fullmatch(r"\d*(>>?|<|>&|<&|&>|&>>)(.*)", w) and not _NAME_EQ.match(w):
+        m = re.fullmatch(r"\d*(>>?|<|>&|<&|&>|&>>)(.*)", w)
+        redirects.append(w)
+        if m and m.group(2) == "":
+            redirects.append("\0next")  # the target is the next word
+    elif redirects and redirects[-1] == "\0next":
+        redirects[-1] = w
+    else:
+        words.append(RawWord(w, line))
+
+
+def _continuation_break(sc: _Scanner, cur: list[str]) -> str | None:
+    """Just past a backslash-newline: a comment or blank line right after it ends the command."""
+    j = sc.s.find("\n", sc.i)
+    rest = sc.s[sc.i:len(sc.s) if j < 0 else j]
+    stripped = rest.strip()
+    if stripped == "" or (stripped.startswith("#") and (not cur or rest[:1] in " \t")):
+        return "comment" if stripped else "blank line"
+    return None
 
 
 _QUOTED: dict[str, Callable[[_Scanner], str]] = {
