@@ -434,102 +434,150 @@ _TILDE_RE = re.compile(r"~([A-Za-z0-9_.\-]*)(?=/|$|:)")
 
 def _expand_in(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
                assignment: bool, in_param: bool) -> None:
+    """Left to right: a quoting or expansion handler per first character (`_PIECES`); a
+    handler that does not apply (None) leaves the character as it is."""
     i = 0
     n = len(s)
     while i < n:
         c = s[i]
-        if c == "'" and not in_dquote:
-            j = s.find("'", i + 1)
-            j = n if j < 0 else j
-            out.lit(s[i + 1:j], True)
-            i = j + 1
-        elif c == '"':  # (inside double quotes only a ${x:-"word"} can hold one: same rule)
-            j = i + 1
-            while j < n and s[j] != '"':
-                if s[j] == "\\":
-                    j += 2
-                elif s[j] == "$" and j + 1 < n and s[j + 1] in "({":
-                    j = _find_close(s, j + 1, s[j + 1], ")" if s[j + 1] == "(" else "}") + 1
-                elif s[j] == "`":
-                    k = s.find("`", j + 1)
-                    j = n if k < 0 else k + 1
-                else:
-                    j += 1
-            out.lit("", True)
-            _expand(s[i + 1:j], st, line, out, True)
-            i = j + 1
-        elif c == "\\":
-            nxt = s[i + 1:i + 2]
-            if nxt == "\n":  # a line continuation, also inside double quotes
-                out.lit("", in_dquote)
-            elif in_dquote:
-                out.lit(nxt if nxt in '$`"\\' else "\\" + nxt, True)
-            else:
-                out.lit(nxt, True)
-            i += 2
-        elif c == "`":
-            j = s.find("`", i + 1)
-            j = n if j < 0 else j
-            cmd = s[i + 1:j]
-            st.note(line, f"`{cmd}`: needs a command to run; left as a placeholder")
-            out.lit(placeholder("`" + cmd + "`", line), True)
-            i = j + 1
-        elif c == "$" and s.startswith("$((", i):
-            j = _find_close(s, i + 1, "(", ")")
-            expr = s[i + 3:j - 1]
-            try:
-                v = str(_arith(expr, st, line))
-            except (ValueError, SyntaxError, ZeroDivisionError) as e:
-                st.note(line, f"$(({expr})): cannot evaluate ({e}); left as a placeholder")
-                v = placeholder("$((" + expr + "))", line)
-            out.lit(v, in_dquote) if in_dquote else out.split(v)
-            i = j + 1
-        elif c == "$" and s.startswith("$(", i):
-            j = _find_close(s, i + 1, "(", ")")
-            cmd = s[i + 2:j]
-            st.note(line, f"$({' '.join(cmd.split())}): needs a command to run; left as a placeholder")
-            out.lit(placeholder("$(" + cmd + ")", line), True)
-            i = j + 1
-        elif c == "$" and s.startswith("${", i):
-            j = _find_close(s, i + 1, "{", "}")
-            _param(s[i + 2:j], st, line, in_dquote, out)
-            i = j + 1
-        elif c == "$" and s.startswith("$'", i) and not in_dquote:
-            j = i + 2
-            buf: list[str] = []
-            while j < n and s[j] != "'":
-                if s[j] == "\\" and j + 1 < n:
-                    buf.append({"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b",
-                                "a": "\a", "r": "\r"}.get(s[j + 1], "\\" + s[j + 1]))
-                    j += 2
-                else:
-                    buf.append(s[j])
-                    j += 1
-            out.lit("".join(buf), True)
-            i = j + 1
-        elif c == "$":
-            m = _DOLLAR_NAME_RE.match(s, i)  # (at i: a slice per `$` is quadratic)
-            if not m:
-                out.lit("$", in_dquote)
-                i += 1
-                continue
-            _param(m.group(1), st, line, in_dquote, out)
-            i = m.end()
-        elif c == "~" and not in_dquote and (i == 0 or (assignment and s[i - 1] in "=:")):
-            m = _TILDE_RE.match(s, i)
-            if m and not m.group(1):
-                st.home_used.append(line)
-                out.lit(st.home, True)
-                i += 1
-            else:
-                out.lit(c, False)
-                i += 1
+        handler = _PIECES.get(c)
+        j = handler(s, i, st, line, out, in_dquote, assignment) if handler is not None else None
+        if j is not None:
+            i = j
         elif in_param and not in_dquote and c in " \t\n":
             out.split(c)
             i += 1
         else:
             out.lit(c, in_dquote)
             i += 1
+
+
+def _single_quoted(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+                   assignment: bool) -> int | None:
+    """'...': literal (a plain character inside double quotes)."""
+    if in_dquote:
+        return None
+    j = s.find("'", i + 1)
+    j = len(s) if j < 0 else j
+    out.lit(s[i + 1:j], True)
+    return j + 1
+
+
+def _double_quoted(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+                   assignment: bool) -> int | None:
+    """"...": expanded, not split (inside double quotes only a ${x:-"word"} can hold one: same rule)."""
+    n = len(s)
+    j = i + 1
+    while j < n and s[j] != '"':
+        if s[j] == "\\":
+            j += 2
+        elif s[j] == "$" and j + 1 < n and s[j + 1] in "({":
+            j = _find_close(s, j + 1, s[j + 1], ")" if s[j + 1] == "(" else "}") + 1
+        elif s[j] == "`":
+            k = s.find("`", j + 1)
+            j = n if k < 0 else k + 1
+        else:
+            j += 1
+    out.lit("", True)
+    _expand(s[i + 1:j], st, line, out, True)
+    return j + 1
+
+
+def _backslash(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+               assignment: bool) -> int | None:
+    nxt = s[i + 1:i + 2]
+    if nxt == "\n":  # a line continuation, also inside double quotes
+        out.lit("", in_dquote)
+    elif in_dquote:
+        out.lit(nxt if nxt in '$`"\\' else "\\" + nxt, True)
+    else:
+        out.lit(nxt, True)
+    return i + 2
+
+
+def _backtick(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+              assignment: bool) -> int | None:
+    """`...`: needs a command to run, so a visible placeholder."""
+    j = s.find("`", i + 1)
+    j = len(s) if j < 0 else j
+    cmd = s[i + 1:j]
+    st.note(line, f"`{cmd}`: needs a command to run; left as a placeholder")
+    out.lit(placeholder("`" + cmd + "`", line), True)
+    return j + 1
+
+
+def _dollar(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+            assignment: bool) -> int | None:
+    """$((...)), $(...), ${...}, $'...' and $name."""
+    if s.startswith("$((", i):
+        return _arith_piece(s, i, st, line, out, in_dquote)
+    if s.startswith("$(", i):
+        j = _find_close(s, i + 1, "(", ")")
+        cmd = s[i + 2:j]
+        st.note(line, f"$({' '.join(cmd.split())}): needs a command to run; left as a placeholder")
+        out.lit(placeholder("$(" + cmd + ")", line), True)
+        return j + 1
+    if s.startswith("${", i):
+        j = _find_close(s, i + 1, "{", "}")
+        _param(s[i + 2:j], st, line, in_dquote, out)
+        return j + 1
+    if s.startswith("$'", i) and not in_dquote:
+        return _ansi_c(s, i, out)
+    m = _DOLLAR_NAME_RE.match(s, i)  # (at i: a slice per `$` is quadratic)
+    if not m:
+        out.lit("$", in_dquote)
+        return i + 1
+    _param(m.group(1), st, line, in_dquote, out)
+    return m.end()
+
+
+def _arith_piece(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool) -> int:
+    j = _find_close(s, i + 1, "(", ")")
+    expr = s[i + 3:j - 1]
+    try:
+        v = str(_arith(expr, st, line))
+    except (ValueError, SyntaxError, ZeroDivisionError) as e:
+        st.note(line, f"$(({expr})): cannot evaluate ({e}); left as a placeholder")
+        v = placeholder("$((" + expr + "))", line)
+    out.lit(v, in_dquote) if in_dquote else out.split(v)
+    return j + 1
+
+
+def _ansi_c(s: str, i: int, out: _Fields) -> int:
+    """$'...': backslash escapes decoded, literal."""
+    n = len(s)
+    j = i + 2
+    buf: list[str] = []
+    while j < n and s[j] != "'":
+        if s[j] == "\\" and j + 1 < n:
+            buf.append({"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b",
+                        "a": "\a", "r": "\r"}.get(s[j + 1], "\\" + s[j + 1]))
+            j += 2
+        else:
+            buf.append(s[j])
+            j += 1
+    out.lit("".join(buf), True)
+    return j + 1
+
+
+def _tilde(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+           assignment: bool) -> int | None:
+    """~ at a word's start (or after = or : in an assignment) is $HOME; ~user is kept."""
+    if in_dquote or not (i == 0 or (assignment and s[i - 1] in "=:")):
+        return None
+    m = _TILDE_RE.match(s, i)
+    if m and not m.group(1):
+        st.home_used.append(line)
+        out.lit(st.home, True)
+    else:
+        out.lit("~", False)
+    return i + 1
+
+
+_Piece = Callable[[str, int, ShellState, int, _Fields, bool, bool], int | None]
+_PIECES: dict[str, _Piece] = {
+    "'": _single_quoted, '"': _double_quoted, "\\": _backslash, "`": _backtick, "$": _dollar, "~": _tilde,
+}
 
 
 def expand_word(raw: str, st: ShellState, line: int) -> list[str]:
