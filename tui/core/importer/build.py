@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import UsageError
 from .hostfile import Host, node_names, parse_hostfile
 from .hydraval import parse_value, split_override
-from .interp import walk
+from .interp import Walk, walk
 from .launch import Launch, find_launches, parse_launch
 from .limits import MAX_NODES, Refused, read_text_bounded, shown
 from .shellexpand import has_placeholder
@@ -179,30 +179,73 @@ def import_script(script: str | Path, hostfile: str | Path | None = None, name: 
         raise UsageError(f"{shown(script)}: {e}") from None
 
 
+@dataclass
+class _Notes:
+    """What the import reports as it goes, in the order the report lists it."""
+
+    findings: list[Finding] = field(default_factory=list)
+    departures: list[str] = field(default_factory=list)
+
+
 def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
             keep_dropped: bool, home: str) -> ImportResult:
+    """The phases in order: read, expand (walk), find the launch, build each part."""
     path = Path(script)
+    text = _read_script(script, path)
+    w = walk(text, home=home, script_name=str(script))
+    notes = _Notes()
+    launch = _find_launch(script, path, w, notes)
+    _walk_findings(w, launch, home, notes)
+    all_items, dropped = _override_items(launch, keep_dropped, notes)
+    ov = {it.key: it for it in all_items}
+    module, verl, config_path, config_name = _training(launch, w, notes)
+    paths = _paths(launch, w, verl, ov)
+    _path_findings(launch, paths, all_items, config_path, config_name, notes)
+    _env_departures(launch, dropped, keep_dropped, notes)
+    hosts, names, gpn, nn = _nodes(launch, ov, hostfile, notes)
+    dport = _dashboard_port(launch, notes)
+    nm = name or re.sub(r"[^A-Za-z0-9_.\-]+", "-", path.stem).strip("-") or "imported"
+    return ImportResult(
+        script=str(script), name=nm, launch=launch, overrides=all_items, dropped=dropped,
+        keep_dropped=keep_dropped, env=launch.env, paths=paths, python=launch.python,
+        python_args=launch.python_args, module=module, config_path=config_path,
+        config_name=config_name, hosts=hosts, host_names=names, gpus_per_node=gpn, nnodes=nn,
+        dashboard_port=dport, hostfile=str(hostfile) if hostfile else None,
+        findings=notes.findings, departures=notes.departures,
+    )
+
+
+def _read_script(script: str | Path, path: Path) -> str:
+    """Read phase: the script's text, bounded; an unreadable one is a usage error."""
     try:
-        text = read_text_bounded(path)
+        return read_text_bounded(path)
     except OSError as e:
         raise UsageError(f"{shown(script)}: cannot read ({e.strerror})") from None
     except UnicodeDecodeError:
         raise UsageError(f"{shown(script)}: not UTF-8 text") from None
-    w = walk(text, home=home, script_name=str(script))
+
+
+def _find_launch(script: str | Path, path: Path, w: Walk, notes: _Notes) -> Launch:
+    """Find-launch phase: the last training launch is imported; the others are named."""
     launches = find_launches(w.commands)
     if not launches:
         raise UsageError(f"{shown(script)}: no VeRL launch found (looked for `ray job submit ... -- python ...`, "
                          "`python -m verl.trainer.main_ppo`, `python .../main_ppo.py`)")
-    findings: list[Finding] = []
-    departures: list[str] = []
     cmd, kind, start = launches[-1]
     for other, k2, _ in launches[:-1]:
-        findings.append(Finding(other.line, f"another launch ({k2}); the last one, line {cmd.line}, is imported"))
+        notes.findings.append(Finding(other.line, f"another launch ({k2}); the last one, line {cmd.line}, "
+                                                  "is imported"))
     launch = parse_launch(cmd, kind, start, path.parent)
     _check_env_names(launch.env)
-    findings.append(Finding(cmd.line, f"launch: {kind} ({launch.python} "
-                                      f"{'-m ' + launch.module if launch.module else launch.script_path}), "
-                                      f"{len(launch.overrides)} overrides"))
+    notes.findings.append(Finding(cmd.line, f"launch: {kind} ({launch.python} "
+                                            f"{'-m ' + launch.module if launch.module else launch.script_path}), "
+                                            f"{len(launch.overrides)} overrides"))
+    return launch
+
+
+def _walk_findings(w: Walk, launch: Launch, home: str, notes: _Notes) -> None:
+    """What the walk and the launch parser noted, and the script state the import assumed."""
+    findings = notes.findings
     for ln, msg in w.notes:
         findings.append(Finding(ln, msg, unresolved="placeholder" in msg or "not run" in msg
                                 or "not followed" in msg or "not read" in msg))
@@ -222,6 +265,10 @@ def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
                                           f"{', '.join(map(str, lines))}): the profile cannot know them; "
                                           "imported as if the script got none", unresolved=True))
 
+
+def _override_items(launch: Launch, keep_dropped: bool, notes: _Notes) -> tuple[list[Item], list[Item]]:
+    """(the overrides the profile holds, the ones bash drops after a broken continuation)."""
+    findings = notes.findings
     overrides = _to_items(launch.overrides, findings)
     dropped = _to_items(launch.dropped, findings)
     for ln, how in launch.dropped_breaks:
@@ -236,55 +283,79 @@ def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
     for a in launch.other_args:
         findings.append(Finding(a.line, f"argument {a.text!r} after the module is not an override; not imported",
                                 unresolved=True))
-    ov = {it.key: it for it in all_items}
+    return all_items, dropped
 
-    # ---- training
+
+_Sourced = tuple[Any, int, str]  # (value, line, where from)
+
+
+def _training(launch: Launch, w: Walk, notes: _Notes) -> tuple[str, _Sourced, _Sourced, _Sourced]:
+    """Training phase: (module, paths.verl, config path, config name)."""
+    module = _module(launch, notes)
+    verl = _verl_path(launch, w)
+    config_path = _config_path(launch, verl, notes)
+    config_name: _Sourced
+    if launch.config_name:
+        config_name = (launch.config_name[0], launch.config_name[1], "--config-name")
+    else:
+        config_name = ("ppo_trainer", 0, "VeRL's default")
+        notes.departures.append("training.config_name: the script gives none; VeRL's default ppo_trainer "
+                                "is written out (the profile always passes it)")
+    if has_placeholder(config_path[0]) or has_placeholder(config_name[0]):
+        notes.findings.append(Finding(config_path[1], "config path/name need a command to run", True))
+    return module, verl, config_path, config_name
+
+
+def _module(launch: Launch, notes: _Notes) -> str:
+    """The profile runs a module: a script path under verl/ becomes its module name."""
     module = launch.module or ""
     if not module:
         sp = launch.script_path or ""
         m = re.search(r"(?:^|/)(verl/.*)\.py$", sp)
         module = m.group(1).replace("/", ".") if m else "verl.trainer.main_ppo"
-        departures.append(f"training.module: `python -m {module}` instead of the script's `{sp}` "
-                          "(the profile runs modules; paths.verl is on PYTHONPATH)")
-    st_vars = dict(w.state.vars)
-    verl: tuple[Any, int, str]
-    fv = _first_var(st_vars, ("VERL_PATH", "VERL_HOME", "VERL_DIR", "VERL_ROOT"))
-    cp_raw = launch.config_path
-    if fv:
-        verl = (fv[1], w.set_lines.get(fv[0], 0), f"${fv[0]}")
-    elif cp_raw and _abs(cp_raw[0]) and cp_raw[0].rstrip("/").endswith("/verl/trainer/config"):
-        verl = (cp_raw[0].rstrip("/")[: -len("/verl/trainer/config")], cp_raw[1], "--config-path")
-    elif launch.script_path and "/verl/trainer/" in launch.script_path and launch.script_path.startswith("/"):
-        verl = (launch.script_path.split("/verl/trainer/")[0], cmd.line, "the script path")
-    elif launch.working_dir and _abs(launch.working_dir[0]):
-        verl = (launch.working_dir[0], launch.working_dir[1], "--working-dir")
-    elif cmd.cwd and _abs(cmd.cwd):
-        verl = (cmd.cwd, cmd.line, "cd")
-    else:
-        verl = (f"{CHANGE_ME}/verl", 0, "placeholder")
-    if cp_raw and _abs(cp_raw[0]):
-        config_path = (cp_raw[0], cp_raw[1], "--config-path")
-    elif cp_raw:
-        base = f"{verl[0]}/verl/trainer"
-        config_path = (f"{base}/{cp_raw[0]}".replace("/./", "/"), cp_raw[1], "--config-path, made absolute")
-        departures.append(f"training.config_path: the script's relative {cp_raw[0]!r} resolved against "
-                          f"verl/trainer (Hydra's rule for main_ppo) under paths.verl")
-    else:
-        config_path = (f"{verl[0]}/verl/trainer/config", 0, "VeRL's default")
-        departures.append("training.config_path: the script gives none; VeRL's default "
-                          "verl/trainer/config is written out (the profile always passes it)")
-    if launch.config_name:
-        config_name = (launch.config_name[0], launch.config_name[1], "--config-name")
-    else:
-        config_name = ("ppo_trainer", 0, "VeRL's default")
-        departures.append("training.config_name: the script gives none; VeRL's default ppo_trainer "
-                          "is written out (the profile always passes it)")
-    if has_placeholder(config_path[0]) or has_placeholder(config_name[0]):
-        findings.append(Finding(config_path[1], "config path/name need a command to run", True))
+        notes.departures.append(f"training.module: `python -m {module}` instead of the script's `{sp}` "
+                                "(the profile runs modules; paths.verl is on PYTHONPATH)")
+    return module
 
-    # ---- paths
+
+def _verl_path(launch: Launch, w: Walk) -> _Sourced:
+    """paths.verl from the first source that says it, most explicit first."""
+    cmd = launch.command
+    cp_raw = launch.config_path
+    fv = _first_var(dict(w.state.vars), ("VERL_PATH", "VERL_HOME", "VERL_DIR", "VERL_ROOT"))
+    if fv:
+        return (fv[1], w.set_lines.get(fv[0], 0), f"${fv[0]}")
+    if cp_raw and _abs(cp_raw[0]) and cp_raw[0].rstrip("/").endswith("/verl/trainer/config"):
+        return (cp_raw[0].rstrip("/")[: -len("/verl/trainer/config")], cp_raw[1], "--config-path")
+    if launch.script_path and "/verl/trainer/" in launch.script_path and launch.script_path.startswith("/"):
+        return (launch.script_path.split("/verl/trainer/")[0], cmd.line, "the script path")
+    if launch.working_dir and _abs(launch.working_dir[0]):
+        return (launch.working_dir[0], launch.working_dir[1], "--working-dir")
+    if cmd.cwd and _abs(cmd.cwd):
+        return (cmd.cwd, cmd.line, "cd")
+    return (f"{CHANGE_ME}/verl", 0, "placeholder")
+
+
+def _config_path(launch: Launch, verl: _Sourced, notes: _Notes) -> _Sourced:
+    """--config-path, made absolute the way Hydra resolves it for main_ppo."""
+    cp_raw = launch.config_path
+    if cp_raw and _abs(cp_raw[0]):
+        return (cp_raw[0], cp_raw[1], "--config-path")
+    if cp_raw:
+        base = f"{verl[0]}/verl/trainer"
+        notes.departures.append(f"training.config_path: the script's relative {cp_raw[0]!r} resolved against "
+                                f"verl/trainer (Hydra's rule for main_ppo) under paths.verl")
+        return (f"{base}/{cp_raw[0]}".replace("/./", "/"), cp_raw[1], "--config-path, made absolute")
+    notes.departures.append("training.config_path: the script gives none; VeRL's default "
+                            "verl/trainer/config is written out (the profile always passes it)")
+    return (f"{verl[0]}/verl/trainer/config", 0, "VeRL's default")
+
+
+def _paths(launch: Launch, w: Walk, verl: _Sourced, ov: dict[str, Item]) -> dict[str, _Sourced]:
+    """Paths phase: each profile path from the override or variable that gives it, or a placeholder."""
+    cmd = launch.command
     paths: dict[str, tuple[Any, int, str]] = {"verl": verl}
-    mg = _first_var(st_vars, ("MEGATRON_PATH", "MEGATRON_HOME", "MEGATRON_LM_PATH", "MEGATRON_DIR"))
+    mg = _first_var(dict(w.state.vars), ("MEGATRON_PATH", "MEGATRON_HOME", "MEGATRON_LM_PATH", "MEGATRON_DIR"))
     if mg:
         paths["megatron"] = (mg[1], w.set_lines.get(mg[0], 0), f"${mg[0]}")
 
@@ -315,6 +386,13 @@ def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
         (cmd.cwd, cmd.line) if cmd.cwd and _abs(cmd.cwd) else None)
     if wd:
         paths["workdir"] = (wd[0], wd[1], "working directory")
+    return paths
+
+
+def _path_findings(launch: Launch, paths: dict[str, _Sourced], all_items: list[Item],
+                   config_path: _Sourced, config_name: _Sourced, notes: _Notes) -> None:
+    """The paths and env found, the shared ones (YAML anchors) and the placeholders left."""
+    findings = notes.findings
     shared = sorted({f for f, (v, _, src) in paths.items() if src != "placeholder"
                      and any(it.value == v for it in all_items)})
     if shared:
@@ -327,6 +405,12 @@ def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
     for f, (v, _ln, src) in paths.items():
         if src == "placeholder":
             findings.append(Finding(0, f"paths.{f}: the script does not say; placeholder {v} (fill it in)", True))
+
+
+def _env_departures(launch: Launch, dropped: list[Item], keep_dropped: bool, notes: _Notes) -> None:
+    """Env phase: where the job's environment and submission differ from the script's."""
+    departures = notes.departures
+    kind = launch.kind
     adds = [k for k in RENDER_ADDS if k not in launch.env]
     if adds:
         departures.append("the job's env gets " + ", ".join(adds) + " from rlconsole itself "
@@ -344,53 +428,65 @@ def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
         departures.append(f"training.overrides: the {len(dropped)} overrides bash drops after the "
                           "broken continuation are kept (--keep-dropped)")
 
-    # ---- nodes
+
+def _positive_int(v: Any, default: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
+
+
+def _nodes(launch: Launch, ov: dict[str, Item], hostfile: str | Path | None,
+           notes: _Notes) -> tuple[list[Host] | None, list[str], int, int]:
+    """Nodes phase: (hosts, their names, GPUs per node, node count), checked against each other."""
     hosts: list[Host] | None = None
     names: list[str] = []
     gpn_v = ov["trainer.n_gpus_per_node"].value if "trainer.n_gpus_per_node" in ov else None
     nn_v = ov["trainer.nnodes"].value if "trainer.nnodes" in ov else None
-    gpn = gpn_v if isinstance(gpn_v, int) and not isinstance(gpn_v, bool) and gpn_v > 0 else 8
-    nn = nn_v if isinstance(nn_v, int) and not isinstance(nn_v, bool) and nn_v > 0 else 1
+    gpn = _positive_int(gpn_v, 8)
+    nn = _positive_int(nn_v, 1)
     _check_nodes(nn_v, ov["trainer.nnodes"].line if "trainer.nnodes" in ov else 0)
     if gpn_v is None or nn_v is None:
-        findings.append(Finding(cmd.line, "trainer.nnodes / trainer.n_gpus_per_node not both given; "
-                                          "VeRL's defaults apply", True))
+        notes.findings.append(Finding(launch.command.line, "trainer.nnodes / trainer.n_gpus_per_node not both "
+                                                           "given; VeRL's defaults apply", True))
     if hostfile:
-        hosts, hnotes = _read_hostfile(hostfile)
-        for ln, msg in hnotes:
-            findings.append(Finding(0, f"{msg} (hostfile line {ln})", True))
+        hosts = _hostfile_hosts(hostfile, ov, gpn, nn, nn_v, notes)
         names = node_names(hosts)
-        for h in hosts:
-            if h.gpus is None:
-                h.gpus = gpn
-        if len(hosts) != nn:
-            findings.append(Finding(ov["trainer.nnodes"].line if "trainer.nnodes" in ov else 0,
-                                    f"trainer.nnodes={nn}"
-                                    + ("" if nn_v is not None else " (VeRL default: the launch does not pass it)")
-                                    + f" but the hostfile lists {len(hosts)} hosts", True))
-        odd = [h for h in hosts if h.gpus != gpn]
-        if odd:
-            findings.append(Finding(ov["trainer.n_gpus_per_node"].line if "trainer.n_gpus_per_node" in ov else 0,
-                                    f"trainer.n_gpus_per_node={gpn} but the hostfile gives "
-                                    + ", ".join(f"{h.address} {h.gpus}" for h in odd), True))
-        if len(hosts) == nn and not odd:
-            findings.append(Finding(0, f"nodes: {nn} x {gpn} GPUs, as the hostfile says"))
     else:
-        findings.append(Finding(0, f"nodes: no hostfile; a template of {nn} x {gpn} GPUs with "
-                                   f"{TEMPLATE_NET}.x placeholder addresses (fill them in)", True))
+        notes.findings.append(Finding(0, f"nodes: no hostfile; a template of {nn} x {gpn} GPUs with "
+                                         f"{TEMPLATE_NET}.x placeholder addresses (fill them in)", True))
+    return hosts, names, gpn, nn
+
+
+def _hostfile_hosts(hostfile: str | Path, ov: dict[str, Item], gpn: int, nn: int, nn_v: Any,
+                    notes: _Notes) -> list[Host]:
+    """The hostfile's hosts (GPUs per node filled in), and where they disagree with the launch."""
+    findings = notes.findings
+    hosts, hnotes = _read_hostfile(hostfile)
+    for ln, msg in hnotes:
+        findings.append(Finding(0, f"{msg} (hostfile line {ln})", True))
+    for h in hosts:
+        if h.gpus is None:
+            h.gpus = gpn
+    if len(hosts) != nn:
+        findings.append(Finding(ov["trainer.nnodes"].line if "trainer.nnodes" in ov else 0,
+                                f"trainer.nnodes={nn}"
+                                + ("" if nn_v is not None else " (VeRL default: the launch does not pass it)")
+                                + f" but the hostfile lists {len(hosts)} hosts", True))
+    odd = [h for h in hosts if h.gpus != gpn]
+    if odd:
+        findings.append(Finding(ov["trainer.n_gpus_per_node"].line if "trainer.n_gpus_per_node" in ov else 0,
+                                f"trainer.n_gpus_per_node={gpn} but the hostfile gives "
+                                + ", ".join(f"{h.address} {h.gpus}" for h in odd), True))
+    if len(hosts) == nn and not odd:
+        findings.append(Finding(0, f"nodes: {nn} x {gpn} GPUs, as the hostfile says"))
+    return hosts
+
+
+def _dashboard_port(launch: Launch, notes: _Notes) -> tuple[int, int] | None:
+    """Only the port of the script's Ray address is kept: rlconsole reaches it through SSH."""
     dport = None
     if launch.address:
         m = re.match(r"^(?:https?://)?([^:/]+)(?::([0-9]{1,5})(?![0-9]))?", launch.address[0])
         if m and m.group(2):
             dport = (int(m.group(2)), launch.address[1])
-        findings.append(Finding(launch.address[1], f"Ray address {launch.address[0]}: rlconsole reaches the "
-                                                   "dashboard through SSH; only the port is kept"))
-    nm = name or re.sub(r"[^A-Za-z0-9_.\-]+", "-", path.stem).strip("-") or "imported"
-    return ImportResult(
-        script=str(script), name=nm, launch=launch, overrides=all_items, dropped=dropped,
-        keep_dropped=keep_dropped, env=launch.env, paths=paths, python=launch.python,
-        python_args=launch.python_args, module=module, config_path=config_path,
-        config_name=config_name, hosts=hosts, host_names=names, gpus_per_node=gpn, nnodes=nn,
-        dashboard_port=dport, hostfile=str(hostfile) if hostfile else None,
-        findings=findings, departures=departures,
-    )
+        notes.findings.append(Finding(launch.address[1], f"Ray address {launch.address[0]}: rlconsole reaches "
+                                                         "the dashboard through SSH; only the port is kept"))
+    return dport

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .limits import MAX_ARRAY_ITEMS, Refused
 from .shellexpand import ShellState, expand_string, expand_word, split_array_body
-from .shellscan import RawCommand, scan
+from .shellscan import RawCommand, RawWord, scan
 
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[([^\]]*)\])?(\+?)=(.*)$", re.S)
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
@@ -64,101 +65,53 @@ def _check_array(name: str, size: int, line: int) -> None:
 
 
 def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
-    raws = scan(text)
-    st = ShellState(home=home, script=script_name)
-    set_lines: dict[str, int] = {}
-    commands: list[Command] = []
-    cwd: str | None = None
-    func_depth = 0
-    bodies: dict[str, list[RawCommand]] = {}
-    current_fn = ""
-    calls = 0
-    raws = list(raws)
-    k = 0
-    control_noted = False
+    """The script's commands in order, expanded, with the variable state they leave."""
+    return _Walker(text, home, script_name).run()
 
-    def assign(word: str, line: int, export: bool = False) -> str | None:
-        m = _ASSIGN_RE.match(word)
-        if not m:
-            return None
-        name, _, index, plus, value = m.groups()
-        if value.startswith("(") and value.endswith(")") and index is None:
-            items: list[str] = []
-            for w in split_array_body(value[1:-1]):
-                items.extend(expand_word(w, st, line))
-            st.arrays[name] = (st.arrays.get(name, []) if plus else []) + items
-            _check_array(name, len(st.arrays[name]), line)
-            st.vars.pop(name, None)
-        else:
-            v = expand_string(value, st, line, assignment=True)
-            if index is not None:
-                arr = st.arrays.setdefault(name, [st.vars.pop(name)] if name in st.vars else [])
-                try:
-                    idx = int(expand_string(index, st, line))
-                except ValueError:
-                    idx = len(arr)
-                idx = idx + len(arr) if idx < 0 else idx
-                if idx < 0:
-                    st.note(line, f"{name}[{index}]: a bad array subscript (bash says so too); ignored")
-                    return name
-                _check_array(name, idx + 1, line)
-                while len(arr) <= idx:
-                    arr.append("")
-                arr[idx] = (arr[idx] + v) if plus else v
-            elif name in st.arrays:
-                st.arrays[name][0:1] = [(st.arrays[name][0] if st.arrays[name] else "") + v if plus else v]
-            else:
-                st.vars[name] = (st.vars.get(name, "") + v) if plus else v
-        set_lines[name] = line
-        if export:
-            st.exported.add(name)
-        return name
 
-    while k < len(raws):
-        rc = raws[k]
-        k += 1
+_Handler = Callable[["_Walker", str, list[RawWord], RawCommand], None]
+
+
+class _Walker:
+    """One walk over a script: the state between commands and a handler per command kind."""
+
+    def __init__(self, text: str, home: str, script_name: str) -> None:
+        self.raws = list(scan(text))
+        self.st = ShellState(home=home, script=script_name)
+        self.set_lines: dict[str, int] = {}
+        self.commands: list[Command] = []
+        self.cwd: str | None = None
+        self.func_depth = 0
+        self.bodies: dict[str, list[RawCommand]] = {}
+        self.current_fn = ""
+        self.calls = 0
+        self.k = 0
+        self.control_noted = False
+
+    def run(self) -> Walk:
+        while self.k < len(self.raws):
+            rc = self.raws[self.k]
+            self.k += 1
+            self.step(rc)
+        notes = sorted(self.st.notes)
+        return Walk(self.commands, self.st, self.set_lines, notes)
+
+    def step(self, rc: RawCommand) -> None:
+        """One raw command: a function's end or body, a definition, or a command to run."""
         words = list(rc.words)
-        # Function definitions: `name() {` / `function name {` ... `}` are skipped.
         if rc.sep == "\0return":  # the end of a function call's body
-            st.frames.pop()
-            continue
-        if func_depth:
-            func_depth += sum(1 for w in words if w.text == "{") - sum(1 for w in words if w.text == "}")
-            if func_depth <= 0:
-                words = [w for w in words if w.text != "}"]
-            if words:
-                bodies[current_fn].append(RawCommand(words, rc.line, rc.end_line, rc.broken_by,
-                                                     rc.broken_line, rc.sep, rc.heredoc, rc.redirects))
-            continue
+            self.st.frames.pop()
+            return
+        if self.func_depth:
+            self.in_function_body(rc, words)
+            return
         if words and (words[0].text.endswith("()") or (len(words) > 1 and words[1].text == "()")
                       or words[0].text == "function"):
-            fname = (words[1].text if words[0].text == "function" else words[0].text).replace("()", "")
-            st.functions.add(fname)
-            current_fn = fname
-            bodies[fname] = []
-            texts = [w.text for w in words]
-            opens = texts.count("{") - texts.count("}")
-            func_depth = max(opens, 0)
-            if "{" in texts:
-                rest = [w for w in words[texts.index("{") + 1:] if w.text != "}"]
-                if rest:
-                    bodies[fname].append(RawCommand(rest, rc.line, rc.end_line, rc.broken_by, rc.broken_line,
-                                                    rc.sep, rc.heredoc, rc.redirects))
-            elif k < len(raws) and raws[k].words and raws[k].words[0].text == "{":
-                func_depth = 1
-                k += 1
-            continue
-        while words and words[0].text in _KEYWORDS:
-            kw = words.pop(0).text
-            if kw in ("for", "select", "case"):
-                st.note(rc.line, f"`{kw}`: loops and cases are not followed (the body is read once, in order)")
-                words = []
-                break
-            if kw in ("if", "while", "until", "elif") and not control_noted:
-                control_noted = True
-                st.note(rc.line, f"`{kw}`: conditions are not evaluated; every branch is read once, in order")
+            self.define_function(rc, words)
+            return
+        words = self.strip_keywords(rc, words)
         if not words:
-            continue
+            return
         # Leading NAME=value words.
         prefix: list[tuple[str, int]] = []
         while words and _ASSIGN_RE.match(words[0].text):
@@ -166,88 +119,215 @@ def walk(text: str, home: str, script_name: str = "script.sh") -> Walk:
             words.pop(0)
         if not words:
             for word, ln in prefix:
-                assign(word, ln)
-            continue
-        name = expand_string(words[0].text, st, words[0].line)
-        if name in ("export", "declare", "typeset", "local", "readonly"):
-            export = name == "export"
-            for w in words[1:]:
-                if w.text.startswith("-"):
-                    if "x" in w.text:
-                        export = True
-                    continue
-                if not assign(w.text, w.line, export=export):
-                    n = expand_string(w.text, st, w.line)
-                    if export and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n):
-                        st.exported.add(n)
-                        set_lines.setdefault(n, w.line)
-            continue
-        if name == "unset":
-            for w in words[1:]:
-                n = w.text
-                st.vars.pop(n, None)
-                st.arrays.pop(n, None)
-                st.exported.discard(n)
-            continue
-        if name == "shift":
-            n = expand_string(words[1].text, st, words[1].line) if len(words) > 1 else "1"
-            if st.frames and n.isdigit():
-                del st.frames[-1][:int(n)]
-            elif not st.frames:
-                st.args_used.append(rc.line)
-            continue
-        if name in ("set", "shopt", "true", ":", "trap", "umask", "ulimit", "wait", "echo", "printf"):
-            if name == "set" and any(w.text == "--" for w in words):
-                st.note(rc.line, "`set --` replaces the script's arguments; not followed")
-            continue
-        if name in ("source", "."):
-            st.note(rc.line, f"`{name} {' '.join(w.text for w in words[1:])}`: sourced files are not read")
-            continue
-        if name in st.functions:
-            calls += 1
-            if calls > 100 or len(st.frames) > 10:
-                st.note(rc.line, f"`{name}`: too many (or recursive) function calls; not followed")
+                self.assign(word, ln)
+            return
+        name = expand_string(words[0].text, self.st, words[0].line)
+        handler = _BUILTINS.get(name)
+        if handler is not None:
+            handler(self, name, words, rc)
+        elif name in self.st.functions:
+            self.call_function(name, words, rc)
+        else:
+            self.run_command(words, prefix, rc)
+
+    # ---- function definitions: `name() {` / `function name {` ... `}` are kept, not run
+
+    def in_function_body(self, rc: RawCommand, words: list[RawWord]) -> None:
+        self.func_depth += sum(1 for w in words if w.text == "{") - sum(1 for w in words if w.text == "}")
+        if self.func_depth <= 0:
+            words = [w for w in words if w.text != "}"]
+        if words:
+            self.bodies[self.current_fn].append(RawCommand(words, rc.line, rc.end_line, rc.broken_by,
+                                                           rc.broken_line, rc.sep, rc.heredoc, rc.redirects))
+
+    def define_function(self, rc: RawCommand, words: list[RawWord]) -> None:
+        fname = (words[1].text if words[0].text == "function" else words[0].text).replace("()", "")
+        self.st.functions.add(fname)
+        self.current_fn = fname
+        self.bodies[fname] = []
+        texts = [w.text for w in words]
+        opens = texts.count("{") - texts.count("}")
+        self.func_depth = max(opens, 0)
+        if "{" in texts:
+            rest = [w for w in words[texts.index("{") + 1:] if w.text != "}"]
+            if rest:
+                self.bodies[fname].append(RawCommand(rest, rc.line, rc.end_line, rc.broken_by, rc.broken_line,
+                                                     rc.sep, rc.heredoc, rc.redirects))
+        elif self.k < len(self.raws) and self.raws[self.k].words and self.raws[self.k].words[0].text == "{":
+            self.func_depth = 1
+            self.k += 1
+
+    def strip_keywords(self, rc: RawCommand, words: list[RawWord]) -> list[RawWord]:
+        """Control-flow keywords are read past: branches once, in order; loops not followed."""
+        while words and words[0].text in _KEYWORDS:
+            kw = words.pop(0).text
+            if kw in ("for", "select", "case"):
+                self.st.note(rc.line, f"`{kw}`: loops and cases are not followed (the body is read once, in order)")
+                return []
+            if kw in ("if", "while", "until", "elif") and not self.control_noted:
+                self.control_noted = True
+                self.st.note(rc.line, f"`{kw}`: conditions are not evaluated; every branch is read once, in order")
+        return words
+
+    # ---- assignments and the builtins that change the state
+
+    def assign(self, word: str, line: int, export: bool = False) -> str | None:
+        m = _ASSIGN_RE.match(word)
+        if not m:
+            return None
+        name, _, index, plus, value = m.groups()
+        if value.startswith("(") and value.endswith(")") and index is None:
+            self.assign_array(name, value[1:-1], bool(plus), line)
+        elif index is not None:
+            if not self.assign_element(name, index, expand_string(value, self.st, line, assignment=True),
+                                       bool(plus), line):
+                return name
+        else:
+            self.assign_scalar(name, expand_string(value, self.st, line, assignment=True), bool(plus))
+        self.set_lines[name] = line
+        if export:
+            self.st.exported.add(name)
+        return name
+
+    def assign_array(self, name: str, body: str, plus: bool, line: int) -> None:
+        st = self.st
+        items: list[str] = []
+        for w in split_array_body(body):
+            items.extend(expand_word(w, st, line))
+        st.arrays[name] = (st.arrays.get(name, []) if plus else []) + items
+        _check_array(name, len(st.arrays[name]), line)
+        st.vars.pop(name, None)
+
+    def assign_element(self, name: str, index: str, v: str, plus: bool, line: int) -> bool:
+        """name[index]=v; False (and a note) for a bad subscript, which bash ignores too."""
+        st = self.st
+        arr = st.arrays.setdefault(name, [st.vars.pop(name)] if name in st.vars else [])
+        try:
+            idx = int(expand_string(index, st, line))
+        except ValueError:
+            idx = len(arr)
+        idx = idx + len(arr) if idx < 0 else idx
+        if idx < 0:
+            st.note(line, f"{name}[{index}]: a bad array subscript (bash says so too); ignored")
+            return False
+        _check_array(name, idx + 1, line)
+        while len(arr) <= idx:
+            arr.append("")
+        arr[idx] = (arr[idx] + v) if plus else v
+        return True
+
+    def assign_scalar(self, name: str, v: str, plus: bool) -> None:
+        st = self.st
+        if name in st.arrays:
+            st.arrays[name][0:1] = [(st.arrays[name][0] if st.arrays[name] else "") + v if plus else v]
+        else:
+            st.vars[name] = (st.vars.get(name, "") + v) if plus else v
+
+    def declare(self, name: str, words: list[RawWord], rc: RawCommand) -> None:
+        """export/declare/typeset/local/readonly: assignments, `-x` or `export` marks exported."""
+        export = name == "export"
+        for w in words[1:]:
+            if w.text.startswith("-"):
+                if "x" in w.text:
+                    export = True
                 continue
-            args: list[str] = []
-            for w in words[1:]:
-                args.extend(expand_word(w.text, st, w.line))
-            st.note(rc.line, f"`{name}`: the function's body is read here, as bash would run it")
-            st.frames.append(args)
-            raws[k:k] = bodies.get(name, []) + [RawCommand([], rc.line, rc.line, sep="\0return")]
-            continue
+            if not self.assign(w.text, w.line, export=export):
+                n = expand_string(w.text, self.st, w.line)
+                if export and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n):
+                    self.st.exported.add(n)
+                    self.set_lines.setdefault(n, w.line)
+
+    def unset(self, name: str, words: list[RawWord], rc: RawCommand) -> None:
+        for w in words[1:]:
+            n = w.text
+            self.st.vars.pop(n, None)
+            self.st.arrays.pop(n, None)
+            self.st.exported.discard(n)
+
+    def shift(self, name: str, words: list[RawWord], rc: RawCommand) -> None:
+        st = self.st
+        n = expand_string(words[1].text, st, words[1].line) if len(words) > 1 else "1"
+        if st.frames and n.isdigit():
+            del st.frames[-1][:int(n)]
+        elif not st.frames:
+            st.args_used.append(rc.line)
+
+    def no_effect(self, name: str, words: list[RawWord], rc: RawCommand) -> None:
+        """Builtins that leave the variables alone (`set --` would replace the arguments)."""
+        if name == "set" and any(w.text == "--" for w in words):
+            self.st.note(rc.line, "`set --` replaces the script's arguments; not followed")
+
+    def source(self, name: str, words: list[RawWord], rc: RawCommand) -> None:
+        self.st.note(rc.line, f"`{name} {' '.join(w.text for w in words[1:])}`: sourced files are not read")
+
+    def call_function(self, name: str, words: list[RawWord], rc: RawCommand) -> None:
+        """A call reads the function's body here, with its arguments as `$1`.. (bounded)."""
+        st = self.st
+        self.calls += 1
+        if self.calls > 100 or len(st.frames) > 10:
+            st.note(rc.line, f"`{name}`: too many (or recursive) function calls; not followed")
+            return
+        args: list[str] = []
+        for w in words[1:]:
+            args.extend(expand_word(w.text, st, w.line))
+        st.note(rc.line, f"`{name}`: the function's body is read here, as bash would run it")
+        st.frames.append(args)
+        self.raws[self.k:self.k] = self.bodies.get(name, []) + [RawCommand([], rc.line, rc.line, sep="\0return")]
+
+    # ---- commands bash would run
+
+    def run_command(self, words: list[RawWord], prefix: list[tuple[str, int]], rc: RawCommand) -> None:
+        st = self.st
         argv: list[Word] = []
         for w in words:
             argv.extend(Word(t, w.line) for t in expand_word(w.text, st, w.line))
         if not argv:
-            continue
+            return
         if argv[0].text in ("cd", "pushd"):
-            target = argv[1].text if len(argv) > 1 else st.home
-            if target.startswith("/"):
-                cwd = target
-            elif cwd and target not in ("-",):
-                cwd = cwd.rstrip("/") + "/" + target
-            else:
-                cwd = None
-                st.note(rc.line, f"cd {target}: relative to where the script is started; not known")
-            continue
+            self.cd(argv, rc)
+            return
         penv: dict[str, tuple[str, int]] = {}
         for word, ln in prefix:
             m = _ASSIGN_RE.match(word)
             assert m
             penv[m.group(1)] = (expand_string(m.group(5), st, ln, assignment=True), ln)
         exported = {n: (st.vars[n] if n in st.vars else (st.arrays[n][0] if st.arrays.get(n) else ""),
-                        set_lines.get(n, 0))
+                        self.set_lines.get(n, 0))
                     for n in sorted(st.exported) if n in st.vars or n in st.arrays}
-        cmd = Command(argv, rc.line, rc.end_line, penv, exported, cwd, rc)
-        # The commands a broken continuation leaves behind are bash's separate commands.
-        while rc.broken_by and k < len(raws) and raws[k].words and _looks_like_argument(raws[k].words[0].text):
-            nxt = raws[k]
-            k += 1
+        cmd = Command(argv, rc.line, rc.end_line, penv, exported, self.cwd, rc)
+        self.take_dropped(cmd, rc)
+        self.commands.append(cmd)
+
+    def cd(self, argv: list[Word], rc: RawCommand) -> None:
+        target = argv[1].text if len(argv) > 1 else self.st.home
+        if target.startswith("/"):
+            self.cwd = target
+        elif self.cwd and target not in ("-",):
+            self.cwd = self.cwd.rstrip("/") + "/" + target
+        else:
+            self.cwd = None
+            self.st.note(rc.line, f"cd {target}: relative to where the script is started; not known")
+
+    def take_dropped(self, cmd: Command, rc: RawCommand) -> None:
+        """The commands a broken continuation leaves behind are bash's separate commands."""
+        raws = self.raws
+        while rc.broken_by and self.k < len(raws) and raws[self.k].words \
+                and _looks_like_argument(raws[self.k].words[0].text):
+            nxt = raws[self.k]
+            self.k += 1
             dw: list[Word] = []
             for w in nxt.words:
-                dw.extend(Word(t, w.line) for t in expand_word(w.text, st, w.line))
+                dw.extend(Word(t, w.line) for t in expand_word(w.text, self.st, w.line))
             cmd.dropped.append((nxt, dw))
             rc = nxt
-        commands.append(cmd)
-    notes = sorted(st.notes)
-    return Walk(commands, st, set_lines, notes)
+
+
+# The builtins that change the walk's state (or are known to leave it alone), by name.
+_BUILTINS: dict[str, _Handler] = {
+    **dict.fromkeys(("export", "declare", "typeset", "local", "readonly"), _Walker.declare),
+    "unset": _Walker.unset,
+    "shift": _Walker.shift,
+    **dict.fromkeys(("set", "shopt", "true", ":", "trap", "umask", "ulimit", "wait", "echo", "printf"),
+                    _Walker.no_effect),
+    **dict.fromkeys(("source", "."), _Walker.source),
+}

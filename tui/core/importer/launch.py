@@ -202,6 +202,22 @@ def parse_launch(cmd: Command, kind: str, start: int, base_dir: Path) -> Launch:
     assert py is not None
     python, opts, module, script, after = py
     launch = Launch(cmd, kind, python, opts, module, script, None, None, [], [], {})
+    launch.env = _launch_env(cmd, kind, start, base_dir, launch)
+    _hydra_args(argv[start + after:], launch)
+    for _raw, words in cmd.dropped:
+        launch.dropped.extend(Arg(w.text, w.line) for w in words)
+    rc = cmd.raw
+    if rc.broken_by:
+        launch.dropped_breaks.append((rc.broken_line, rc.broken_by))
+    for raw, _ in cmd.dropped[:-1]:
+        if raw.broken_by:
+            launch.dropped_breaks.append((raw.broken_line, raw.broken_by))
+    return launch
+
+
+def _launch_env(cmd: Command, kind: str, start: int, base_dir: Path, launch: Launch) -> dict[str, tuple[str, int, str]]:
+    """The env the job sees (exports, NAME=value prefixes, the runtime env); the Ray address."""
+    argv = cmd.argv
     env: dict[str, tuple[str, int, str]] = {}
     for n, (v, ln) in cmd.exported.items():
         if n not in CLIENT_VARS or kind == "python":
@@ -221,8 +237,11 @@ def parse_launch(cmd: Command, kind: str, start: int, base_dir: Path) -> Launch:
                                                     "not a string; not imported"))
                 continue
             env[str(n)] = (str(v) if not isinstance(v, bool) else str(v).lower(), renv["_line"], "runtime env")
-    launch.env = env
-    rest = argv[start + after:]
+    return env
+
+
+def _hydra_args(rest: list[Word], launch: Launch) -> None:
+    """The words after the module: --config-path/-name, Hydra overrides, anything else."""
     i = 0
     while i < len(rest):
         w = rest[i]
@@ -242,12 +261,3 @@ def parse_launch(cmd: Command, kind: str, start: int, base_dir: Path) -> Launch:
             else:
                 launch.other_args.append(Arg(a, w.line))
         i += 1
-    for _raw, words in cmd.dropped:
-        launch.dropped.extend(Arg(w.text, w.line) for w in words)
-    rc = cmd.raw
-    if rc.broken_by:
-        launch.dropped_breaks.append((rc.broken_line, rc.broken_by))
-    for raw, _ in cmd.dropped[:-1]:
-        if raw.broken_by:
-            launch.dropped_breaks.append((raw.broken_line, raw.broken_by))
-    return launch

@@ -236,7 +236,7 @@ _PARAM_RE = re.compile(r"^(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(\[([^\]]*)\]
 
 
 def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> None:
-    """${...}: the parameter and its operator."""
+    """${...}: the parameter and its operator (one handler per operator, `_PARAM_OPS`)."""
     m = _PARAM_RE.match(body)
     if not m:
         st.note(line, f"${{{body}}}: not an expansion the importer knows; left as a placeholder")
@@ -244,45 +244,12 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
         return
     length, name, _, index, rest = m.groups()
     if name in ("@", "*"):
-        if st.frames:  # inside a function: its arguments
-            items = st.frames[-1]
-            if quoted and name == "@":
-                out.many(items)
-            elif quoted:
-                out.lit(" ".join(items), True)
-            else:
-                out.split(" ".join(items))
-        else:
-            st.args_used.append(line)
+        _all_args(name, st, line, quoted, out)
         return
     if index is not None and index in ("@", "*"):
-        items = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
-        if length:
-            out.lit(str(len(items)), quoted)
-            return
-        if quoted and index == "@":
-            out.many(items)
-        elif quoted:
-            out.lit(" ".join(items), True)
-        else:
-            out.split(" ".join(items))
+        _all_items(name, index, bool(length), st, quoted, out)
         return
-    if index is not None:
-        try:
-            k = _arith(index, st, line)
-        except (ValueError, SyntaxError):
-            k = 0
-        arr = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
-        value: str | None = arr[k] if -len(arr) <= k < len(arr) else None
-    elif st.frames and (name == "#" or (name.isdigit() and name != "0")):
-        args = st.frames[-1]
-        value = str(len(args)) if name == "#" else (args[int(name) - 1] if int(name) <= len(args) else "")
-    elif name.isdigit() or name in "#?$!-":
-        value = {"0": st.script, "#": "0", "?": "0"}.get(name)
-        if name.isdigit() and name != "0":
-            st.args_used.append(line)
-    else:
-        value = st.get(name, line)
+    value = _param_value(name, index, st, line)
     if length:
         out.lit(str(len(value or "")), quoted)
         return
@@ -293,48 +260,9 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
             out.lit(placeholder("${" + body + "}", line), True)
             return
         op, word = op_m.groups()
-        unset = value is None
-        empty = unset or (op.startswith(":") and value == "")
-        if op in (":-", "-"):
-            if empty:  # the word keeps its own quoting: quoted parts are not split
-                _expand(word, st, line, out, quoted, in_param=True)
-                return
-        elif op in (":=", "="):
-            if empty:
-                value = expand_string(word, st, line, quoted=quoted)
-                st.vars[name] = value
-        elif op in (":+", "+"):
-            if not empty:
-                _expand(word, st, line, out, quoted, in_param=True)
-            return
-        elif op in (":?", "?"):
-            if empty:
-                st.note(line, f"${{{body}}}: bash would stop the script here ({name} is not set)")
-                value = ""
-        elif op in ("#", "##", "%", "%%"):
-            pat = expand_string(word, st, line, quoted=True)
-            v = value or ""
-
-            def fits(part: str) -> bool:  # each cut tries a slice: counted, as it is quadratic
-                st.charge(len(part) + 1, line)
-                return fnmatch.fnmatchcase(part, pat)
-
-            rng = range(len(v) + 1)
-            if op == "#":
-                cut = next((k for k in rng if fits(v[:k])), None)
-                value = v[cut:] if cut is not None else v
-            elif op == "##":
-                cut = next((k for k in reversed(rng) if fits(v[:k])), None)
-                value = v[cut:] if cut is not None else v
-            elif op == "%":
-                cut = next((k for k in reversed(rng) if fits(v[k:])), None)
-                value = v[:cut] if cut is not None else v
-            else:
-                cut = next((k for k in rng if fits(v[k:])), None)
-                value = v[:cut] if cut is not None else v
-        else:
-            st.note(line, f"${{{body}}}: substitution not supported; left as a placeholder")
-            out.lit(placeholder("${" + body + "}", line), True)
+        p = _ParamOp(body, name, op, word, value, st, line, quoted, out)
+        done, value = _PARAM_OPS.get(op, _unsupported)(p)
+        if done:
             return
     if value is None:
         if name not in st.unset_reads:
@@ -344,6 +272,148 @@ def _param(body: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> 
         out.lit(value, True)
     else:
         out.split(value)
+
+
+def _spread(items: list[str], all_words: bool, quoted: bool, out: _Fields) -> None:
+    """"$@"-like: a field per item; "$*"-like: one field; unquoted: split."""
+    if quoted and all_words:
+        out.many(items)
+    elif quoted:
+        out.lit(" ".join(items), True)
+    else:
+        out.split(" ".join(items))
+
+
+def _all_args(name: str, st: ShellState, line: int, quoted: bool, out: _Fields) -> None:
+    """${@}/${*}: inside a function its arguments; at the top, the script's (unknown)."""
+    if st.frames:
+        _spread(st.frames[-1], name == "@", quoted, out)
+    else:
+        st.args_used.append(line)
+
+
+def _all_items(name: str, index: str, length: bool, st: ShellState, quoted: bool, out: _Fields) -> None:
+    """${a[@]}/${a[*]}/${#a[@]}: every element of an array (a scalar is one)."""
+    items = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
+    if length:
+        out.lit(str(len(items)), quoted)
+        return
+    _spread(items, index == "@", quoted, out)
+
+
+def _param_value(name: str, index: str | None, st: ShellState, line: int) -> str | None:
+    """The parameter's value before its operator; None when it is unset."""
+    if index is not None:
+        try:
+            k = _arith(index, st, line)
+        except (ValueError, SyntaxError):
+            k = 0
+        arr = st.arrays.get(name, [st.vars[name]] if name in st.vars else [])
+        return arr[k] if -len(arr) <= k < len(arr) else None
+    if st.frames and (name == "#" or (name.isdigit() and name != "0")):
+        args = st.frames[-1]
+        return str(len(args)) if name == "#" else (args[int(name) - 1] if int(name) <= len(args) else "")
+    if name.isdigit() or name in "#?$!-":
+        if name.isdigit() and name != "0":
+            st.args_used.append(line)
+        return {"0": st.script, "#": "0", "?": "0"}.get(name)
+    return st.get(name, line)
+
+
+@dataclass
+class _ParamOp:
+    """One ${name<op>word}: what its operator's handler needs."""
+
+    body: str
+    name: str
+    op: str
+    word: str
+    value: str | None
+    st: ShellState
+    line: int
+    quoted: bool
+    out: _Fields
+
+    @property
+    def empty(self) -> bool:
+        """Unset, or (with the `:` form) set to the empty string."""
+        return self.value is None or (self.op.startswith(":") and self.value == "")
+
+
+# A handler returns (done, value): done when it wrote the fields itself; else the value to write.
+_OpResult = tuple[bool, str | None]
+
+
+def _use_default(p: _ParamOp) -> _OpResult:
+    """${x:-word}: the word keeps its own quoting; quoted parts are not split."""
+    if p.empty:
+        _expand(p.word, p.st, p.line, p.out, p.quoted, in_param=True)
+        return True, None
+    return False, p.value
+
+
+def _assign_default(p: _ParamOp) -> _OpResult:
+    """${x:=word}: the word, also assigned to x."""
+    if p.empty:
+        value = expand_string(p.word, p.st, p.line, quoted=p.quoted)
+        p.st.vars[p.name] = value
+        return False, value
+    return False, p.value
+
+
+def _use_alternative(p: _ParamOp) -> _OpResult:
+    """${x:+word}: the word when x is set, else nothing."""
+    if not p.empty:
+        _expand(p.word, p.st, p.line, p.out, p.quoted, in_param=True)
+    return True, None
+
+
+def _error_if_unset(p: _ParamOp) -> _OpResult:
+    """${x:?word}: bash would stop; noted, and taken as empty."""
+    if p.empty:
+        p.st.note(p.line, f"${{{p.body}}}: bash would stop the script here ({p.name} is not set)")
+        return False, ""
+    return False, p.value
+
+
+# op -> (try the longest match first, cut a prefix rather than a suffix)
+_TRIMS = {"#": (False, True), "##": (True, True), "%": (True, False), "%%": (False, False)}
+
+
+def _trim(p: _ParamOp) -> _OpResult:
+    """${x#pat} ${x##pat} ${x%pat} ${x%%pat}: the shortest/longest prefix/suffix removed."""
+    st, line = p.st, p.line
+    pat = expand_string(p.word, st, line, quoted=True)
+    v = p.value or ""
+    longest, prefix = _TRIMS[p.op]
+
+    def fits(part: str) -> bool:  # each cut tries a slice: counted, as it is quadratic
+        st.charge(len(part) + 1, line)
+        return fnmatch.fnmatchcase(part, pat)
+
+    rng = range(len(v) + 1)
+    order = reversed(rng) if longest else rng
+    if prefix:
+        cut = next((k for k in order if fits(v[:k])), None)
+        return False, v[cut:] if cut is not None else v
+    cut = next((k for k in order if fits(v[k:])), None)
+    return False, v[:cut] if cut is not None else v
+
+
+def _unsupported(p: _ParamOp) -> _OpResult:
+    """${x/pat/rep} and the like: left as a visible placeholder."""
+    p.st.note(p.line, f"${{{p.body}}}: substitution not supported; left as a placeholder")
+    p.out.lit(placeholder("${" + p.body + "}", p.line), True)
+    return True, None
+
+
+_PARAM_OPS: dict[str, Callable[[_ParamOp], _OpResult]] = {
+    **dict.fromkeys((":-", "-"), _use_default),
+    **dict.fromkeys((":=", "="), _assign_default),
+    **dict.fromkeys((":+", "+"), _use_alternative),
+    **dict.fromkeys((":?", "?"), _error_if_unset),
+    **dict.fromkeys(("#", "##", "%", "%%"), _trim),
+}
 
 
 def _expand(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
@@ -364,102 +434,150 @@ _TILDE_RE = re.compile(r"~([A-Za-z0-9_.\-]*)(?=/|$|:)")
 
 def _expand_in(s: str, st: ShellState, line: int, out: _Fields, in_dquote: bool,
                assignment: bool, in_param: bool) -> None:
+    """Left to right: a quoting or expansion handler per first character (`_PIECES`); a
+    handler that does not apply (None) leaves the character as it is."""
     i = 0
     n = len(s)
     while i < n:
         c = s[i]
-        if c == "'" and not in_dquote:
-            j = s.find("'", i + 1)
-            j = n if j < 0 else j
-            out.lit(s[i + 1:j], True)
-            i = j + 1
-        elif c == '"':  # (inside double quotes only a ${x:-"word"} can hold one: same rule)
-            j = i + 1
-            while j < n and s[j] != '"':
-                if s[j] == "\\":
-                    j += 2
-                elif s[j] == "$" and j + 1 < n and s[j + 1] in "({":
-                    j = _find_close(s, j + 1, s[j + 1], ")" if s[j + 1] == "(" else "}") + 1
-                elif s[j] == "`":
-                    k = s.find("`", j + 1)
-                    j = n if k < 0 else k + 1
-                else:
-                    j += 1
-            out.lit("", True)
-            _expand(s[i + 1:j], st, line, out, True)
-            i = j + 1
-        elif c == "\\":
-            nxt = s[i + 1:i + 2]
-            if nxt == "\n":  # a line continuation, also inside double quotes
-                out.lit("", in_dquote)
-            elif in_dquote:
-                out.lit(nxt if nxt in '$`"\\' else "\\" + nxt, True)
-            else:
-                out.lit(nxt, True)
-            i += 2
-        elif c == "`":
-            j = s.find("`", i + 1)
-            j = n if j < 0 else j
-            cmd = s[i + 1:j]
-            st.note(line, f"`{cmd}`: needs a command to run; left as a placeholder")
-            out.lit(placeholder("`" + cmd + "`", line), True)
-            i = j + 1
-        elif c == "$" and s.startswith("$((", i):
-            j = _find_close(s, i + 1, "(", ")")
-            expr = s[i + 3:j - 1]
-            try:
-                v = str(_arith(expr, st, line))
-            except (ValueError, SyntaxError, ZeroDivisionError) as e:
-                st.note(line, f"$(({expr})): cannot evaluate ({e}); left as a placeholder")
-                v = placeholder("$((" + expr + "))", line)
-            out.lit(v, in_dquote) if in_dquote else out.split(v)
-            i = j + 1
-        elif c == "$" and s.startswith("$(", i):
-            j = _find_close(s, i + 1, "(", ")")
-            cmd = s[i + 2:j]
-            st.note(line, f"$({' '.join(cmd.split())}): needs a command to run; left as a placeholder")
-            out.lit(placeholder("$(" + cmd + ")", line), True)
-            i = j + 1
-        elif c == "$" and s.startswith("${", i):
-            j = _find_close(s, i + 1, "{", "}")
-            _param(s[i + 2:j], st, line, in_dquote, out)
-            i = j + 1
-        elif c == "$" and s.startswith("$'", i) and not in_dquote:
-            j = i + 2
-            buf: list[str] = []
-            while j < n and s[j] != "'":
-                if s[j] == "\\" and j + 1 < n:
-                    buf.append({"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b",
-                                "a": "\a", "r": "\r"}.get(s[j + 1], "\\" + s[j + 1]))
-                    j += 2
-                else:
-                    buf.append(s[j])
-                    j += 1
-            out.lit("".join(buf), True)
-            i = j + 1
-        elif c == "$":
-            m = _DOLLAR_NAME_RE.match(s, i)  # (at i: a slice per `$` is quadratic)
-            if not m:
-                out.lit("$", in_dquote)
-                i += 1
-                continue
-            _param(m.group(1), st, line, in_dquote, out)
-            i = m.end()
-        elif c == "~" and not in_dquote and (i == 0 or (assignment and s[i - 1] in "=:")):
-            m = _TILDE_RE.match(s, i)
-            if m and not m.group(1):
-                st.home_used.append(line)
-                out.lit(st.home, True)
-                i += 1
-            else:
-                out.lit(c, False)
-                i += 1
+        handler = _PIECES.get(c)
+        j = handler(s, i, st, line, out, in_dquote, assignment) if handler is not None else None
+        if j is not None:
+            i = j
         elif in_param and not in_dquote and c in " \t\n":
             out.split(c)
             i += 1
         else:
             out.lit(c, in_dquote)
             i += 1
+
+
+def _single_quoted(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+                   assignment: bool) -> int | None:
+    """'...': literal (a plain character inside double quotes)."""
+    if in_dquote:
+        return None
+    j = s.find("'", i + 1)
+    j = len(s) if j < 0 else j
+    out.lit(s[i + 1:j], True)
+    return j + 1
+
+
+def _double_quoted(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+                   assignment: bool) -> int | None:
+    """"...": expanded, not split (inside double quotes only a ${x:-"word"} can hold one: same rule)."""
+    n = len(s)
+    j = i + 1
+    while j < n and s[j] != '"':
+        if s[j] == "\\":
+            j += 2
+        elif s[j] == "$" and j + 1 < n and s[j + 1] in "({":
+            j = _find_close(s, j + 1, s[j + 1], ")" if s[j + 1] == "(" else "}") + 1
+        elif s[j] == "`":
+            k = s.find("`", j + 1)
+            j = n if k < 0 else k + 1
+        else:
+            j += 1
+    out.lit("", True)
+    _expand(s[i + 1:j], st, line, out, True)
+    return j + 1
+
+
+def _backslash(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+               assignment: bool) -> int | None:
+    nxt = s[i + 1:i + 2]
+    if nxt == "\n":  # a line continuation, also inside double quotes
+        out.lit("", in_dquote)
+    elif in_dquote:
+        out.lit(nxt if nxt in '$`"\\' else "\\" + nxt, True)
+    else:
+        out.lit(nxt, True)
+    return i + 2
+
+
+def _backtick(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+              assignment: bool) -> int | None:
+    """`...`: needs a command to run, so a visible placeholder."""
+    j = s.find("`", i + 1)
+    j = len(s) if j < 0 else j
+    cmd = s[i + 1:j]
+    st.note(line, f"`{cmd}`: needs a command to run; left as a placeholder")
+    out.lit(placeholder("`" + cmd + "`", line), True)
+    return j + 1
+
+
+def _dollar(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+            assignment: bool) -> int | None:
+    """$((...)), $(...), ${...}, $'...' and $name."""
+    if s.startswith("$((", i):
+        return _arith_piece(s, i, st, line, out, in_dquote)
+    if s.startswith("$(", i):
+        j = _find_close(s, i + 1, "(", ")")
+        cmd = s[i + 2:j]
+        st.note(line, f"$({' '.join(cmd.split())}): needs a command to run; left as a placeholder")
+        out.lit(placeholder("$(" + cmd + ")", line), True)
+        return j + 1
+    if s.startswith("${", i):
+        j = _find_close(s, i + 1, "{", "}")
+        _param(s[i + 2:j], st, line, in_dquote, out)
+        return j + 1
+    if s.startswith("$'", i) and not in_dquote:
+        return _ansi_c(s, i, out)
+    m = _DOLLAR_NAME_RE.match(s, i)  # (at i: a slice per `$` is quadratic)
+    if not m:
+        out.lit("$", in_dquote)
+        return i + 1
+    _param(m.group(1), st, line, in_dquote, out)
+    return m.end()
+
+
+def _arith_piece(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool) -> int:
+    j = _find_close(s, i + 1, "(", ")")
+    expr = s[i + 3:j - 1]
+    try:
+        v = str(_arith(expr, st, line))
+    except (ValueError, SyntaxError, ZeroDivisionError) as e:
+        st.note(line, f"$(({expr})): cannot evaluate ({e}); left as a placeholder")
+        v = placeholder("$((" + expr + "))", line)
+    out.lit(v, in_dquote) if in_dquote else out.split(v)
+    return j + 1
+
+
+def _ansi_c(s: str, i: int, out: _Fields) -> int:
+    """$'...': backslash escapes decoded, literal."""
+    n = len(s)
+    j = i + 2
+    buf: list[str] = []
+    while j < n and s[j] != "'":
+        if s[j] == "\\" and j + 1 < n:
+            buf.append({"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b",
+                        "a": "\a", "r": "\r"}.get(s[j + 1], "\\" + s[j + 1]))
+            j += 2
+        else:
+            buf.append(s[j])
+            j += 1
+    out.lit("".join(buf), True)
+    return j + 1
+
+
+def _tilde(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: bool,
+           assignment: bool) -> int | None:
+    """~ at a word's start (or after = or : in an assignment) is $HOME; ~user is kept."""
+    if in_dquote or not (i == 0 or (assignment and s[i - 1] in "=:")):
+        return None
+    m = _TILDE_RE.match(s, i)
+    if m and not m.group(1):
+        st.home_used.append(line)
+        out.lit(st.home, True)
+    else:
+        out.lit("~", False)
+    return i + 1
+
+
+_Piece = Callable[[str, int, ShellState, int, _Fields, bool, bool], int | None]
+_PIECES: dict[str, _Piece] = {
+    "'": _single_quoted, '"': _double_quoted, "\\": _backslash, "`": _backtick, "$": _dollar, "~": _tilde,
+}
 
 
 def expand_word(raw: str, st: ShellState, line: int) -> list[str]:

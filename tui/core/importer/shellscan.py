@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .limits import MAX_NESTING, Refused
 
@@ -188,16 +189,7 @@ def scan(text: str) -> list[RawCommand]:
     def end_word() -> None:
         nonlocal cur
         if cur:
-            w = "".join(cur)
-            if re.fullmatch(r"\d*(>>?|<|>&|<&|&>|&>>)(.*)", w) and not _NAME_EQ.match(w):
-                m = re.fullmatch(r"\d*(>>?|<|>&|<&|&>|&>>)(.*)", w)
-                redirects.append(w)
-                if m and m.group(2) == "":
-                    redirects.append("\0next")  # the target is the next word
-            elif redirects and redirects[-1] == "\0next":
-                redirects[-1] = w
-            else:
-                words.append(RawWord(w, cur_line))
+            _add_word("".join(cur), cur_line, words, redirects)
             cur = []
 
     def end_cmd(sep: str, broken_by: str | None = None, broken_line: int = 0) -> None:
@@ -212,12 +204,9 @@ def scan(text: str) -> list[RawCommand]:
         c = sc.peek()
         if c == "\\" and sc.peek(1) == "\n":
             sc.adv(2)
-            # A comment or blank line right after the continuation ends the command.
-            j = sc.s.find("\n", sc.i)
-            rest = sc.s[sc.i:len(sc.s) if j < 0 else j]
-            stripped = rest.strip()
-            if (words or cur) and (stripped == "" or (stripped.startswith("#") and (not cur or rest[:1] in " \t"))):
-                end_cmd("\n", "comment" if stripped else "blank line", sc.line)
+            broken_by = _continuation_break(sc, cur) if words or cur else None
+            if broken_by:
+                end_cmd("\n", broken_by, sc.line)
             continue
         if c in " \t":
             end_word()
@@ -247,37 +236,73 @@ def scan(text: str) -> list[RawCommand]:
             cur_line = sc.line
             if not cmd_line:
                 cmd_line = sc.line
-        if c == "'":
-            cur.append(sc.read_single())
-        elif c == '"':
-            cur.append(sc.read_double())
-        elif c == "`":
-            cur.append(sc.read_backtick())
-        elif c == "$":
-            cur.append(sc.read_dollar())
-        elif c == "\\":
-            cur.append(sc.adv(2))
-        elif c == "(" and cur and cur[-1].endswith("=") and _NAME_EQ.match("".join(cur[:256])):
-            cur.append(sc.read_balanced("(", ")"))  # name=(array elements)
-        elif c == "<" and sc.s.startswith("<<", sc.i) and not sc.s.startswith("<<<", sc.i):
+        if c == "<" and sc.s.startswith("<<", sc.i) and not sc.s.startswith("<<<", sc.i):
             end_word()
-            sc.adv(2)
-            strip = False
-            if sc.peek() == "-":
-                strip = True
-                sc.adv()
-            while sc.peek() in " \t":
-                sc.adv()
-            m = _HEREDOC_RE.match(sc.s, sc.i)  # (at i: a slice per `<<` is quadratic)
-            if m:
-                sc.adv(m.end())
-                sc.pending_heredocs.append((m.group(2), strip))
-                heredoc = True
-        elif c in "<>":
-            cur.append(sc.adv())
-            if sc.peek() in ">&":
-                cur.append(sc.adv())
+            heredoc = _heredoc_start(sc) or heredoc
         else:
-            cur.append(sc.adv())
+            _read_part(sc, c, cur)
     end_cmd("\n")
     return cmds
+
+
+def _add_word(w: str, line: int, words: list[RawWord], redirects: list[str]) -> None:
+    """A finished word: a redirection (its target maybe the next word), that target, or a word."""
+    if re.fullmatch(r"\d*(>>?|<|>&|<&|&>|&>>)(.*)", w) and not _NAME_EQ.match(w):
+        m = re.fullmatch(r"\d*(>>?|<|>&|<&|&>|&>>)(.*)", w)
+        redirects.append(w)
+        if m and m.group(2) == "":
+            redirects.append("\0next")  # the target is the next word
+    elif redirects and redirects[-1] == "\0next":
+        redirects[-1] = w
+    else:
+        words.append(RawWord(w, line))
+
+
+def _continuation_break(sc: _Scanner, cur: list[str]) -> str | None:
+    """Just past a backslash-newline: a comment or blank line right after it ends the command."""
+    j = sc.s.find("\n", sc.i)
+    rest = sc.s[sc.i:len(sc.s) if j < 0 else j]
+    stripped = rest.strip()
+    if stripped == "" or (stripped.startswith("#") and (not cur or rest[:1] in " \t")):
+        return "comment" if stripped else "blank line"
+    return None
+
+
+_QUOTED: dict[str, Callable[[_Scanner], str]] = {
+    "'": _Scanner.read_single, '"': _Scanner.read_double,
+    "`": _Scanner.read_backtick, "$": _Scanner.read_dollar,
+}
+
+
+def _read_part(sc: _Scanner, c: str, cur: list[str]) -> None:
+    """One piece of the current word at `c` (a quoted string, an expansion, a character)."""
+    reader = _QUOTED.get(c)
+    if reader is not None:
+        cur.append(reader(sc))
+    elif c == "\\":
+        cur.append(sc.adv(2))
+    elif c == "(" and cur and cur[-1].endswith("=") and _NAME_EQ.match("".join(cur[:256])):
+        cur.append(sc.read_balanced("(", ")"))  # name=(array elements)
+    elif c in "<>":
+        cur.append(sc.adv())
+        if sc.peek() in ">&":
+            cur.append(sc.adv())
+    else:
+        cur.append(sc.adv())
+
+
+def _heredoc_start(sc: _Scanner) -> bool:
+    """`<<WORD`/`<<-WORD` at i: the body is skipped after this line; True if one starts."""
+    sc.adv(2)
+    strip = False
+    if sc.peek() == "-":
+        strip = True
+        sc.adv()
+    while sc.peek() in " \t":
+        sc.adv()
+    m = _HEREDOC_RE.match(sc.s, sc.i)  # (at i: a slice per `<<` is quadratic)
+    if m:
+        sc.adv(m.end())
+        sc.pending_heredocs.append((m.group(2), strip))
+        return True
+    return False
