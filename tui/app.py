@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 
-from .commands import RlconsoleCommands
-from .messages import AlertRaised, LogLinesReceived, MetricsUpdated, StateUpdated
-from .screens.main import MainScreen
-from .core.alerts import Alert
-from .core.state import JobStatus
+from tui.commands import RlconsoleCommands
+from tui.core.alerts import Alert
+from tui.core.state import JobStatus
+from tui.messages import AlertRaised, LogLinesReceived, MetricsUpdated, StateUpdated
+from tui.screens.main import MainScreen
 
 if TYPE_CHECKING:
     from tui.backend.base import Backend, FaultInjector
@@ -66,7 +66,7 @@ class RlconsoleApp(App[int]):
         self.notifier = None
         if self.backend.profile.notify.to:
             # `notify:` in the profile: the console sends what `rlconsole watch` would
-            from .core.notify import Notifier
+            from tui.core.notify import Notifier
 
             self.notifier = Notifier(self.backend.profile.notify.to, self.backend.profile.notify.level)
             self.notifier.start()

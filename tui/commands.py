@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Callable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from .core.actions.registry import ACTION_TABLE
+from tui.core.actions.registry import ACTION_TABLE
 
 if TYPE_CHECKING:
-    from .app import RlconsoleApp
+    from tui.app import RlconsoleApp
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from tui.core.actions.events import ActionEvent
+from tui.core.alerts import Alert
+from tui.core.job.metrics import MetricsSummary
+from tui.core.state import ClusterState
 from widgets.alerts_bar import AlertsBar
-
-from .core.actions.events import ActionEvent
-from .core.alerts import Alert
-from .core.job.metrics import MetricsSummary
-from .core.state import ClusterState
 
 
 @dataclass

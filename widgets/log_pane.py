@@ -19,7 +19,6 @@ from typing import Awaitable, Callable, Iterable
 from rich.highlighter import Highlighter
 from rich.style import Style
 from rich.text import Text
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding

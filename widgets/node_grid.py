@@ -27,14 +27,14 @@ from typing import Hashable, Iterable, Iterator
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.color import Color
 from textual.binding import Binding
+from textual.color import Color
 from textual.events import Click, Resize
-from textual.message import Message
-from textual.widget import Widget
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from tui.core.state import CardLimits, ClusterState, GpuCard, NodeState, RayNodeState
 

@@ -18,8 +18,17 @@ from tui.core.alerts import Alert
 from tui.core.job.metrics import MetricsSummary, monitoring_ranges
 from tui.core.profile import Node, Profile, SshEndpoint
 from tui.core.state import (
-    ClusterState, ContainerState, GpuCard, GpuProcess, GpuReport, JobState, JobStatus, NodeState,
-    RayJobState, RayNodeState, RayState,
+    ClusterState,
+    ContainerState,
+    GpuCard,
+    GpuProcess,
+    GpuReport,
+    JobState,
+    JobStatus,
+    NodeState,
+    RayJobState,
+    RayNodeState,
+    RayState,
 )
 
 if TYPE_CHECKING:  # the preflight's modules load on first use, not with the app

@@ -13,11 +13,10 @@ import json
 import sys
 from typing import TYPE_CHECKING, AsyncIterator
 
-from tui.core.errors import UsageError
-from tui.core.profile import Profile
 from tui.core.actions.events import ActionEvent
-from tui.core.errors import RlconsoleError
 from tui.core.actions.registry import SPECS, describe, read_only_refusal, run_action
+from tui.core.errors import RlconsoleError, UsageError
+from tui.core.profile import Profile
 
 if TYPE_CHECKING:
     from tui.core.actions.remote import PoolRemote
@@ -103,8 +102,8 @@ async def _drive(profile: Profile, name: str, opts: dict, as_json: bool, plan: d
         from tui.sim.faults import install_submit_hook
 
         install_submit_hook()
-    from tui.core.ssh import SessionPool
     from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
 
     pool = SessionPool(profile)
     try:

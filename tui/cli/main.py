@@ -15,10 +15,9 @@ import os
 import sys
 from typing import Callable, NoReturn
 
+from tui.cli.completion import SHELLS
+from tui.cli.serve import DEFAULT_PORT as SERVE_PORT
 from tui.core.errors import RlconsoleError, UsageError
-
-from .completion import SHELLS
-from .serve import DEFAULT_PORT as SERVE_PORT
 
 log = logging.getLogger("rlconsole.cli")
 
@@ -101,9 +100,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from tui.cli.metrics import MetricsSourceError, load_metrics, write_csv, write_json
-
-    from tui.cli.metrics import spool_log_for_job
+    from tui.cli.metrics import MetricsSourceError, load_metrics, spool_log_for_job, write_csv, write_json
 
     try:
         if (args.source is None) == (args.job is None):
@@ -231,7 +228,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from .completion import script
+    from tui.cli.completion import script
 
     sys.stdout.write(script(args.shell, build_parser()))
     return 0

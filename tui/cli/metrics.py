@@ -170,7 +170,6 @@ def spool_log_for_job(job_id: str) -> str:
     or `rlconsole logs` (no SSH). The id names a directory under the spool, so it must pass
     the one rule for remote names (`safepath`): one plain, confined component."""
     from tui.core.job.watcher import spool_dir
-
     from tui.core.safepath import UnsafeName, confined, safe_job_id
 
     try:

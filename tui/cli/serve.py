@@ -24,8 +24,8 @@ import signal
 import sys
 from typing import Any, Awaitable, Callable
 
-from tui.core.netaddr import is_loopback
 from tui.core.errors import UsageError
+from tui.core.netaddr import is_loopback
 
 COOKIE = "rlconsole_serve"
 DEFAULT_PORT = 8765

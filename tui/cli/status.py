@@ -9,8 +9,8 @@ what to do (a refused host key) are wrapped below their node, never cut.
 from __future__ import annotations
 
 import asyncio
-import logging
 import json as _json
+import logging
 import sys
 import textwrap
 import time
@@ -20,8 +20,7 @@ from tui.core.job.metrics import fmt_range, fmt_step_time, judge_range
 from tui.core.probes import snapshot
 from tui.core.profile import Profile
 from tui.core.secrets import mask_secrets
-from tui.core.state import ClusterState, NodeState
-from tui.core.state import JobStatus
+from tui.core.state import ClusterState, JobStatus, NodeState
 
 WIDTH = 80
 
@@ -152,7 +151,7 @@ async def _snapshot_with_job(profile: Profile) -> ClusterState:
 
 async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     from tui.core.actions.remote import PoolRemote
-    from tui.core.job.watcher import job_on_cluster, JobWatcher, find_job
+    from tui.core.job.watcher import JobWatcher, find_job, job_on_cluster
 
     # Ray's job list: the dashboard's when the probe read it; none at all when no Ray
     # answered (then the slow-to-import job client has nothing to ask either).

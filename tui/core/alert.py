@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .secrets import mask_secrets
+from tui.core.secrets import mask_secrets
 
 AlertLevel = Literal["info", "warning", "error"]
 

@@ -24,16 +24,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
-from .job.metrics import MetricsSummary, judge_range
-from .alert import LEVEL_ORDER as LEVEL_ORDER  # re-exported: the type lives in alert.py
-from .alert import MAX_MESSAGE_CHARS, Alert, AlertLevel
-from .alert import OpenAlerts as OpenAlerts  # re-exported
-from .state import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, CardLimits, JobStatus, mem_pct
+
+from tui.core.alert import LEVEL_ORDER as LEVEL_ORDER  # re-exported: the type lives in alert.py
+from tui.core.alert import MAX_MESSAGE_CHARS, Alert, AlertLevel
+from tui.core.alert import OpenAlerts as OpenAlerts  # re-exported
+from tui.core.job.metrics import MetricsSummary, judge_range
+from tui.core.state import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, CardLimits, JobStatus, mem_pct
 
 if TYPE_CHECKING:
-    from .diagnosis import Finding, Verdict
-    from .profile import Monitoring, Profile
-    from .state import ClusterState, JobState
+    from tui.core.diagnosis import Finding, Verdict
+    from tui.core.profile import Monitoring, Profile
+    from tui.core.state import ClusterState, JobState
 
 def _clip(text: str) -> str:
     text = " ".join(str(text).split())
@@ -371,7 +372,7 @@ def diagnose_tail_finding(lines: list[str], start: int) -> Finding | None:
 def diagnose_tail_verdict(lines: list[str], start: int) -> Verdict:
     """The one verdict the console, `status --json`, `watch` and `diagnose` share: the
     packaged catalog plus the user's, cause before consequence before wrapper."""
-    from .diagnosis import Diagnoser, Verdict
+    from tui.core.diagnosis import Diagnoser, Verdict
 
     if not lines:
         return Verdict(finding=None)

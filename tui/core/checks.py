@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Literal
 
-from .actions.events import ActionEvent
-from .profile import Node, Profile
-from .secrets import mask_data, mask_secrets
-from .rayapi import dashboard_exposed
-from .state import ACTIVE_JOB_STATUSES
+from tui.core.actions.events import ActionEvent
+from tui.core.profile import Node, Profile
+from tui.core.rayapi import dashboard_exposed
+from tui.core.secrets import mask_data, mask_secrets
+from tui.core.state import ACTIVE_JOB_STATUSES
 
 log = logging.getLogger("rlconsole.checks")
 
@@ -275,7 +275,7 @@ def static_dashboard(p: Profile, L: _Layout) -> list[CheckResult]:
 
 
 def static_checkpoint_deletable(p: Profile, L: _Layout) -> list[CheckResult]:
-    from .actions.model import deletion_problem
+    from tui.core.actions.model import deletion_problem
 
     unsafe = deletion_problem(p)
     if unsafe:
@@ -288,8 +288,8 @@ def static_checkpoint_deletable(p: Profile, L: _Layout) -> list[CheckResult]:
 def static_user_catalog(p: Profile, L: _Layout) -> list[CheckResult]:
     """The user's diagnosis.yaml: a broken one is ignored by the console (which says so
     once); here it is named before a run whose failures it was meant to explain."""
-    from .diagnosis import CatalogError, load_catalog
-    from .locations import user_catalog_path
+    from tui.core.diagnosis import CatalogError, load_catalog
+    from tui.core.locations import user_catalog_path
 
     path = user_catalog_path()
     if not path.is_file():
@@ -534,7 +534,7 @@ async def check_ssh(r: _Run, n: Node) -> list[CheckResult]:
 
 async def check_container(r: _Run, n: Node) -> list[CheckResult]:
     """The profile's container runs on the node, from the profile's image."""
-    from .parsers.docker import parse_docker_inspect
+    from tui.core.parsers.docker import parse_docker_inspect
 
     p = r.p
     res = await r.remote.run(n.name, [*p.container.docker, "inspect", "--type", "container", p.container.name])
@@ -552,7 +552,7 @@ async def check_container(r: _Run, n: Node) -> list[CheckResult]:
 
 async def check_cards(r: _Run, n: Node) -> list[CheckResult]:
     """The node's card tool sees the profile's cards, and none is busy."""
-    from .parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
+    from tui.core.parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
 
     res = await r.remote.run(n.name, ["sh", "-c", GPU_PROBE_SCRIPT], container=True, timeout=60)
     rep = parse_probe_output(res.stdout)
@@ -681,7 +681,7 @@ async def check_model(r: _Run, n: Node) -> list[CheckResult]:
     """The HF model is complete and matches the profile's model facts; the MCore
     checkpoint is complete. A missing HF model is one failure: the checkpoint made from it
     and the facts read from it are skipped, naming it."""
-    from .actions.model import hf_missing, list_dir, mcore_missing
+    from tui.core.actions.model import hf_missing, list_dir, mcore_missing
 
     p, head = r.p, r.head
     m = hf_missing(await list_dir(r.remote, head, p.paths.hf_model))
@@ -783,7 +783,7 @@ async def check_debug_save(r: _Run, n: Node) -> list[CheckResult]:
 
 async def check_overrides(r: _Run, n: Node) -> list[CheckResult]:
     """The overrides compose against the cluster's own Hydra config (the `+` rules)."""
-    from .render import entrypoint
+    from tui.core.render import entrypoint
 
     p = r.p
     ov = [a for a in entrypoint(p) if "=" in a and not a.startswith("--")]
@@ -832,7 +832,7 @@ async def check_transformer_config(r: _Run, n: Node) -> list[CheckResult]:
 
 async def check_ray(r: _Run, n: Node) -> list[CheckResult]:
     """Ray runs with every node and GPU of the profile."""
-    from .actions.ray_setup import cluster_is_right, expected_gpus, ray_state
+    from tui.core.actions.ray_setup import cluster_is_right, expected_gpus, ray_state
 
     st = await ray_state(r.p, r.remote)
     if not st.available:
@@ -847,7 +847,7 @@ async def check_ray(r: _Run, n: Node) -> list[CheckResult]:
 async def check_ray_jobs(r: _Run, n: Node) -> list[CheckResult]:
     """No job runs already (a second one would fight it for the cards)."""
     try:
-        from .actions.jobs import job_client, list_jobs
+        from tui.core.actions.jobs import job_client, list_jobs
 
         jobs = await list_jobs(await job_client(r.remote))
     except Exception as e:  # noqa: BLE001 - the job API's errors are many; all mean "cannot say"

@@ -13,10 +13,11 @@ import sys
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
-from .locations import log_path
+from tui.core.locations import log_path
+
 # The one masking rule lives in secrets.py; re-exported here for the modules that
 # always imported it from the log.
-from .secrets import SECRET_NAME, is_secret_name, mask_secrets  # noqa: F401
+from tui.core.secrets import SECRET_NAME, is_secret_name, mask_secrets  # noqa: F401
 
 
 class SecretMaskingFilter(logging.Filter):

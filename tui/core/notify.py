@@ -37,8 +37,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .alerts import LEVEL_ORDER, Alert
-from .secrets import MASK, mask_secrets
+from tui.core.alerts import LEVEL_ORDER, Alert
+from tui.core.secrets import MASK, mask_secrets
 
 log = logging.getLogger("rlconsole.notify")
 

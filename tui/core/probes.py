@@ -33,16 +33,14 @@ import shlex
 import time
 from typing import Any, Callable
 
-from .linecap import LineCapper
-from .parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
-from .parsers.docker import parse_docker_inspect
-from .parsers.raystatus import parse_ray_status
-from .profile import Node, Profile
-from .rayapi import (  # noqa: F401 - HTTP_BODY_MAX, RAY_MESSAGE_MAX, _dechunk, _text: re-exported
-    HTTP_BODY_MAX,
+from tui.core.linecap import LineCapper
+from tui.core.parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
+from tui.core.parsers.docker import parse_docker_inspect
+from tui.core.parsers.raystatus import parse_ray_status
+from tui.core.profile import Node, Profile
+from tui.core.rayapi import (
     RAY_MESSAGE_MAX,
     _d,
-    _dechunk,
     _l,
     _num,
     _pair_first,
@@ -51,17 +49,8 @@ from .rayapi import (  # noqa: F401 - HTTP_BODY_MAX, RAY_MESSAGE_MAX, _dechunk, 
     http_get_json,
     jobs_from_api,
 )
-from .ssh import CommandTimeout, NodeDown, NodeSession, SessionPool, SshError
-from .state import (
-    ClusterState,
-    ContainerState,
-    GpuReport,
-    JobState,
-    NodeState,
-    RayNodeState,
-    RayState,
-)
-from .state import JobStatus
+from tui.core.ssh import CommandTimeout, NodeDown, NodeSession, SessionPool, SshError
+from tui.core.state import ClusterState, ContainerState, GpuReport, JobState, JobStatus, NodeState, RayNodeState, RayState
 
 log = logging.getLogger("rlconsole.probes")
 

@@ -19,10 +19,10 @@ from typing import Any, Callable, Iterator, TypeVar, cast
 
 import yaml
 
-from .errors import ProfileError, UsageError
-from .locations import user_profiles_dir
-from .state import CardLimits
-from .yamlpos import MAX_INT_DIGITS, DuplicateKeyError, LimitError, LocatedDict, LocatedList, load_located
+from tui.core.errors import ProfileError, UsageError
+from tui.core.locations import user_profiles_dir
+from tui.core.state import CardLimits
+from tui.core.yamlpos import MAX_INT_DIGITS, DuplicateKeyError, LimitError, LocatedDict, LocatedList, load_located
 
 # --------------------------------------------------------------------------- model
 #

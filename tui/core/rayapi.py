@@ -23,9 +23,8 @@ import json
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from . import netaddr
-from .state import RayJobState
-from .state import JobStatus
+from tui.core import netaddr
+from tui.core.state import JobStatus, RayJobState
 
 __all__ = [
     "HTTP_BODY_MAX",

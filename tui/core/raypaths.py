@@ -5,7 +5,7 @@ files); a module of its own so neither imports the other."""
 
 from __future__ import annotations
 
-from .profile import Profile
+from tui.core.profile import Profile
 
 
 def ray_temp_dir(profile: Profile) -> str:

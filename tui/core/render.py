@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .profile import Override, Profile
-from .rayapi import dashboard_connect_host
+from tui.core.profile import Override, Profile
+from tui.core.rayapi import dashboard_connect_host
 
 # Characters Hydra accepts in an unquoted value without changing its meaning.
 _BARE_RE = re.compile(r"^[A-Za-z0-9_\-+./:@%*?]+$")
@@ -109,7 +109,7 @@ class RenderedJob:
     def masked(self) -> RenderedJob:
         """The same job with credentials masked (secrets.py's rule): what `render`
         prints unless --show-secrets, and what the run history stores."""
-        from .secrets import mask_argv, mask_data, mask_secrets
+        from tui.core.secrets import mask_argv, mask_data, mask_secrets
 
         return RenderedJob(runtime_env=mask_data(self.runtime_env),
                            entrypoint=mask_argv(self.entrypoint),

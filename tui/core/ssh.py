@@ -36,10 +36,10 @@ from typing import Any, AsyncIterator, Callable, Iterable, Literal, Sequence
 
 import asyncssh
 
-from .debuglog import is_secret_name, mask_secrets
-from .errors import RlconsoleError
-from .linecap import LineCapper
-from .profile import Container, Node, Profile, SshEndpoint, SshSettings
+from tui.core.debuglog import is_secret_name, mask_secrets
+from tui.core.errors import RlconsoleError
+from tui.core.linecap import LineCapper
+from tui.core.profile import Container, Node, Profile, SshEndpoint, SshSettings
 
 log = logging.getLogger("rlconsole.ssh")
 

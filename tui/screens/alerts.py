@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from ..core.alerts import Alert
+from tui.core.alerts import Alert
 
 
 def fmt_time(at: float) -> str:

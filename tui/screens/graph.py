@@ -18,24 +18,24 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.css.query import NoMatches
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Input, SelectionList, Static
 from textual.strip import Strip
+from textual.widgets import Input, SelectionList, Static
 from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 from textual_plotext import PlotextPlot
-from rich.segment import Segment
 
-from ..core.job.series import Point, ema, in_range, to_csv
+from tui.core.job.series import Point, ema, in_range, to_csv
 
 if TYPE_CHECKING:
-    from ..core.profile import Monitoring
-    from .main import MainScreen
+    from tui.core.profile import Monitoring
+    from tui.screens.main import MainScreen
 
 PRESET: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reward", ("reward", "critic/rewards/mean", "critic/score/mean")),
@@ -310,7 +310,7 @@ class GraphScreen(Screen[None]):
 
     def action_export(self) -> None:
         if self.export_dir is None:
-            from ..core.locations import exports_dir
+            from tui.core.locations import exports_dir
 
             self.export_dir = exports_dir()
         self.export_dir.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ..commands import EXTRA_KEYS, offered_keys
+from tui.commands import EXTRA_KEYS, offered_keys
 
 
 def help_markup(read_only: bool = False) -> str:

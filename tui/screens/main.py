@@ -23,29 +23,33 @@ from textual.screen import Screen
 from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
-from widgets.key_bar import KeyBar
+from tui.commands import CHANGING_KEY_ACTIONS, KEYS, offered_keys
+from tui.core.actions.events import ActionEvent
+from tui.core.alerts import Alert
+from tui.core.secrets import mask_secrets
+from tui.core.state import ClusterState
+from tui.messages import (
+    ActionEventReceived,
+    ActionFinished,
+    AlertRaised,
+    AlertsBarClicked,
+    LogLinesReceived,
+    MetricsUpdated,
+    StateUpdated,
+)
+from tui.screens.alerts import AlertsScreen
+from tui.screens.help import HelpScreen
+from tui.screens.node_detail import NodeDetailScreen
+from tui.screens.preflight import PreflightScreen
 from widgets.action_panel import ActionPanel
 from widgets.alerts_bar import AlertsBar
 from widgets.confirm import ConfirmationModal
+from widgets.key_bar import KeyBar
 from widgets.log_pane import LogPane
 from widgets.metrics_pane import MetricsPane
 from widgets.node_grid import NodeGrid
 from widgets.ray_pane import RayPane
 from widgets.sim_badge import ReadOnlyBadge, SimBadge
-
-from ..commands import CHANGING_KEY_ACTIONS, KEYS, offered_keys
-from ..core.actions.events import ActionEvent
-from ..core.alerts import Alert
-from ..core.secrets import mask_secrets
-from ..core.state import ClusterState
-from ..messages import (
-    ActionEventReceived, ActionFinished, AlertRaised, AlertsBarClicked, LogLinesReceived,
-    MetricsUpdated, StateUpdated,
-)
-from .alerts import AlertsScreen
-from .help import HelpScreen
-from .node_detail import NodeDetailScreen
-from .preflight import PreflightScreen
 
 if TYPE_CHECKING:
     from tui.backend.base import Backend
@@ -179,7 +183,7 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ actions
     def start_action(self, name: str, **opts: Any) -> bool:
         """Run `name` in a worker unless something else runs (stop is always allowed)."""
-        from ..core.actions.registry import read_only_refusal
+        from tui.core.actions.registry import read_only_refusal
 
         refused = read_only_refusal(name, self.backend.profile)
         if refused is not None:  # the backend would refuse it too; say so without a panel
@@ -240,14 +244,14 @@ class MainScreen(Screen[None]):
 
     def running_job(self) -> str | None:
         """The training job on the cluster as questions name it, or None."""
-        from ..core.actions.plan import running_job_text
+        from tui.core.actions.plan import running_job_text
 
         return running_job_text(self.state)
 
     async def _ask_if_job_runs(self, name: str, title: str, confirm_label: str) -> bool:
         """Keys that change the cluster act at once, unless a training job runs on it:
         then the action table's question (which names the job and the risk) is asked."""
-        from ..core.actions.registry import describe
+        from tui.core.actions.registry import describe
 
         job = self.running_job()
         if job is None:
@@ -278,7 +282,7 @@ class MainScreen(Screen[None]):
         """Show what will be launched and the preflight's verdict, then ask. A plan that
         submit would refuse (a failed check, a job already running) offers its checks,
         never the submit."""
-        from ..core.checks import check_event, summary
+        from tui.core.checks import check_event, summary
 
         self.notify("preflight checks before submit...", timeout=3)
         try:
@@ -311,7 +315,7 @@ class MainScreen(Screen[None]):
             if await self._ask_if_job_runs("convert", "Convert while a job runs?", "Convert"):
                 self.start_action("convert")
             return
-        from ..core.actions.registry import describe
+        from tui.core.actions.registry import describe
 
         question = describe("convert", self.backend.profile, force=True, running_job=self.running_job())
         yes = await self.app.push_screen_wait(ConfirmationModal(
@@ -369,7 +373,7 @@ class MainScreen(Screen[None]):
 
     def action_graph(self) -> None:
         # Imported on first use: plotext is only needed once the graph opens.
-        from .graph import GraphScreen, metrics_source
+        from tui.screens.graph import GraphScreen, metrics_source
 
         job = self.state.job.id if self.state is not None and self.state.job is not None else "run"
         self.app.push_screen(GraphScreen(metrics_source(self), self.backend.profile.monitoring,

@@ -21,7 +21,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ..core.state import ClusterState, GpuCard, NodeState, RayNodeState
+from tui.core.state import ClusterState, GpuCard, NodeState, RayNodeState
 
 if TYPE_CHECKING:
     from widgets.node_grid import NodeRow

@@ -15,8 +15,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from ..core.actions.events import ActionEvent
-from ..core.checks import CheckResult, CheckStatus, counts, result_of
+from tui.core.actions.events import ActionEvent
+from tui.core.checks import CheckResult, CheckStatus, counts, result_of
 
 SEVERITY = {CheckStatus.FAIL: 0, CheckStatus.WARN: 1, CheckStatus.SKIP: 2, CheckStatus.PASS: 3}
 """Failures first, then warnings, then what was skipped (each names the failure it waits

@@ -124,7 +124,7 @@ def _write_json(p: Path, data: dict[str, Any]) -> None:
 
 
 def _pid_alive(pid: int | None) -> bool:
-    from .dockerd import pid_alive
+    from tui.sim.dockerd import pid_alive
 
     return bool(pid) and pid_alive(int(pid))  # type: ignore[arg-type]
 
@@ -442,7 +442,7 @@ def sim_down(state_dir: str | Path | None = None, timeout: float = 20.0) -> bool
                 _kill(p)
     dpid = st.get("dockerd_pid")
     if dpid and _pid_alive(dpid) and "dockerd" in _cmdline(dpid):
-        from .dockerd import stop_dockerd
+        from tui.sim.dockerd import stop_dockerd
 
         sock = Path(st["docker_sock"]) if st.get("docker_sock") else None
         stop_dockerd(dpid, sock, st.get("docker_cli"), Path(st["docker_config"]) if st.get("docker_config") else None)
@@ -652,7 +652,7 @@ def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known
     mon.pop("total_steps", None)
     # The seed's ranges describe 32 real cards; the sim's are derived from the stand-in
     # trainer's own model (tree/verl/utils/sim_perf.py) and these sizes: see sim_ranges.py.
-    from .sim_ranges import perf_model, sim_monitoring
+    from tui.sim.sim_ranges import perf_model, sim_monitoring
 
     step_s = float(os.environ.get("RLCONSOLE_SIM_STEP_S") or perf_model().STEP_S_DEFAULT)
     mon.update(sim_monitoring(step_s=step_s, nnodes=n_nodes, batch=small["data.train_batch_size"],
@@ -750,11 +750,11 @@ class _Daemon:
         _write_json(nd / "gmi.json", {"gpus": self.cfg["gpus"], "node_index": i,
                                       "replay": self.state.get("replay_copy")})
         py, root = self.cfg["python"], str(_repo_root())
-        from .gmi import tool_script
+        from tui.sim.gmi import tool_script
 
         _script(nd / "bin" / "mthreads-gmi", tool_script(str(nd)))
         if docker:
-            from .dockerwrap import wrapper_script
+            from tui.sim.dockerwrap import wrapper_script
 
             _script(nd / "bin" / "docker", wrapper_script(name, docker["cli"], "unix://" + docker["sock"],
                                                           docker["config"], docker["privileged"], py, root))
@@ -764,7 +764,7 @@ class _Daemon:
         return nd
 
     def _start_docker(self) -> dict[str, Any] | None:
-        from . import dockerd as dk
+        from tui.sim import dockerd as dk
 
         want = self.cfg.get("docker")
         exe = dk.find_dockerd()
@@ -792,7 +792,7 @@ class _Daemon:
         return {"cli": cli, "sock": str(sock), "config": str(cfgdir), "privileged": priv}
 
     async def setup(self) -> None:
-        from .server import SimNodeServer
+        from tui.sim.server import SimNodeServer
 
         n, gpus = int(self.cfg["nodes"]), int(self.cfg["gpus"])
         names = [node_name(i) for i in range(n)]
@@ -870,7 +870,7 @@ class _Daemon:
                 free[b:b + 6]))
         ray_tmp = self.sd / "ray"
         ray_tmp.mkdir(exist_ok=True)
-        from .dockerd import IMAGE
+        from tui.sim.dockerd import IMAGE
 
         prof = build_profile(nodes=self.state["nodes"], gpus=gpus, shared=shared, known_hosts=self.d / "known_hosts",
                              key=self.d / "keys" / "id_ed25519", user=getpass.getuser(), image=IMAGE,
@@ -886,7 +886,7 @@ class _Daemon:
 
     def _render_all(self) -> None:
         """Render every node's card-tool output (see gmi.py: why the daemon does it)."""
-        from .gmi import render_node
+        from tui.sim.gmi import render_node
 
         now = time.time()
         for nm, nd in self.node_dirs.items():
@@ -898,7 +898,7 @@ class _Daemon:
                 log.exception("%s: rendering the card tool output failed", nm)
 
     async def render_loop(self) -> None:
-        from .gmi import RENDER_INTERVAL_S
+        from tui.sim.gmi import RENDER_INTERVAL_S
 
         while True:
             await asyncio.sleep(RENDER_INTERVAL_S)
@@ -967,7 +967,7 @@ class _Daemon:
             with contextlib.suppress(Exception):
                 os.waitpid(u, os.WNOHANG)  # noqa: ASYNC222 - WNOHANG: never blocks
         if self.dockerd is not None:
-            from .dockerd import stop_dockerd
+            from tui.sim.dockerd import stop_dockerd
 
             stop_dockerd(self.dockerd.pid, Path(self.state["docker_sock"]), self.state.get("docker_cli"),
                          Path(self.state["docker_config"]))
@@ -982,7 +982,7 @@ def _install_tree(shared: Path) -> None:
     """Lay out the stand-in VeRL tree, data and `modelscope` under the shared dir, where
     the profile's paths point (`tree_install.install_sim_tree`, another module's)."""
     try:
-        from .tree_install import install_sim_tree
+        from tui.sim.tree_install import install_sim_tree
     except ImportError:
         log.warning("no sim tree installer: the shared dir stays empty")
         return

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cluster import SimError, _control, _read_json, _state_dir, sim_status
-from .sim_ranges import perf_model
 from tui.core.state import JobStatus
+from tui.sim.cluster import SimError, _control, _read_json, _state_dir, sim_status
+from tui.sim.sim_ranges import perf_model
 
 __all__ = ["FAULTS", "Fault", "clear_faults", "clear_for_profile", "fault_list_text", "plant_fault",
            "sim_dir_for_profile"]

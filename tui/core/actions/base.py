@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import AsyncIterator, Awaitable, Callable, Protocol, Sequence
 
-from ..profile import Node, Profile
-from .events import ActionEvent
+from tui.core.actions.events import ActionEvent
+from tui.core.profile import Node, Profile
 
 log = logging.getLogger("rlconsole.actions")
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import AsyncIterator
 
-from ..parsers.docker import parse_docker_inspect
-from ..profile import Node, Profile
-from .base import EventQueue, Remote, docker_argv, gather_nodes
-from .events import ActionEvent
+from tui.core.actions.base import EventQueue, Remote, docker_argv, gather_nodes
+from tui.core.actions.events import ActionEvent
+from tui.core.parsers.docker import parse_docker_inspect
+from tui.core.profile import Node, Profile
 
 NAME = "containers"
 

@@ -6,7 +6,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from ..secrets import mask_secrets
+from tui.core.secrets import mask_secrets
 
 EventKind = Literal["start", "step", "output", "node", "warn", "done", "fail", "skip"]
 

@@ -12,17 +12,15 @@ import asyncio
 import time
 from typing import Any, AsyncIterator, Callable
 
-from ..job.history import RunRecord, last_run, record_run
-from ..parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
-from ..profile import Profile
-from ..raypaths import ray_temp_dir
-from ..rayapi import RayJobClient, client_for_url
-from ..state import RayJobState
-from ..render import render
-from .base import Remote, gather_nodes
-from .events import ActionEvent
-from ..state import ACTIVE_JOB_STATUSES, JobStatus
-
+from tui.core.actions.base import Remote, gather_nodes
+from tui.core.actions.events import ActionEvent
+from tui.core.job.history import RunRecord, last_run, record_run
+from tui.core.parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
+from tui.core.profile import Profile
+from tui.core.rayapi import RayJobClient, client_for_url
+from tui.core.raypaths import ray_temp_dir
+from tui.core.render import render
+from tui.core.state import ACTIVE_JOB_STATUSES, JobStatus, RayJobState
 
 
 async def job_client(remote: Remote) -> RayJobClient:

@@ -15,9 +15,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import AsyncIterator
 
-from ..profile import Profile
-from .base import Remote
-from .events import ActionEvent
+from tui.core.actions.base import Remote
+from tui.core.actions.events import ActionEvent
+from tui.core.profile import Profile
 
 LIST_SCRIPT = 'cd "$1" 2>/dev/null || { echo "@@absent"; exit 0; }; ls -A1; echo "@@index"; cat model.safetensors.index.json 2>/dev/null || true'  # noqa: E501
 

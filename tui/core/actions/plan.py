@@ -14,14 +14,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..job.metrics import fmt_range
-from ..profile import Profile
-from ..state import ACTIVE_JOB_STATUSES, ClusterState
-from .base import Remote
-from .events import ActionEvent
+from tui.core.actions.base import Remote
+from tui.core.actions.events import ActionEvent
+from tui.core.job.metrics import fmt_range
+from tui.core.profile import Profile
+from tui.core.state import ACTIVE_JOB_STATUSES, ClusterState
 
 if TYPE_CHECKING:
-    from ..checks import CheckResult
+    from tui.core.checks import CheckResult
 
 FRESH_S = 60.0
 """A verdict older than this is not trusted to stand for the checks at submit time."""
@@ -127,7 +127,7 @@ def _duration(profile: Profile, total: int | None) -> str | None:
 def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | None,
                running: str | None = None, now: float | None = None) -> SubmitPlan:
     """The plan from what was read (pure: the console's demo and tests build it too)."""
-    from ..checks import CheckStatus
+    from tui.core.checks import CheckStatus
 
     total = profile.monitoring.total_steps or _int(profile.override_value("trainer.total_training_steps"))
     failed = tuple(dict.fromkeys(r.id for r in results if r.status is CheckStatus.FAIL))
@@ -157,7 +157,7 @@ def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | 
 def preflight_events(results: list[CheckResult]) -> list[ActionEvent]:
     """What submit says of its preflight: each result that did not pass (with its fix),
     then, when a check failed, the refusal that ends it."""
-    from ..checks import CheckStatus, check_event
+    from tui.core.checks import CheckStatus, check_event
 
     out: list[ActionEvent] = []
     for r in results:
@@ -199,7 +199,7 @@ async def submit_plan(profile: Profile, remote: Remote, running: str | None = No
     """Read the checkpoint tracker and run the preflight (as `submit` would), then the
     plan. `running`: the job the caller knows is on the cluster (the console's watched
     job); submit itself asks Ray again."""
-    from ..checks import run_checks
+    from tui.core.checks import run_checks
 
     results = await run_checks(profile, remote=remote, before_submit=True)
     return build_plan(profile, results, await resume_step(profile, remote), running=running)

@@ -14,12 +14,12 @@ import json
 import time
 from typing import AsyncIterator
 
-from ..parsers.raystatus import parse_ray_status
-from ..profile import Node, Profile
-from ..rayapi import _d, _l, _text, dashboard_connect_host, dashboard_exposed
-from ..state import RayState
-from .base import CmdResult, EventQueue, Remote, gather_nodes
-from .events import ActionEvent
+from tui.core.actions.base import CmdResult, EventQueue, Remote, gather_nodes
+from tui.core.actions.events import ActionEvent
+from tui.core.parsers.raystatus import parse_ray_status
+from tui.core.profile import Node, Profile
+from tui.core.rayapi import _d, _l, _text, dashboard_connect_host, dashboard_exposed
+from tui.core.state import RayState
 
 NAME = "setup-ray"
 
@@ -104,8 +104,8 @@ async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
 async def _running_jobs(remote: Remote) -> list[str]:
     """Ids of PENDING/RUNNING jobs, best effort (empty when the job API does not answer):
     they are named in the question before a stop kills them."""
-    from ..state import ACTIVE_JOB_STATUSES
-    from .jobs import job_client, list_jobs
+    from tui.core.actions.jobs import job_client, list_jobs
+    from tui.core.state import ACTIVE_JOB_STATUSES
 
     try:
         client = await asyncio.wait_for(job_client(remote), 30)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable
 
-from ..profile import Profile
-from .base import Remote
-from .events import ActionEvent
+from tui.core.actions.base import Remote
+from tui.core.actions.events import ActionEvent
+from tui.core.profile import Profile
 
 Runner = Callable[..., AsyncIterator[ActionEvent]]
 """`runner(profile, remote, **opts)`: the action's events, ending in done/fail/skip."""
@@ -73,21 +73,21 @@ class ActionSpec:
 
 
 async def _containers(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
-    from .containers import containers
+    from tui.core.actions.containers import containers
 
     async for ev in containers(profile, remote):
         yield ev
 
 
 async def _model(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
-    from .model import model
+    from tui.core.actions.model import model
 
     async for ev in model(profile, remote):
         yield ev
 
 
 async def _convert(profile: Profile, remote: Remote, force: bool = False, **_: Any) -> AsyncIterator[ActionEvent]:
-    from .model import convert, hf_missing, list_dir, model
+    from tui.core.actions.model import convert, hf_missing, list_dir, model
 
     # Converting needs the HF model (seed 5.1 before 5.2): when it is missing and the
     # profile says how to get it, fetch it first, so `c` alone does the whole step.
@@ -108,7 +108,7 @@ async def _convert(profile: Profile, remote: Remote, force: bool = False, **_: A
 
 async def _setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = None,
                      stop_confirmed: bool = False, **_: Any) -> AsyncIterator[ActionEvent]:
-    from .ray_setup import setup_ray
+    from tui.core.actions.ray_setup import setup_ray
 
     async for ev in setup_ray(profile, remote, stop_first=stop_first, stop_confirmed=bool(stop_confirmed)):
         yield ev
@@ -117,15 +117,15 @@ async def _setup_ray(profile: Profile, remote: Remote, stop_first: bool | None =
 async def _submit(profile: Profile, remote: Remote, skip_checks: bool = False, force: bool = False,
                   **_: Any) -> AsyncIterator[ActionEvent]:
     if not skip_checks:
-        from ..checks import run_checks
-        from .plan import preflight_events
+        from tui.core.actions.plan import preflight_events
+        from tui.core.checks import run_checks
 
         yield ActionEvent("submit", "step", "preflight checks")
         for ev in preflight_events(await run_checks(profile, remote=remote, before_submit=True)):
             yield ev
             if ev.kind == "fail":
                 return
-    from .jobs import submit
+    from tui.core.actions.jobs import submit
 
     async for ev in submit(profile, remote, force=bool(force)):
         yield ev
@@ -133,7 +133,7 @@ async def _submit(profile: Profile, remote: Remote, skip_checks: bool = False, f
 
 async def _stop(profile: Profile, remote: Remote, job_id: str | None = None, cluster: bool = False,
                 **_: Any) -> AsyncIterator[ActionEvent]:
-    from .jobs import stop_job
+    from tui.core.actions.jobs import stop_job
 
     async for ev in stop_job(profile, remote, job_id=job_id):
         if ev.node is None and ev.kind in ("done", "skip", "fail") and cluster:
@@ -142,14 +142,14 @@ async def _stop(profile: Profile, remote: Remote, job_id: str | None = None, clu
             continue
         yield ev
     if cluster:
-        from .ray_setup import stop_cluster
+        from tui.core.actions.ray_setup import stop_cluster
 
         async for ev in stop_cluster(profile, remote):
             yield ev
 
 
 async def _check(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
-    from ..checks import check_action
+    from tui.core.checks import check_action
 
     async for ev in check_action(profile, remote):
         yield ev

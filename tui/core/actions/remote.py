@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import AsyncIterator
 
-from ..profile import Profile
-from ..rayapi import dashboard_connect_host
-from ..ssh import CommandTimeout, NodeDown, SessionPool, SshError, StreamStatus
-from .base import CmdResult, Command
+from tui.core.actions.base import CmdResult, Command
+from tui.core.profile import Profile
+from tui.core.rayapi import dashboard_connect_host
+from tui.core.ssh import CommandTimeout, NodeDown, SessionPool, SshError, StreamStatus
 
 
 class PoolStream:

@@ -7,7 +7,7 @@ training launch, `build` decides every profile value and what to report, and `wr
 writes the commented YAML.
 """
 
-from .build import Finding, ImportResult, import_script
-from .writer import render_profile, summary
+from tui.core.importer.build import Finding, ImportResult, import_script
+from tui.core.importer.writer import render_profile, summary
 
 __all__ = ["Finding", "ImportResult", "import_script", "render_profile", "summary"]

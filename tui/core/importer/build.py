@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from .hostfile import Host, node_names, parse_hostfile
-from .hydraval import parse_value, split_override
-from .interp import Walk, walk
-from .launch import Launch, find_launches, parse_launch
-from .limits import MAX_NODES, Refused, read_text_bounded, shown
-from .shellexpand import has_placeholder
+from tui.core.errors import UsageError
+from tui.core.importer.hostfile import Host, node_names, parse_hostfile
+from tui.core.importer.hydraval import parse_value, split_override
+from tui.core.importer.interp import Walk, walk
+from tui.core.importer.launch import Launch, find_launches, parse_launch
+from tui.core.importer.limits import MAX_NODES, Refused, read_text_bounded, shown
+from tui.core.importer.shellexpand import has_placeholder
 
 CHANGE_ME = "/CHANGE-ME"  # absolute, so the profile loads; obviously not a real path
 TEMPLATE_NET = "192.0.2"  # RFC 5737 TEST-NET-1: documentation-only, never routed

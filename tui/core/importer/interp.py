@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .limits import MAX_ARRAY_ITEMS, Refused
-from .shellexpand import ShellState, expand_string, expand_word, split_array_body
-from .shellscan import RawCommand, RawWord, scan
+from tui.core.importer.limits import MAX_ARRAY_ITEMS, Refused
+from tui.core.importer.shellexpand import ShellState, expand_string, expand_word, split_array_body
+from tui.core.importer.shellscan import RawCommand, RawWord, scan
 
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[([^\]]*)\])?(\+?)=(.*)$", re.S)
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",

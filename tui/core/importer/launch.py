@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from .interp import Command, Word
-from .limits import Refused, read_text_bounded
+from tui.core.importer.interp import Command, Word
+from tui.core.importer.limits import Refused, read_text_bounded
 
 _PY_RE = re.compile(r"^(.*/)?python(3(\.\d+)?)?$")
 # Variables for the submitting client, not for the job.

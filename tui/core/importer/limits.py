@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from ..errors import UsageError
+from tui.core.errors import UsageError
 
 MAX_FILE_BYTES = 1 << 20  # a launch script, hostfile or runtime env is a few KB
 MAX_WORD_CHARS = 1 << 20  # one expanded word (or variable value)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .limits import MAX_ARITH_CHARS, MAX_ARITH_DEPTH, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_WORD_CHARS, Refused
+from tui.core.importer.limits import MAX_ARITH_CHARS, MAX_ARITH_DEPTH, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_WORD_CHARS, Refused
 
 PLACEHOLDER_OPEN = "<unresolved:"
 
@@ -599,7 +599,7 @@ def expand_string(raw: str, st: ShellState, line: int, quoted: bool = True,
 
 def split_array_body(body: str) -> list[str]:
     """The raw element words of `(a "b c" $d)` (body without the parentheses)."""
-    from .shellscan import scan
+    from tui.core.importer.shellscan import scan
 
     words: list[str] = []
     for cmd in scan(body.replace("\n", " ")):

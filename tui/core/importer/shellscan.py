@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .limits import MAX_NESTING, Refused
+from tui.core.importer.limits import MAX_NESTING, Refused
 
 _NAME_EQ = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 

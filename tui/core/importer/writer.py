@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import UsageError
-from .build import TEMPLATE_NET, ImportResult, Item
-from .limits import shown
+from tui.core.errors import UsageError
+from tui.core.importer.build import TEMPLATE_NET, ImportResult, Item
+from tui.core.importer.limits import shown
 
 TOP_KEYS = ("version", "name", "description", "nodes", "container", "paths", "ray", "env", "training")
 

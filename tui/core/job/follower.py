@@ -12,10 +12,10 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from ..profile import Profile
-from ..raypaths import driver_log_path
-from .remote_files import ascii_uint
-from .spool import LogSpool
+from tui.core.job.remote_files import ascii_uint
+from tui.core.job.spool import LogSpool
+from tui.core.profile import Profile
+from tui.core.raypaths import driver_log_path
 
 log = logging.getLogger("rlconsole.jobwatch")
 
@@ -150,7 +150,7 @@ class LogFollower:
         Before each stream the remote file's identity is checked (`_resync`); the
         stream itself ends when the file is replaced or truncated (FOLLOW_SCRIPT exits
         75), so that no byte of another file is appended as if it continued this one."""
-        from ..ssh import StreamStatus
+        from tui.core.ssh import StreamStatus
 
         path = driver_log_path(self.profile, self.job_id)
         backoff = 0.5

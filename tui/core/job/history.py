@@ -12,8 +12,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..locations import history_path
-from ..secrets import mask_argv, mask_data
+from tui.core.locations import history_path
+from tui.core.secrets import mask_argv, mask_data
 
 
 @dataclass

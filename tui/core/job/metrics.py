@@ -23,7 +23,6 @@ VeRL's metric keys and units (verl/trainer/ppo/metric_utils.py, ray_trainer.py):
 from __future__ import annotations
 
 import bisect
-
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence

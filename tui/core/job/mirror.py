@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..profile import Profile
-from .remote_files import ascii_uint, read_remote_bytes
+from tui.core.job.remote_files import ascii_uint, read_remote_bytes
+from tui.core.profile import Profile
 
 log = logging.getLogger("rlconsole.jobwatch")
 
@@ -37,7 +37,7 @@ def parse_scan(stdout: str) -> tuple[dict[str, int], int | None]:
     `find`'s own `./` prefix, which every real record has. A name holding a newline
     splits its record in two; the second half is rejected (no `./`) or, if it forges
     one, is still only a confined relative name."""
-    from ..safepath import UnsafeName, check_name
+    from tui.core.safepath import UnsafeName, check_name
 
     sizes: dict[str, int] = {}
     ckpt: int | None = None
@@ -72,7 +72,7 @@ class RemoteTbMirror:
     async def fetch(self, sizes: dict[str, int]) -> int:
         """Fetch what each file gained beyond the local copy; files that did not grow
         cost nothing (between steps of a real run, that is most refreshes)."""
-        from ..safepath import UnsafeName, confined, open_confined
+        from tui.core.safepath import UnsafeName, confined, open_confined
 
         got = 0
         self.local_dir.mkdir(parents=True, exist_ok=True)
@@ -132,7 +132,7 @@ class ScalarSource:
         self.last_checkpoint: int | None = None
 
     def tb_reader(self) -> Any:
-        from .tbreader import ScalarReader
+        from tui.core.job.tbreader import ScalarReader
 
         if self.reader is None:
             # The console on the head (or the sim) reads the event files in place;

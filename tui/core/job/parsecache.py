@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .spool import LogSpool
-from .verl_log import LogMetricsParser
+from tui.core.job.spool import LogSpool
+from tui.core.job.verl_log import LogMetricsParser
 
 log = logging.getLogger("rlconsole.jobwatch")
 
@@ -143,7 +143,7 @@ def _cache_state(doc: Any, version: int, fields: set[str]) -> dict[str, Any] | N
     is data written by `ParseCache.write`, and nothing else is taken from it. `fields`: the
     parser's own attributes; a field added to the parser later (not in
     `_CACHE_SCALARS`) is taken only as a plain scalar."""
-    from .verl_log import TqdmProgress
+    from tui.core.job.verl_log import TqdmProgress
 
     if not isinstance(doc, dict) or doc.get("version") != version:
         return None

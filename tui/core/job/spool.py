@@ -38,7 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..linecap import LINE_CAP, cap_line_bytes
+from tui.core.linecap import LINE_CAP, cap_line_bytes
 
 _np: Any
 try:  # numpy finds newlines ~10x faster than a Python loop; it is there via ray/tbparse.

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .metrics import SeriesIndex
-from .verl_log import LogMetricsParser
+from tui.core.job.metrics import SeriesIndex
+from tui.core.job.verl_log import LogMetricsParser
 
 
 class MetricsStore:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..parsers.ansi import strip_escapes
+from tui.core.parsers.ansi import strip_escapes
 
 __all__ = [
     "parse_step_line",

@@ -19,11 +19,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..alerts import Alert
-from .history import last_run, runs
-from ..profile import Profile
-from ..state import JobState, RayJobState
-from ..state import ACTIVE_JOB_STATUSES, JobStatus
+from tui.core.alerts import Alert
+from tui.core.job.history import last_run, runs
+from tui.core.profile import Profile
+from tui.core.state import ACTIVE_JOB_STATUSES, JobState, JobStatus, RayJobState
 
 log = logging.getLogger("rlconsole.jobwatch")
 
@@ -42,7 +41,7 @@ def job_on_cluster(ray: Any, job_id: str) -> bool | None:
 
 
 def spool_dir() -> Path:
-    from ..locations import spool_root
+    from tui.core.locations import spool_root
 
     return spool_root()
 
@@ -60,14 +59,14 @@ class JobWatcher:
                  on_lines: LineCallback | None = None, on_alert: AlertCallback | None = None,
                  refresh_s: float | None = None, root: Path | None = None,
                  wall_clock: bool = True) -> None:
-        from ..diagnosis import Diagnoser
-        from ..safepath import confined, safe_job_id
-        from .follower import LogFollower
-        from .mirror import ScalarSource
-        from .parsecache import ParseCache
-        from .spool import LogSpool
-        from .store import MetricsStore
-        from .verl_log import LogMetricsParser
+        from tui.core.diagnosis import Diagnoser
+        from tui.core.job.follower import LogFollower
+        from tui.core.job.mirror import ScalarSource
+        from tui.core.job.parsecache import ParseCache
+        from tui.core.job.spool import LogSpool
+        from tui.core.job.store import MetricsStore
+        from tui.core.job.verl_log import LogMetricsParser
+        from tui.core.safepath import confined, safe_job_id
 
         self.profile = profile
         self.pool = pool
@@ -242,7 +241,7 @@ class JobWatcher:
         return self.store.rows()
 
     def run_metrics(self) -> Any:
-        from .metrics import RunMetrics
+        from tui.core.job.metrics import RunMetrics
 
         mon = self.profile.monitoring
         expected: dict[str, Any] = {}
@@ -288,9 +287,8 @@ async def find_job(profile: Profile, remote: Any, known: list[RayJobState] | Non
     """The job to watch: a running one this console submitted, else any running one,
     else the last one submitted from here. (id, status). `known`: Ray's job list when the
     caller already has it (the monitor polls it), which saves asking the job API again."""
-    from ..actions.jobs import job_client, list_jobs
-
-    from ..safepath import UnsafeName, safe_job_id
+    from tui.core.actions.jobs import job_client, list_jobs
+    from tui.core.safepath import UnsafeName, safe_job_id
 
     jobs: list[dict[str, Any]] = []
     if known is None:

@@ -24,8 +24,7 @@ import re
 from typing import Any
 
 from tui.core.parsers.ansi import strip_ansi
-from tui.core.state import RayJobState, RayNodeState, RayState
-from ..state import JobStatus
+from tui.core.state import JobStatus, RayJobState, RayNodeState, RayState
 
 __all__ = [
     "SOURCE",
