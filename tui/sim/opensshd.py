@@ -41,6 +41,8 @@ from pathlib import Path
 
 __all__ = ["OpenSshNode", "find_sshd", "login_files", "sshd_config"]
 
+SBIN_DIRS = ("/usr/sbin", "/usr/local/sbin")
+"""Where sshd is looked for besides PATH."""
 PRIVSEP_DIR = Path("/run/sshd")  # Debian's compiled-in privilege separation directory
 
 
@@ -50,7 +52,8 @@ def find_sshd() -> str | None:
     found = shutil.which("sshd")
     if found:
         return os.path.abspath(found)
-    for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd"):
+    for d in SBIN_DIRS:
+        p = os.path.join(d, "sshd")
         if os.access(p, os.X_OK):
             return p
     return None
