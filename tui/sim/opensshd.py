@@ -184,10 +184,8 @@ class OpenSshNode:
             s.bind((self.address, 0))
             return int(s.getsockname()[1])
 
-    async def start(self, timeout: float = 60.0) -> int:
-        """Start the node's sshd and wait until it accepts connections; returns the port."""
-        if self.running:
-            return self.port
+    def _spawn(self) -> list[str]:
+        """Write the node's config and start files, start its sshd; returns the argv."""
         if not self.port:
             self.port = self._free_port()
         self.conf_dir.mkdir(parents=True, exist_ok=True)
@@ -203,10 +201,21 @@ class OpenSshNode:
         argv = [self.sshd, "-D", "-e", "-f", str(cfg)]
         if self.ns_pid:
             argv = ["nsenter", f"--target={self.ns_pid}", "--pid", "--mount", "--", *argv]
-        logp = self.conf_dir / "sshd.log"
-        with logp.open("ab") as lf:
+        with (self.conf_dir / "sshd.log").open("ab") as lf:
             self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf, stderr=lf,
                                           start_new_session=True, cwd="/")
+        return argv
+
+    def _log_tail(self) -> str:
+        logp = self.conf_dir / "sshd.log"
+        return " | ".join(logp.read_text(errors="replace").strip().splitlines()[-3:]) if logp.exists() else ""
+
+    async def start(self, timeout: float = 60.0) -> int:
+        """Start the node's sshd and wait until it accepts connections; returns the port."""
+        if self.running:
+            return self.port
+        argv = await asyncio.to_thread(self._spawn)
+        assert self._proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -219,7 +228,7 @@ class OpenSshNode:
             if self.pid and await asyncio.to_thread(self._listening):
                 return self.port
             await asyncio.sleep(0.1)
-        tail = " | ".join(logp.read_text(errors="replace").strip().splitlines()[-3:]) if logp.exists() else ""
+        tail = await asyncio.to_thread(self._log_tail)
         await self.stop()
         raise RuntimeError(f"{self.name}: OpenSSH sshd did not start on {self.address}:{self.port}"
                            f" ({' '.join(argv)}): {tail or 'no output'}")
