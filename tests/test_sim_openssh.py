@@ -204,6 +204,42 @@ def test_stop_node_and_start_node(ossh_sim: Path) -> None:
     assert asyncio.run(_run(ossh_sim, go)) == "back"
 
 
+def test_a_hung_sshd_is_noticed_by_keepalive(ossh_sim: Path) -> None:
+    """node2's sshd and its sessions stop answering (SIGSTOP: the TCP connection stays
+    open, as with a hung host): the console's keepalive (profile ssh.keepalive_interval_s)
+    turns the node "down"; without it a read would wait for ever. After SIGCONT the
+    session reconnects."""
+    import signal
+
+    from tui.sim.opensshd import descendants
+
+    listener = _state(ossh_sim)["sshd_pids"]["node2"]
+
+    async def go(pool: Any, prof: Any) -> tuple[str, str | None, str]:
+        sess = pool.session("node2")
+        assert prof.ssh.keepalive_interval_s <= 5
+        await sess.run("true", check=True)
+        tree = [listener, *descendants(listener)]
+        for p in tree:
+            os.kill(p, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 120
+            while sess.state == "connected" and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+            state, reason = sess.state, sess.reason
+        finally:
+            for p in tree:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGCONT)
+        ok = await sess.wait_connected(T)
+        back = (await sess.run("echo back", check=True)).stdout.strip() if ok else "not reconnected"
+        return state, reason, back
+
+    state, reason, back = asyncio.run(_run(ossh_sim, go))
+    assert state == "down", (state, reason)
+    assert back == "back"
+
+
 def test_the_whole_chain_on_openssh(ossh_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The headless chain (containers .. stop --cluster) on OpenSSH nodes."""
     from tests.test_chain import whole_chain
