@@ -154,6 +154,34 @@ def test_ended_streams_give_their_sessions_back(ossh_sim: Path) -> None:
     assert asyncio.run(_run(ossh_sim, go)) == ("alive", "0")
 
 
+def test_timed_out_commands_give_their_sessions_back(ossh_sim: Path) -> None:
+    """12 commands that time out on one connection (a hung tool on a node): the console
+    ends each; on OpenSSH each used to run on and hold its session until MaxSessions
+    refused every channel. Now: ended, and the connection still runs commands."""
+    from tui.core.ssh import CommandTimeout
+
+    mark = f"1001.{os.getpid()}"
+
+    async def go(pool: Any, prof: Any) -> tuple[int, str, str]:
+        sess = pool.session("node1")
+        timeouts = 0
+        for _ in range(12):
+            try:
+                await sess.run(f"sleep {mark}", timeout=0.5)
+            except CommandTimeout:
+                timeouts += 1
+        alive = (await sess.run("echo alive", check=True)).stdout.strip()
+        left = "?"
+        for _ in range(100):
+            left = (await sess.run(_count(mark))).stdout.strip()
+            if left == "0":
+                break
+            await asyncio.sleep(0.2)
+        return timeouts, alive, left
+
+    assert asyncio.run(_run(ossh_sim, go)) == (12, "alive", "0")
+
+
 def test_finished_stream_keeps_what_it_started(ossh_sim: Path) -> None:
     """A stream that ends on its own keeps its exit code and leaves what it started in
     the background running (a `ray start` stream leaves the raylet): the guard ends the

@@ -157,7 +157,7 @@ def wrap_command(
 
 ENDS_WITH_CHANNEL = (
     'exec 3<&0\n'  # a background list's stdin is /dev/null unless redirected explicitly
-    'sh -c "$1" </dev/null 3<&- & p=$!\n'
+    '"${SHELL:-/bin/sh}" -c "$1" </dev/null 3<&- & p=$!\n'
     '( cat >/dev/null 2>&1; kill -TERM 0 ) <&3 >/dev/null 2>&1 & w=$!\n'
     'exec 3<&-\n'
     'wait "$p"; rc=$?\n'
@@ -170,7 +170,8 @@ OpenSSH does not end a command without a terminal when its channel closes, and f
 root (or a forced command) it refuses the client's signal request ("session signalling
 requires privilege separation"): a follower the console stopped ran on, and kept its
 session, until sshd's MaxSessions (10) refused every new channel on the connection.
-So the command runs in the background and a watcher waits for EOF on stdin, which
+So the command runs in the background (under the login shell, as without the guard:
+`$SHELL -c`) and a watcher waits for EOF on stdin, which
 the console keeps open: sshd closes it when the channel closes, and the watcher
 then ends the session's process group. A command that ends on its own stops the
 watcher first, so what it started and left running (daemons) lives on."""
@@ -581,8 +582,12 @@ class NodeSession:
         self._audit(command, env)
         async with self._sem:
             t0 = time.monotonic()
+            # Without input, the command runs under the guard (ENDS_WITH_CHANNEL): one that
+            # times out ends on OpenSSH too, instead of holding a session for ever.
+            guarded = input is None
             try:
-                proc = await conn.create_process(command, encoding="utf-8", errors="replace")
+                proc = await conn.create_process(ending_with_channel(command) if guarded else command,
+                                                 encoding="utf-8", errors="replace")
             except (asyncssh.ChannelOpenError, asyncssh.DisconnectError, OSError) as exc:
                 raise NodeDown(self.name, self.reason or f"cannot open a channel: {exc}") from None
             out_buf, err_buf = _CappedText(RUN_OUTPUT_CAP), _CappedText(RUN_OUTPUT_CAP)
@@ -595,9 +600,9 @@ class NodeSession:
                 await proc.wait_closed()
 
             try:
-                if input is not None:
-                    proc.stdin.write(input)
-                proc.stdin.write_eof()
+                if not guarded:
+                    proc.stdin.write(input or "")
+                    proc.stdin.write_eof()
                 if timeout and timeout > 0:
                     await asyncio.wait_for(collect(), timeout)
                 else:
