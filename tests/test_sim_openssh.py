@@ -252,7 +252,7 @@ def test_a_hung_sshd_is_noticed_by_keepalive(ossh_sim: Path) -> None:
             os.kill(p, signal.SIGSTOP)
         try:
             deadline = time.monotonic() + 120
-            while sess.state == "connected" and time.monotonic() < deadline:
+            while sess.state == "connected" and time.monotonic() < deadline:  # noqa: ASYNC110 - a poll, bounded
                 await asyncio.sleep(0.2)
             state, reason = sess.state, sess.reason
         finally:
@@ -317,3 +317,43 @@ def test_without_sshd_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.Monkey
     lines = out.err.strip().splitlines()
     assert len(lines) == 1 and "sshd" in lines[0] and "openssh-server" in lines[0], out.err
     assert not (tmp_path / "sim" / "state.json").exists()
+
+
+def test_behind_a_bastion(tmp_path: Path) -> None:
+    """`sim up --bastion --sshd openssh`: the nodes' sshd admit only the jump host's
+    address (AllowUsers user@bastion); through `ssh.jump` the console reaches them,
+    directly it is refused."""
+    require_sshd()
+    import asyncssh
+
+    from tui.sim.cluster import sim_down, sim_up
+
+    d = tmp_path / "sim"
+    p = sim_up(2, 1, state_dir=d, docker=False, bastion=True, sshd="openssh")
+    try:
+        async def via(pool: Any, prof: Any) -> str:
+            assert all(nd.ssh.hops for nd in prof.nodes)
+            return (await pool.session("node2").run("echo $RLCONSOLE_SIM_NODE $SSH_CONNECTION", check=True)).stdout
+
+        out = asyncio.run(_run(p, via)).split()
+        assert out[0] == "node2" and out[1] == "127.0.0.254"  # the peer sshd saw: the bastion
+
+        async def direct() -> str:
+            n = json.loads((d / "state.json").read_text())["nodes"][0]
+            try:
+                async with asyncssh.connect(n["address"], n["port"], username=_user(), config=None,
+                                            client_keys=[str(d / "keys" / "id_ed25519")],
+                                            known_hosts=str(d / "known_hosts"), connect_timeout=T) as c:
+                    return (await c.run("echo in")).stdout or ""
+            except asyncssh.PermissionDenied:
+                return "refused"
+
+        assert asyncio.run(asyncio.wait_for(direct(), T)) == "refused"
+    finally:
+        sim_down(state_dir=d)
+
+
+def _user() -> str:
+    import getpass
+
+    return getpass.getuser()

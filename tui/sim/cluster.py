@@ -6,6 +6,8 @@ its own session, PID file in the state dir) that runs, for N nodes:
 * one in-process SSH server per node (`server.SimNodeServer`) on its own loopback
   address (node i on 127.0.0.(i+2)), a free port, its own host key; one user key; a
   known_hosts file listing every node's key;
+  with `sim up --sshd openssh`, one OpenSSH `sshd` process per node instead
+  (`opensshd.OpenSshNode`: same address, key and environment; PIDs in the state);
 * where root and `unshare` allow, one PID + mount namespace per node (`unshare --pid
   --fork --mount-proc`, init = tini or a tiny reaper) that every command of that node
   enters with `nsenter`, so `ray stop --force` or a crash on one node stays there
