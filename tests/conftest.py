@@ -158,6 +158,19 @@ def require_dockerd() -> None:
     require_command("dockerd", "docker.io")
 
 
+def require_sshd() -> str:
+    """`sim up --sshd openssh` tests: OpenSSH's sshd (openssh-server; in /usr/sbin, which
+    is not on every PATH). Skips where missing, FAILS under CI=true."""
+    from tui.sim.opensshd import find_sshd
+
+    path = find_sshd()
+    if path:
+        return path
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail("sshd not found, and CI=true: install openssh-server (apt-get install openssh-server)")
+    pytest.skip("sshd not installed (Debian package openssh-server)")
+
+
 @pytest.fixture(scope="module")
 def small_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A 2 x 2 simulated cluster without containers, for one test module: real SSH

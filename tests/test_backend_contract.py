@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import pytest
 
-from tests.conftest import require_dockerd
+from tests.conftest import require_dockerd, require_sshd
 from tui.backend.static import StaticBackend, demo_backend
 from tui.core.job.metrics import MetricsSummary
 from tui.core.state import ClusterState
@@ -83,6 +83,8 @@ class Kit:
     name: str
     make: Callable[[], Any]
     world_job: Callable[[Any], Awaitable[tuple[bool, str | None]]]  # (ray up, status of the job)
+    nodes: int = 4
+    cards: int = 32
 
 
 async def _static_world(b: StaticBackend) -> tuple[bool, str | None]:
@@ -96,7 +98,7 @@ def _module_env():
     mp.undo()
 
 
-@pytest.fixture(scope="module", params=["static", "live"])
+@pytest.fixture(scope="module", params=["static", "live", "live-openssh"])
 def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
         _module_env: pytest.MonkeyPatch):
     if request.param == "static":
@@ -111,6 +113,12 @@ def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         return
 
     require_dockerd()
+    # live-openssh: the nodes served by OpenSSH's sshd (MaxSessions, login shell,
+    # no signals for root), on the smallest cluster that has a head and a worker
+    openssh = request.param == "live-openssh"
+    if openssh:
+        require_sshd()
+    n_nodes, n_cards = (2, 2) if openssh else (4, 8)
     from tui.core.probes import snapshot
     from tui.core.profile import load_profile
     from tui.sim.cluster import sim_down, sim_up
@@ -119,17 +127,17 @@ def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     state = tmp_path_factory.mktemp("contract-state")
     _module_env.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
     sim = tmp_path_factory.mktemp("contract-sim")
-    path = Path(sim_up(4, 8, state_dir=sim))
+    path = Path(sim_up(n_nodes, n_cards, state_dir=sim, sshd="openssh" if openssh else "builtin"))
     prof = load_profile(path)
 
     async def live_world(b: Any) -> tuple[bool, str | None]:
         st = await snapshot(prof)
         job_id = b.contract_job_id
         job = next((j for j in st.ray.jobs if j.id == job_id), None)
-        return st.ray.available and st.ray.nodes_alive == 4, job.status if job else None
+        return st.ray.available and st.ray.nodes_alive == n_nodes, job.status if job else None
 
     try:
-        yield Kit("live", lambda: LiveBackend(prof), live_world)
+        yield Kit(request.param, lambda: LiveBackend(prof), live_world, n_nodes, n_nodes * n_cards)
     finally:
         sim_down(state_dir=sim)
 
@@ -179,12 +187,12 @@ async def _contract(kit: Kit) -> None:
     rec.attach(b)
     await within("start()", b.start(), 60)
 
-    # -- the state arrives: 4 nodes, 32 cards
+    # -- the state arrives: 4 nodes, 32 cards (the OpenSSH sim: 2 x 2)
     def full_state() -> bool:
         st = rec.states[-1] if rec.states else None
-        return bool(st and len(st.nodes) == 4 and all(n.reachable for n in st.nodes)
-                    and sum(len(n.gpu.cards) for n in st.nodes if n.gpu) == 32)
-    await until("a state with 4 reachable nodes and 32 cards", full_state, 120)
+        return bool(st and len(st.nodes) == kit.nodes and all(n.reachable for n in st.nodes)
+                    and sum(len(n.gpu.cards) for n in st.nodes if n.gpu) == kit.cards)
+    await until(f"a state with {kit.nodes} reachable nodes and {kit.cards} cards", full_state, 120)
 
     # -- the chain, through run_action
     for name, opts in (("containers", {}), ("convert", {}), ("setup-ray", {}), ("submit", {"skip_checks": True})):
@@ -206,7 +214,7 @@ async def _contract(kit: Kit) -> None:
     assert set(rec.series[-1]) >= {"reward", "throughput", "response_length"}
     assert job_id in b.describe_stop()
 
-    if kit.name == "live":
+    if kit.name != "static":
         await _eta_agrees_with_tqdm(rec)
 
     # -- log lines arrive numbered: log_search agrees with the delivery order

@@ -70,14 +70,23 @@ def variant(src: Path, dst: Path, edit: Any) -> Path:
 
 
 def test_the_whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    whole_chain(chain_sim, tmp_path, capsys)
+
+
+def whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The chain on the sim at `chain_sim` (any shape, any SSH server: test_sim_openssh
+    runs it on OpenSSH's sshd)."""
     P = ["--profile", str(chain_sim)]
     prof = load_profile(chain_sim)
+    n = len(prof.nodes)
+    cards = sum(nd.gpus for nd in prof.nodes)
+    last_node = prof.nodes[-1].name
 
     # -- containers
     rc, out, _ = run(["containers", *P, "--yes"], capsys)
     assert rc == 0, out
     st = snapshot(chain_sim)
-    assert [n.container.status for n in st.nodes] == ["running"] * 4
+    assert [nd.container.status for nd in st.nodes] == ["running"] * n
     rc, out, _ = run(["containers", *P, "--yes"], capsys)
     assert rc == 0 and "nothing to do" in out.splitlines()[-1]
 
@@ -112,20 +121,20 @@ def test_the_whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.Capture
 
     # -- setup-ray: a worker that cannot join first
     def break_worker(d: dict) -> None:
-        d["nodes"][3]["ray_args"] = d["nodes"][3]["ray_args"] + ["--no-such-ray-flag"]
+        d["nodes"][-1]["ray_args"] = d["nodes"][-1]["ray_args"] + ["--no-such-ray-flag"]
         d["ray"]["join_timeout_s"] = 40
     broken = variant(chain_sim, tmp_path / "badray.yaml", break_worker)
     rc, out, _ = run(["setup-ray", "--profile", str(broken), "--yes"], capsys)
     last = out.splitlines()[-1]
-    assert rc == 1 and "did not join: node4" in last, out[-2000:]
+    assert rc == 1 and f"did not join: {last_node}" in last, out[-2000:]
     assert "no-such-ray-flag" in last or "no such option" in last.lower()
 
     # run again with the right profile: only the node that is missing is started
     rc, out, _ = run(["setup-ray", *P, "--yes"], capsys)
     assert rc == 0, out[-2000:]
-    assert "starting only node4" in out
+    assert f"starting only {last_node}" in out
     st = snapshot(chain_sim)
-    assert st.ray.available and st.ray.nodes_alive == 4 and int(st.ray.gpus_total) == 32
+    assert st.ray.available and st.ray.nodes_alive == n and int(st.ray.gpus_total) == cards
     rc, out, _ = run(["setup-ray", *P, "--yes"], capsys)
     assert rc == 0 and "nothing changed" in out.splitlines()[-1]
 
@@ -152,7 +161,7 @@ def test_the_whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.Capture
     assert job["last_checkpoint"] >= 5
     busy = [c for n in json.loads(run(["status", *P, "--json"], capsys)[1])["nodes"] for c in n["gpus"]
             if (c["util_pct"] or 0) > 0]
-    assert len(busy) == 32
+    assert len(busy) == cards
 
     # -- logs: the driver log, with VeRL step lines
     rc, out, _ = run(["logs", *P], capsys)
@@ -170,7 +179,7 @@ def test_the_whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.Capture
     rc, out, _ = run(["stop", *P, "--yes"], capsys)
     assert rc == 0 and "every card is free" in out.splitlines()[-1], out[-2000:]
     st = snapshot(chain_sim)
-    assert all((c.util_pct or 0) == 0 for n in st.nodes for c in n.gpus)
+    assert all((c.util_pct or 0) == 0 for nd in st.nodes for c in nd.gpus)
     rc, out, _ = run(["stop", *P, "--yes"], capsys)
     assert rc == 0 and "nothing to do" in out.splitlines()[-1]
     rc, out, _ = run(["stop", *P, "--yes", "--cluster"], capsys)

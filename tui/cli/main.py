@@ -130,7 +130,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
     from tui.sim import cluster
 
     if args.sim_cmd == "up":
-        path = cluster.sim_up(args.nodes, args.gpus, replay_gpu=args.replay_gpu, bastion=args.bastion)
+        path = cluster.sim_up(args.nodes, args.gpus, replay_gpu=args.replay_gpu, bastion=args.bastion,
+                              sshd=args.sshd)
         print(path)
         return 0
     if args.sim_cmd in ("stop-node", "start-node"):
@@ -390,6 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="`sim status` as JSON")
     sp.add_argument("--bastion", action="store_true",
                     help="`sim up`: add a jump host; nodes accept SSH only from it (profile ssh.jump)")
+    sp.add_argument("--sshd", choices=["builtin", "openssh"], default="builtin",
+                    help="`sim up`: the nodes' SSH server: the built-in one (default) or OpenSSH's sshd, "
+                         "one per node (needs openssh-server)")
 
     sp = add("watch", cmd_watch, "follow the job headless: one line per alert and job state change, "
                                  "notifications for alerts", PROFILE)

@@ -156,6 +156,33 @@ def wrap_command(
     return text
 
 
+ENDS_WITH_CHANNEL = (
+    'exec 3<&0\n'  # a background list's stdin is /dev/null unless redirected explicitly
+    '"${SHELL:-/bin/sh}" -c "$1" </dev/null 3<&- & p=$!\n'
+    '( cat >/dev/null 2>&1; kill -TERM 0 ) <&3 >/dev/null 2>&1 & w=$!\n'
+    'exec 3<&-\n'
+    'wait "$p"; rc=$?\n'
+    'kill "$w" 2>/dev/null\n'
+    'exit "$rc"\n'
+)
+"""A long command's guard: it ends when its channel goes, on any SSH server.
+
+OpenSSH does not end a command without a terminal when its channel closes, and for
+root (or a forced command) it refuses the client's signal request ("session signalling
+requires privilege separation"): a follower the console stopped ran on, and kept its
+session, until sshd's MaxSessions (10) refused every new channel on the connection.
+So the command runs in the background (under the login shell, as without the guard:
+`$SHELL -c`) and a watcher waits for EOF on stdin, which
+the console keeps open: sshd closes it when the channel closes, and the watcher
+then ends the session's process group. A command that ends on its own stops the
+watcher first, so what it started and left running (daemons) lives on."""
+
+
+def ending_with_channel(command: str) -> str:
+    """`command` under ENDS_WITH_CHANNEL (stdin must stay open until the end)."""
+    return shlex.join(["sh", "-c", ENDS_WITH_CHANNEL, "sh", command])
+
+
 def _parse_jump(spec: str) -> tuple[str | None, str, int | None]:
     """`[user@]host[:port]` -> (user, host, port); port None when the hop names none, so
     ~/.ssh/config's `Port` for that host applies (22 where it says nothing)."""
@@ -527,7 +554,8 @@ class NodeSession:
     @staticmethod
     def _end(proc: Any) -> None:
         """End a remote command we stopped waiting for: TERM, then close the channel
-        (OpenSSH and the sim server both kill the command when the channel goes)."""
+        (the sim's built-in server kills the command when the channel goes; OpenSSH
+        does not, and refuses the signal for root: streams run under ENDS_WITH_CHANNEL)."""
         with contextlib.suppress(Exception):
             proc.send_signal("TERM")
         with contextlib.suppress(Exception):
@@ -555,8 +583,12 @@ class NodeSession:
         self._audit(command, env)
         async with self._sem:
             t0 = time.monotonic()
+            # Without input, the command runs under the guard (ENDS_WITH_CHANNEL): one that
+            # times out ends on OpenSSH too, instead of holding a session for ever.
+            guarded = input is None
             try:
-                proc = await conn.create_process(command, encoding="utf-8", errors="replace")
+                proc = await conn.create_process(ending_with_channel(command) if guarded else command,
+                                                 encoding="utf-8", errors="replace")
             except (asyncssh.ChannelOpenError, asyncssh.DisconnectError, OSError) as exc:
                 raise NodeDown(self.name, self.reason or f"cannot open a channel: {exc}") from None
             out_buf, err_buf = _CappedText(RUN_OUTPUT_CAP), _CappedText(RUN_OUTPUT_CAP)
@@ -569,9 +601,9 @@ class NodeSession:
                 await proc.wait_closed()
 
             try:
-                if input is not None:
-                    proc.stdin.write(input)
-                proc.stdin.write_eof()
+                if not guarded:
+                    proc.stdin.write(input or "")
+                    proc.stdin.write_eof()
                 if timeout and timeout > 0:
                     await asyncio.wait_for(collect(), timeout)
                 else:
@@ -646,13 +678,13 @@ class NodeSession:
         async with self._sem:
             try:
                 proc = await conn.create_process(
-                    command, encoding=None if binary else "utf-8", errors="replace",
+                    ending_with_channel(command), encoding=None if binary else "utf-8", errors="replace",
                     stderr=asyncssh.STDOUT if merge_stderr else asyncssh.DEVNULL)
             except (asyncssh.ChannelOpenError, asyncssh.DisconnectError, OSError) as exc:
                 raise NodeDown(self.name, self.reason or f"cannot open a channel: {exc}") from None
             finished = False
             try:
-                proc.stdin.write_eof()
+                # stdin stays open: its EOF is the guard's sign that the channel went
                 # Whole chunks, split here: one await per chunk rather than per line (a
                 # node's sample is ~150 lines every refresh, on every node).
                 partial = ""

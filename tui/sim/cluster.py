@@ -6,6 +6,8 @@ its own session, PID file in the state dir) that runs, for N nodes:
 * one in-process SSH server per node (`server.SimNodeServer`) on its own loopback
   address (node i on 127.0.0.(i+2)), a free port, its own host key; one user key; a
   known_hosts file listing every node's key;
+  with `sim up --sshd openssh`, one OpenSSH `sshd` process per node instead
+  (`opensshd.OpenSshNode`: same address, key and environment; PIDs in the state);
 * where root and `unshare` allow, one PID + mount namespace per node (`unshare --pid
   --fork --mount-proc`, init = tini or a tiny reaper) that every command of that node
   enters with `nsenter`, so `ray stop --force` or a crash on one node stays there
@@ -56,7 +58,9 @@ DEFAULT_GPUS = 8
 MAX_NODES = 200
 
 __all__ = [
+    "SSH_SERVERS",
     "SimError",
+    "SimRequirementError",
     "SimStatus",
     "default_state_dir",
     "running_profile",
@@ -69,6 +73,16 @@ __all__ = [
 
 class SimError(RlconsoleError):
     exit_code = 1
+
+
+class SimRequirementError(SimError):
+    """Something the requested sim needs is not installed (OpenSSH's sshd): exit 2."""
+
+    exit_code = 2
+
+
+SSH_SERVERS = ("builtin", "openssh")
+"""`sim up --sshd`: the built-in asyncssh server (in the daemon) or OpenSSH's sshd."""
 
 
 # --------------------------------------------------------------------------- paths
@@ -161,6 +175,7 @@ class SimStatus:
     replay_gpu: str | None = None
     error: str | None = None
     stale: bool = False
+    ssh_server: str | None = None  # "builtin" (asyncssh, in the daemon) / "openssh" (one sshd per node)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,7 +194,8 @@ class SimStatus:
         if self.replay_gpu:
             lines.append(f"  card tool:  replaying {self.replay_gpu}")
         up = sum(1 for n in self.nodes if n.sshd == "running")
-        lines.append(f"  sshd:       {up}/{len(self.nodes)} running")
+        kind = " (OpenSSH sshd)" if self.ssh_server == "openssh" else ""
+        lines.append(f"  sshd:       {up}/{len(self.nodes)} running{kind}")
         for n in self.nodes[:8]:
             lines.append(f"    {n.name:<8} {n.address}:{n.port:<6} {n.sshd}")
         if len(self.nodes) > 8:
@@ -224,6 +240,7 @@ def sim_status(state_dir: str | Path | None = None) -> SimStatus:
         state_dir=str(d), running=bool(alive and st.get("status") == "ready"), pid=pid,
         profile=st.get("profile"), gpus=st.get("gpus"), docker=st.get("docker"),
         namespaces=st.get("namespaces_enabled"), replay_gpu=st.get("replay_gpu"), error=st.get("error"),
+        ssh_server=st.get("ssh_server", "builtin"),
         nodes=[SimNodeInfo(n["name"], n["address"], n["port"], "unknown", n.get("ns_pid")) for n in st.get("nodes", [])],
     )
     if not status.running:
@@ -268,6 +285,7 @@ def sim_up(
     namespaces: bool | None = None,
     timeout: float = 90.0,
     bastion: bool = False,
+    sshd: str = "builtin",
 ) -> Path:
     """Start the simulated cluster in the background and return its profile's path.
 
@@ -275,11 +293,21 @@ def sim_up(
     Docker unavailable. `namespaces=None`: one PID namespace per node when root and
     `unshare` allow. Idempotent: an already running sim with the same shape returns
     its profile; a different shape is an error (run sim_down first). `bastion`: add a
-    jump host; the nodes then accept SSH only from it and the profile says `ssh.jump`."""
+    jump host; the nodes then accept SSH only from it and the profile says `ssh.jump`.
+    `sshd="openssh"`: each node served by OpenSSH's own sshd instead of the built-in
+    asyncssh server (opensshd.py); SimRequirementError when sshd is not installed."""
     if not 1 <= nodes <= MAX_NODES:
         raise SimError(f"--nodes must be 1..{MAX_NODES} (loopback addresses 127.0.0.2..), got {nodes}")
     if not 1 <= gpus <= 64:
         raise SimError(f"--gpus must be 1..64, got {gpus}")
+    if sshd not in SSH_SERVERS:
+        raise SimError(f"--sshd must be one of {', '.join(SSH_SERVERS)}, got {sshd!r}")
+    if sshd == "openssh":
+        from tui.sim.opensshd import find_sshd
+
+        if find_sshd() is None:
+            raise SimRequirementError("--sshd openssh: OpenSSH's sshd is not installed "
+                                      "(Debian/Ubuntu: apt-get install openssh-server)")
     d = _state_dir(state_dir)
     replay = None
     if replay_gpu is not None:
@@ -289,12 +317,15 @@ def sim_up(
         replay = str(rp.resolve())
     current = sim_status(d)
     if current.running:
-        same_bastion = bool((_read_json(d / "config.json") or {}).get("bastion")) == bastion
+        running_cfg = _read_json(d / "config.json") or {}
+        same_bastion = bool(running_cfg.get("bastion")) == bastion
+        same_sshd = running_cfg.get("sshd", "builtin") == sshd
         if len(current.nodes) == nodes and current.gpus == gpus and current.replay_gpu == replay and current.profile \
-                and same_bastion:
+                and same_bastion and same_sshd:
             return Path(current.profile)
         raise SimError(f"a simulated cluster is already running in {d} ({len(current.nodes)} x {current.gpus}"
-                       f"{', replaying ' + str(current.replay_gpu) if current.replay_gpu else ''}): "
+                       f"{', replaying ' + str(current.replay_gpu) if current.replay_gpu else ''}"
+                       f"{', sshd ' + str(running_cfg.get('sshd', 'builtin')) if not same_sshd else ''}): "
                        "run `rlconsole sim down` first")
     if current.stale or (d / "state.json").exists():
         sim_down(d)
@@ -309,7 +340,7 @@ def sim_up(
     config = {
         "marker": MARKER, "nodes": nodes, "gpus": gpus, "replay_gpu": replay,
         "docker": docker, "namespaces": namespaces, "python": sys.executable,
-        "created": time.time(), "bastion": bool(bastion),
+        "created": time.time(), "bastion": bool(bastion), "sshd": sshd,
     }
     _write_json(d / "config.json", config)
     logf = (d / "daemon.log").open("ab")
@@ -440,6 +471,11 @@ def sim_down(state_dir: str | Path | None = None, timeout: float = 20.0) -> bool
             p = ns.get(key)
             if p and _pid_alive(p):
                 _kill(p)
+    for spid in (st.get("sshd_pids") or {}).values():
+        if spid and _pid_alive(spid) and "sshd" in _cmdline(int(spid)):
+            from tui.sim.opensshd import kill_tree
+
+            kill_tree(int(spid))  # the node's sshd, its sessions and their commands
     dpid = st.get("dockerd_pid")
     if dpid and _pid_alive(dpid) and "dockerd" in _cmdline(dpid):
         from tui.sim.dockerd import stop_dockerd
@@ -816,6 +852,14 @@ class _Daemon:
                                "(needs root)")
         self.state["namespaces_enabled"] = bool(use_ns)
         pub = self.d / "keys" / "id_ed25519.pub"
+        sshd_exe = None
+        self.state["ssh_server"] = self.cfg.get("sshd", "builtin")
+        if self.state["ssh_server"] == "openssh":
+            from tui.sim.opensshd import find_sshd
+
+            sshd_exe = find_sshd()
+            if not sshd_exe:
+                raise RuntimeError("OpenSSH's sshd is not installed (apt-get install openssh-server)")
         for i, name in enumerate(names):
             nd = self._node_dirs(i, name, docker)
             ns_pid = None
@@ -825,8 +869,15 @@ class _Daemon:
                 self.state["namespaces"][name] = {"unshare": u, "init": c}
                 ns_pid = c
             env = self._node_env(name, nd)
-            self.servers[name] = SimNodeServer(name, node_address(i), self.d / "keys" / f"host_{name}", [pub],
-                                               env=env, cwd=env["HOME"], ns_pid=ns_pid)
+            if sshd_exe:
+                from tui.sim.opensshd import OpenSshNode
+
+                self.servers[name] = OpenSshNode(name, node_address(i), self.d / "keys" / f"host_{name}", pub,
+                                                 env, nd / "sshd", sshd_exe, ns_pid=ns_pid,
+                                                 forward_to=[node_address(j) for j in range(n)])
+            else:
+                self.servers[name] = SimNodeServer(name, node_address(i), self.d / "keys" / f"host_{name}", [pub],
+                                                   env=env, cwd=env["HOME"], ns_pid=ns_pid)
         self.bastion = None
         if self.cfg.get("bastion"):
             # the jump host: its own address, forwards leave from it; the nodes admit only it
@@ -844,6 +895,7 @@ class _Daemon:
         self._render_all()
         self.save()
         ports = await asyncio.gather(*(s.start() for s in self.servers.values()))
+        self._record_sshd_pids()
         self.state["nodes"] = [{"name": nm, "address": node_address(i), "port": ports[i],
                                 "ns_pid": self.state["namespaces"].get(nm, {}).get("init")}
                                for i, nm in enumerate(names)]
@@ -884,6 +936,13 @@ class _Daemon:
         self.state["profile"] = str(ppath)
         self.state["ray"] = ray_ports
 
+    def _record_sshd_pids(self) -> None:
+        """OpenSSH nodes: each sshd's PID in the state, so `sim down` stops it even when
+        this daemon died without cleaning up."""
+        pids = {nm: getattr(s, "pid", None) for nm, s in self.servers.items()}
+        self.state["sshd_pids"] = {nm: p for nm, p in pids.items() if p}
+        self.save()
+
     def _render_all(self) -> None:
         """Render every node's card-tool output (see gmi.py: why the daemon does it)."""
         from tui.sim.gmi import render_node
@@ -919,6 +978,7 @@ class _Daemon:
                         await s.stop()
                     else:
                         await s.start()
+                    self._record_sshd_pids()
                     reply = {"ok": True}
             elif op == "shutdown":
                 assert self.stop_event is not None
