@@ -371,6 +371,27 @@ async def test_setup_ray_reads_node_rows_with_the_typed_readers(node_server, ssh
     assert got == want
 
 
+async def _node_whose_ray_start_fails_once(node_server, ssh_kit, tmp_path: Path, first_error: str):
+    """A one-node profile on a real SSH server whose `ray` is a script: its first
+    `ray start` prints `first_error` and fails, every later one succeeds; each call's
+    verb is appended to tmp_path/calls."""
+    calls = tmp_path / "calls"
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text(
+        "#!/bin/sh\n"
+        f'echo "$1" >> {calls}\n'
+        f'if [ "$1" = start ] && [ ! -e {tmp_path / "failed-once"} ]; then\n'
+        f"  touch {tmp_path / 'failed-once'}; echo \"{first_error}\" >&2; exit 1\n"
+        "fi\n"
+        'echo "Ray runtime started."\n')
+    fake_ray.chmod(0o755)
+    srv = await node_server()
+    prof = _one_node_profile(ssh_kit, srv, 1)
+    prof.container.access = "direct"
+    prof.ray.binary = str(fake_ray)
+    return prof
+
+
 @pytest.mark.parametrize("first_error,retried", [
     ("Failed to get node info b'GCS cannot find the node with node ID 4e63. The node registration may not be "
      "complete yet before the timeout. Try increase the RAY_raylet_start_wait_time_s config.'", True),
@@ -387,19 +408,7 @@ async def test_setup_ray_starts_a_timed_out_head_once_more(node_server, ssh_kit,
     from tui.core.state import RayState
 
     calls = tmp_path / "calls"
-    fake_ray = tmp_path / "ray"
-    fake_ray.write_text(
-        "#!/bin/sh\n"
-        f'echo "$1" >> {calls}\n'
-        f'if [ "$1" = start ] && [ ! -e {tmp_path / "failed-once"} ]; then\n'
-        f"  touch {tmp_path / 'failed-once'}; echo \"{first_error}\" >&2; exit 1\n"
-        "fi\n"
-        'echo "Ray runtime started."\n')
-    fake_ray.chmod(0o755)
-    srv = await node_server()
-    prof = _one_node_profile(ssh_kit, srv, 1)
-    prof.container.access = "direct"
-    prof.ray.binary = str(fake_ray)
+    prof = await _node_whose_ray_start_fails_once(node_server, ssh_kit, tmp_path, first_error)
     pool = SessionPool(prof)
     pool.start()
     head_up: list[bool] = []
@@ -440,19 +449,7 @@ async def test_setup_ray_starts_a_timed_out_worker_once_more(node_server, ssh_ki
     from tui.core.ssh import SessionPool
 
     calls = tmp_path / "calls"
-    fake_ray = tmp_path / "ray"
-    fake_ray.write_text(
-        "#!/bin/sh\n"
-        f'echo "$1" >> {calls}\n'
-        f'if [ "$1" = start ] && [ ! -e {tmp_path / "failed-once"} ]; then\n'
-        f"  touch {tmp_path / 'failed-once'}; echo \"{first_error}\" >&2; exit 1\n"
-        "fi\n"
-        'echo "Ray runtime started."\n')
-    fake_ray.chmod(0o755)
-    srv = await node_server()
-    prof = _one_node_profile(ssh_kit, srv, 1)
-    prof.container.access = "direct"
-    prof.ray.binary = str(fake_ray)
+    prof = await _node_whose_ray_start_fails_once(node_server, ssh_kit, tmp_path, first_error)
     pool = SessionPool(prof)
     pool.start()
     outputs: dict = {}
