@@ -41,17 +41,23 @@ def _sections(text: str) -> list[str]:
     return [block for block in re.split(r"\n\s*\n", text) if block.strip()]
 
 
-def test_query_args_are_exact() -> None:
-    assert NVSMI_QUERY_ARGS == (
-        "nvidia-smi",
-        "--query-gpu=index,name,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw,uuid",
-        "--format=csv,noheader,nounits",
-    )
-    assert NVSMI_APPS_ARGS == (
-        "nvidia-smi",
-        "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
-        "--format=csv,noheader,nounits",
-    )
+def test_the_query_asked_is_the_query_parsed() -> None:
+    """The probe asks nvidia-smi for a column order and parses its answer by the same
+    order: a row answering the exact query (one distinct value a field, in the order the
+    argv names them) lands in the right card fields, and the apps query the same."""
+    fields = NVSMI_QUERY_ARGS[1].split("=", 1)[1].split(",")
+    value = {"index": "3", "name": "NVIDIA H200", "utilization.gpu": "71", "memory.used": "1234",
+             "memory.total": "143771", "temperature.gpu": "45", "power.draw": "512.5", "uuid": UUIDS[0]}
+    assert NVSMI_QUERY_ARGS[0] == "nvidia-smi" and "--format=csv,noheader,nounits" in NVSMI_QUERY_ARGS
+    report = parse_nvsmi_csv(", ".join(value[f] for f in fields) + "\n", header=False)
+    assert report.parsed, report.error
+    (card,) = report.cards
+    assert (card.index, card.name, card.util_pct, card.mem_used_mib, card.mem_total_mib, card.temp_c,
+            card.power_w, card.uuid) == (3, "NVIDIA H200", 71.0, 1234.0, 143771.0, 45.0, 512.5, UUIDS[0])
+    apps = NVSMI_APPS_ARGS[1].split("=", 1)[1].split(",")
+    app = {"gpu_uuid": UUIDS[0], "pid": "4242", "process_name": "python3", "used_memory": "999"}
+    procs = parse_nvsmi_apps(", ".join(app[f] for f in apps) + "\n")
+    assert [(p.pid, p.name, p.mem_used_mib) for p in procs[UUIDS[0]]] == [(4242, "python3", 999.0)]
 
 
 # ------------------------------------------------------------------ H200 sample
