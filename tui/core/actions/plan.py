@@ -49,6 +49,7 @@ class SubmitPlan:
     failed_ids: tuple[str, ...]
     warning_ids: tuple[str, ...]
     running: str | None = None  # a job already on the cluster, e.g. "job raysubmit_x at step 812"
+    resume_run: str | None = None  # the earlier run whose checkpoint it resumes (`resume_parent`)
     taken_at: float = field(default_factory=time.time)
     results: tuple[CheckResult, ...] = ()
 
@@ -72,7 +73,7 @@ class SubmitPlan:
     def lines(self) -> list[str]:
         """The plan as text, one fact a line (the modal and the CLI print these)."""
         out = [f"run:     {self.run_name}" + (f" (project {self.project})" if self.project else ""),
-               f"resume:  {self.resume}",
+               f"resume:  {self.resume}" + (f", the checkpoint of run {self.resume_run}" if self.resume_run else ""),
                f"cards:   {self.cards} on {self.nodes} nodes, head {self.head}"]
         if self.total_steps:
             out.append(f"steps:   {self.total_steps}" + (f", {self.duration}" if self.duration else ""))
@@ -85,7 +86,8 @@ class SubmitPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {"profile": self.profile, "run_name": self.run_name, "project": self.project,
-                "resume": self.resume, "resume_step": self.resume_step, "nodes": self.nodes,
+                "resume": self.resume, "resume_step": self.resume_step, "resume_run": self.resume_run,
+                "nodes": self.nodes,
                 "cards": self.cards, "head": self.head, "total_steps": self.total_steps,
                 "duration": self.duration, "passed": self.passed, "warnings": self.warnings,
                 "failed": list(self.failed_ids), "warning_ids": list(self.warning_ids),
@@ -113,6 +115,28 @@ def _resume(profile: Profile, step: int | None) -> str:
     return f"from step {step} ({ckpt}/global_step_{step})"
 
 
+def resume_parent(profile: Profile, step: int | None) -> str | None:
+    """The earlier run whose checkpoint a submit resumes from (None: from scratch, an
+    explicit resume path, or no run of this machine's history used that checkpoint dir).
+    The run whose journal saw the checkpoint of `step` written; else the last run that
+    wrote to the same checkpoint dir (the history records each run's)."""
+    from ..job.history import runs
+    from ..job.journal import Journal
+
+    if step is None or str(profile.override_value("trainer.resume_mode", "auto") or "auto") != "auto":
+        return None
+    ckpt = profile.paths.checkpoint_dir.rstrip("/")
+    same = [r for r in runs() if (r.checkpoint_dir or "").rstrip("/") == ckpt]
+    for r in reversed(same):
+        try:
+            seen = Journal.for_job(r.job_id).entries()
+        except ValueError:  # an id that names no spool
+            continue
+        if any(e.kind == "checkpoint" and e.data.get("step") == step for e in seen):
+            return r.job_id
+    return same[-1].job_id if same else None
+
+
 def _duration(profile: Profile, total: int | None) -> str | None:
     rng = profile.monitoring.step_time_min
     if not total or not rng:
@@ -125,7 +149,8 @@ def _duration(profile: Profile, total: int | None) -> str | None:
 
 
 def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | None,
-               running: str | None = None, now: float | None = None) -> SubmitPlan:
+               running: str | None = None, now: float | None = None,
+               resume_run: str | None = None) -> SubmitPlan:
     """The plan from what was read (pure: the console's demo and tests build it too)."""
     from ..checks import CheckStatus
 
@@ -149,6 +174,7 @@ def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | 
         failed_ids=failed,
         warning_ids=warned,
         running=running,
+        resume_run=resume_run,
         taken_at=time.time() if now is None else now,
         results=tuple(results),
     )
@@ -202,4 +228,5 @@ async def submit_plan(profile: Profile, remote: Remote, running: str | None = No
     from ..checks import run_checks
 
     results = await run_checks(profile, remote=remote, before_submit=True)
-    return build_plan(profile, results, await resume_step(profile, remote), running=running)
+    step = await resume_step(profile, remote)
+    return build_plan(profile, results, step, running=running, resume_run=resume_parent(profile, step))
