@@ -108,12 +108,9 @@ class LiveBackend:
         NOT_ON_CLUSTER say nothing of the run)."""
         if self._journal is None or w.status in (JobStatus.UNKNOWN, JobStatus.NOT_ON_CLUSTER):
             return
-        from tui.core.job.journal import state_entry
+        from tui.core.job.journal import job_state_entry
 
-        e = state_entry(str(w.status), step, self.who)
-        e.data["profile"] = self.profile.name
-        e.data["cards"] = self.profile.total_gpus
-        self._journal.append(e)
+        self._journal.append(job_state_entry(str(w.status), step, self.who, self.profile))
 
     def _lines(self, lines: list[str]) -> None:
         for cb in self._log_cbs:
@@ -262,6 +259,14 @@ class LiveBackend:
             return {}
         rm = self.watcher.run_metrics()
         return {k: rm.raw_series(k) for k in rm.keys()}
+
+    def runs(self) -> list[Any]:
+        from tui.core.job.runs import list_runs
+
+        return list_runs(self.profile.name, default_cards=self.profile.total_gpus)
+
+    def journal(self) -> list[Any]:
+        return self._journal.entries() if self._journal is not None else []
 
     def job_status(self) -> JobStatus | None:
         w = self.watcher

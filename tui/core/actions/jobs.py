@@ -256,6 +256,6 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         for node, items in left.items():
             yield ActionEvent("stop", "warn", "cards not freed: " + "; ".join(items), node=node)
         yield ActionEvent("stop", "fail", f"{job_id} stopped but cards are still busy on {', '.join(sorted(left))}",
-                          data={"job_id": job_id, "leftovers": left})
+                          data={"job_id": job_id, "leftovers": left, "status": status})
         return
-    yield ActionEvent("stop", "done", f"{job_id} {status}; every card is free", data={"job_id": job_id})
+    yield ActionEvent("stop", "done", f"{job_id} {status}; every card is free", data={"job_id": job_id, "status": status})

@@ -294,7 +294,7 @@ async def run_action(name: str, profile: Profile, remote: Remote, *, who: str = 
 
 def _journal(profile: Profile, name: str, who: str, started: float, last: ActionEvent | None) -> None:
     from ..job.history import last_run
-    from ..job.journal import record_action
+    from ..job.journal import job_state_entry, record_action
 
     result, message = (last.kind, last.message) if last is not None else ("fail", "interrupted")
     job_id = last.data.get("job_id") if last is not None else None
@@ -304,4 +304,10 @@ def _journal(profile: Profile, name: str, who: str, started: float, last: Action
     data = {"profile": profile.name}
     if last is not None and name == "submit" and isinstance(last.data.get("parent"), dict):
         data["parent"] = last.data["parent"]
-    record_action(job_id, name, who, started, result, message, data)
+    also = []
+    if last is not None and last.kind == "done" and name == "submit":
+        also.append(job_state_entry("PENDING", None, who, profile, at=last.at))
+    status = last.data.get("status") if last is not None else None
+    if name == "stop" and isinstance(status, str):
+        also.append(job_state_entry(status, None, who, profile, at=last.at if last is not None else None))
+    record_action(job_id, name, who, started, result, message, data, also)

@@ -246,13 +246,23 @@ def checkpoint_entry(step: int, who: str, at: float | None = None) -> Entry:
                  at=time.time() if at is None else at, who=who, data={"step": step})
 
 
+def job_state_entry(status: str, step: int | None, who: str, profile: Any, at: float | None = None) -> Entry:
+    """A state entry that also says whose run it is and on how many cards (what `runs`
+    needs for a run the history of this machine does not name, and for GPU-hours)."""
+    e = state_entry(status, step, who, at)
+    e.data.update(profile=profile.name, cards=profile.total_gpus)
+    return e
+
+
 def record_action(job_id: str | None, name: str, who: str, started_at: float, result: str,
-                  message: str, data: dict[str, Any] | None = None) -> None:
-    """Journal an action in the run it concerns (nothing when there is no run)."""
+                  message: str, data: dict[str, Any] | None = None,
+                  also: Iterable[Entry] = ()) -> None:
+    """Journal an action in the run it concerns (nothing when there is no run), and
+    `also` (the state it left the job in)."""
     if not job_id:
         return
     try:
         j = Journal.for_job(job_id)
     except (ValueError, OSError):  # an unsafe id names no spool
         return
-    j.append(action_entry(name, who, started_at, result, message, data))
+    j.append([action_entry(name, who, started_at, result, message, data), *also])
