@@ -98,3 +98,15 @@ def test_submit_plan_names_the_run_it_resumes(tmp_path: Path) -> None:
     plan = build_plan(prof, [], 40, resume_run="raysubmit_old")
     assert "from step 40" in plan.lines()[1] and "the checkpoint of run raysubmit_old" in plan.lines()[1]
     assert plan.to_json()["resume_run"] == "raysubmit_old"
+
+
+def test_gpu_hours_follow_the_states_in_time_order_whoever_wrote_them_first() -> None:
+    from tui.core.job.runs import list_runs
+
+    base = _run("raysubmit_C", 100.0, {"cards": 16})
+    # the console saw RUNNING before the CLI wrote its (earlier) PENDING
+    Journal(base).append([state_entry("RUNNING", None, "console", at=200.0),
+                          state_entry("PENDING", None, "cli", at=100.0),
+                          state_entry("STOPPED", 3, "cli", at=200.0 + 1800)])
+    (r,) = list_runs("qwen3-8b-grpo-32gpu")
+    assert r.status == "STOPPED" and r.gpu_hours == pytest.approx(16 * 0.5) and r.ended_at == 2000.0

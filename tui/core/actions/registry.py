@@ -305,8 +305,6 @@ def _journal(profile: Profile, name: str, who: str, started: float, last: Action
     if last is not None and name == "submit" and isinstance(last.data.get("parent"), dict):
         data["parent"] = last.data["parent"]
     also = []
-    if last is not None and last.kind == "done" and name == "submit":
-        also.append(job_state_entry("PENDING", None, who, profile, at=last.at))
     status = last.data.get("status") if last is not None else None
     if name == "stop" and isinstance(status, str):
         also.append(job_state_entry(status, None, who, profile, at=last.at if last is not None else None))

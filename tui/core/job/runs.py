@@ -95,7 +95,9 @@ def _spool_metrics(base: Path) -> dict[str, Any]:
 
 
 def _from_journal(s: RunSummary, entries: list[Entry], now: float) -> None:
-    states = [e for e in entries if e.kind == "state" and isinstance(e.data.get("status"), str)]
+    # in time order: writers append what they saw when they saw it, not always in order
+    states = sorted((e for e in entries if e.kind == "state" and isinstance(e.data.get("status"), str)),
+                    key=lambda e: e.at)
     running_s = 0.0
     for e, nxt in zip(states, [*states[1:], None]):
         if e.data["status"] == JobStatus.RUNNING:
