@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tui.core.alert import Alert
@@ -127,6 +128,8 @@ def test_markdown_post_mortem_names_submit_stop_alerts_and_escapes(tmp_path: Pat
     assert "| steps | 2 / 100 |" in md and "| status | STOPPED |" in md
     timeline = md.split("## Timeline")[1].split("## Diagnosis")[0]
     assert "submit finished: submitted raysubmit\\_B" in timeline and "stop finished" in timeline
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(4600.0))
+    assert f"stop finished: raysubmit\\_B STOPPED; every card is free (started {started})" in timeline
     assert "reward \\| \\<b\\>falling\\</b\\>" in timeline  # text, never a table cell or HTML
     assert "CUDA out of memory (log line 2)" in timeline
     assert "**cuda-oom**" in md.split("## Diagnosis")[1]

@@ -114,7 +114,7 @@ def test_two_runs_the_second_resumed(sim: Path, capsys: pytest.CaptureFixture[st
     hot = [ln for ln in timeline.splitlines() if "node2 card 3" in ln]
     assert len([ln for ln in hot if "ended" not in ln]) >= 1
     # watched by the backend and by the CLI's status/stop: each state once
-    states = [json.loads(ln)["data"]["status"] for ln in
-              (Path(__import__("os").environ["RLCONSOLE_STATE_DIR"]) / "spool" / second.job_id / "journal.jsonl")
-              .read_text().splitlines() if json.loads(ln)["kind"] == "state"]
+    from tui.core.job.journal import Journal
+
+    states = [e.data["status"] for e in Journal.for_job(second.job_id).entries() if e.kind == "state"]
     assert states.count("STOPPED") == 1 and states.count("RUNNING") == 1, states

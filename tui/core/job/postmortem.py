@@ -57,6 +57,9 @@ def markdown(s: RunSummary, entries: list[Entry], log_path: Path | None) -> str:
         for e in entries:
             line = e.data.get("line")
             where = f" (log line {line + 1})" if isinstance(line, int) else ""
+            started = e.data.get("started_at") if e.kind == "action" else None
+            if isinstance(started, (int, float)):
+                where += f" (started {_when(started)})"
             out.append(f"| {_when(e.at)} | {md_text(e.kind)}: {md_text(e.message)}{where} | {md_text(e.who or '-')} |")
     else:
         out.append("No journal: no console, `watch` or CLI action recorded this run.")
