@@ -147,7 +147,7 @@ async def _submit_locked(profile: Profile, remote: Remote, job: Any, force: bool
         yield ActionEvent("submit", "fail", f"a job is already running on this cluster ({ids}); stop it first or use --force")
         return
     # where it resumes, named before the submit (the tracker the trainer will read)
-    from .plan import resume_parent, resume_step
+    from .resume import resume_parent, resume_step
 
     step = await resume_step(profile, remote)
     parent_id = resume_parent(profile, step)

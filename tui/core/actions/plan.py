@@ -9,7 +9,6 @@ preflight checks run a moment before.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,9 @@ from ..profile import Profile
 from ..state import ACTIVE_JOB_STATUSES, ClusterState
 from .base import Remote
 from .events import ActionEvent
+from .resume import TRACKER, resume_parent, resume_step
+
+__all__ = ["TRACKER", "SubmitPlan", "build_plan", "resume_parent", "resume_step", "submit_plan"]
 
 if TYPE_CHECKING:
     from ..checks import CheckResult
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
 FRESH_S = 60.0
 """A verdict older than this is not trusted to stand for the checks at submit time."""
 
-TRACKER = "latest_checkpointed_iteration.txt"
-"""The file VeRL's trainer writes in its checkpoint directory after each save."""
 
 
 @dataclass(frozen=True)
@@ -115,28 +115,6 @@ def _resume(profile: Profile, step: int | None) -> str:
     return f"from step {step} ({ckpt}/global_step_{step})"
 
 
-def resume_parent(profile: Profile, step: int | None) -> str | None:
-    """The earlier run whose checkpoint a submit resumes from (None: from scratch, an
-    explicit resume path, or no run of this machine's history used that checkpoint dir).
-    The run whose journal saw the checkpoint of `step` written; else the last run that
-    wrote to the same checkpoint dir (the history records each run's)."""
-    from ..job.history import runs
-    from ..job.journal import Journal
-
-    if step is None or str(profile.override_value("trainer.resume_mode", "auto") or "auto") != "auto":
-        return None
-    ckpt = profile.paths.checkpoint_dir.rstrip("/")
-    same = [r for r in runs() if (r.checkpoint_dir or "").rstrip("/") == ckpt]
-    for r in reversed(same):
-        try:
-            seen = Journal.for_job(r.job_id).entries()
-        except ValueError:  # an id that names no spool
-            continue
-        if any(e.kind == "checkpoint" and e.data.get("step") == step for e in seen):
-            return r.job_id
-    return same[-1].job_id if same else None
-
-
 def _duration(profile: Profile, total: int | None) -> str | None:
     rng = profile.monitoring.step_time_min
     if not total or not rng:
@@ -206,19 +184,6 @@ def _int(v: Any) -> int | None:
         return int(v) if v is not None and not isinstance(v, bool) else None
     except (TypeError, ValueError):
         return None
-
-
-async def resume_step(profile: Profile, remote: Remote) -> int | None:
-    """The step VeRL would resume from: its tracker file in the checkpoint directory
-    (read on the head, in the container; the answer is untrusted, so only a plain
-    integer at its start counts). None: no checkpoint, or the head cannot say."""
-    if not remote.reachable(profile.head.name)[0]:
-        return None
-    path = f"{profile.paths.checkpoint_dir.rstrip('/')}/{TRACKER}"
-    r = await remote.run(profile.head.name, ["sh", "-c", 'head -c 32 "$1" 2>/dev/null', "sh", path],
-                         container=True, timeout=30)
-    m = re.match(r"\s*([0-9]{1,12})\s*$", r.stdout[:32]) if r.ok else None
-    return int(m.group(1)) if m else None
 
 
 async def submit_plan(profile: Profile, remote: Remote, running: str | None = None) -> SubmitPlan:
