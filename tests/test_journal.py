@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tui.core.alert import Alert
 from tui.core.job.history import RunRecord, record_run, runs
 from tui.core.job.journal import (Journal, action_entry, alert_entry, checkpoint_entry, state_entry)
@@ -135,3 +137,24 @@ def test_markdown_post_mortem_names_submit_stop_alerts_and_escapes(tmp_path: Pat
     assert "**cuda-oom**" in md.split("## Diagnosis")[1]
     assert f"({(base / 'driver.log').as_uri()}#L2)" in md
     json.dumps(s.to_json())
+
+
+def test_journal_cli_prints_text_json_lines_and_refuses_a_bad_run(capsys: pytest.CaptureFixture[str]) -> None:
+    from tui.cli import main
+    from tui.core.locations import spool_root
+
+    profile = str(REPO / "profiles" / "qwen3-8b-grpo-32gpu.yaml")
+    record_run(RunRecord(profile="qwen3-8b-grpo-32gpu", profile_path=profile, job_id="raysubmit_J",
+                         submitted_at=1.0, entrypoint=[], runtime_env={}))
+    j = Journal(spool_root() / "raysubmit_J")
+    j.append([state_entry("RUNNING", None, "watch", at=10.0),
+              alert_entry(Alert("error", "log", "boom\x1b[31m", line=3, at=11.0), "watch")])
+    assert main(["journal", "-P", profile]) == 0  # the profile's last run
+    text = capsys.readouterr().out.splitlines()
+    assert len(text) == 2 and "STATE" in text[0] and "job RUNNING (watch)" in text[0]
+    assert "\x1b" not in text[1] and "ERROR log: boom" in text[1]
+    assert main(["journal", "raysubmit_J", "--json", "-P", profile]) == 0
+    docs = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
+    assert [d["kind"] for d in docs] == ["state", "alert"] and docs[1]["data"]["line"] == 3
+    assert main(["journal", "../x", "-P", profile]) == 2
+    assert "path component" in capsys.readouterr().err
