@@ -54,7 +54,10 @@ KEYS: tuple[KeyAction, ...] = ACTION_KEYS + (
     KeyAction("enter", "detail", "Detail",
               "Detail of the grid's selected node: containers, Ray, card processes "
               "(Tab to the grid, then up/down; a click on a card opens it)", display="Enter", footer=False),
-    KeyAction("a", "alerts", "Alerts", "List all alerts; Enter on one with a log line jumps there"),
+    KeyAction("a", "alerts", "Alerts", "List all alerts; Enter on one with a log line jumps there; "
+              "j there shows the whole run's journal (every session)"),
+    KeyAction("R", "runs", "Runs", "Every run of the profile: steps, wall time, GPU-hours, rewards, "
+              "resumed from (local history and spools)", footer=False),
     KeyAction("question_mark", "help", "Help", "This help", display="?"),
     KeyAction("q", "quit", "Quit", "Quit (asks while an action runs; never stops the training job)"),
 )

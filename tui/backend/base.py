@@ -29,6 +29,8 @@ from tui.core.state import ClusterState, JobStatus
 
 if TYPE_CHECKING:  # the preflight's modules load on first use, not with the app
     from tui.core.actions.plan import SubmitPlan
+    from tui.core.job.journal import Entry
+    from tui.core.job.runs import RunSummary
 
 Series = dict[str, list[tuple[int, float]]]
 # Callbacks' return values are ignored (the app's post a message and return a bool).
@@ -114,6 +116,16 @@ class Backend(Protocol):
 
     def job_status(self) -> JobStatus | None:
         """The watched job's status now; None when no job is watched."""
+
+    def runs(self) -> list[RunSummary]:
+        """Every run of the profile, oldest first (`core.job.runs.list_runs`: the local
+        history, spools and journals; no SSH). Blocking (it may parse spooled logs): the
+        app calls it in a thread."""
+
+    def journal(self) -> list[Entry]:
+        """The watched run's whole journal (`core.job.journal`), oldest first: what every
+        console, `watch` and CLI action recorded, not only this session; empty before a
+        job is watched."""
 
     async def log_search(self, pattern: str, start_line: int, backwards: bool) -> int | None:
         """Search the whole run's log (the spool, beyond the lines the screen keeps) for

@@ -30,7 +30,8 @@ log = logging.getLogger("rlconsole.live")
 
 
 class LiveBackend:
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, who: str = "console") -> None:
+        """`who`: what the run journal says saw things and ran actions ("console", "watch")."""
         from tui.core.actions.remote import PoolRemote
         from tui.core.probes import ClusterMonitor
         from tui.core.ssh import SessionPool
@@ -63,6 +64,9 @@ class LiveBackend:
         self._last_good: dict[str, NodeState] = {}
         self.state: ClusterState | None = None
         self._catalog_told: set[str] = set()
+        self.who = who
+        self._journal: Any = None  # the watched run's journal (tui/core/job/journal.py)
+        self._ckpt_told: int | None = None
 
     # -- subscriptions ------------------------------------------------------------
 
@@ -83,9 +87,30 @@ class LiveBackend:
             if a.message in self._catalog_told:
                 return
             self._catalog_told.add(a.message)
+        self._journal_alert(a)
         for cb in self._alert_cbs:
             with contextlib.suppress(Exception):
                 cb(a)
+
+    # -- the run journal: what this backend saw, in the watched run's spool --------------
+
+    def _journal_alert(self, a: Alert) -> None:
+        """Episodes (opened, ended) and warnings/errors; an info one-off ("watching job
+        X") is this console's news, not the run's."""
+        if self._journal is None or (a.key is None and a.level == "info"):
+            return
+        from tui.core.job.journal import alert_entry
+
+        self._journal.append(alert_entry(a, self.who))
+
+    def _journal_state(self, w: Any, step: int | None) -> None:
+        """The job's status when Ray's word for it changed (UNKNOWN and the console's
+        NOT_ON_CLUSTER say nothing of the run)."""
+        if self._journal is None or w.status in (JobStatus.UNKNOWN, JobStatus.NOT_ON_CLUSTER):
+            return
+        from tui.core.job.journal import job_state_entry
+
+        self._journal.append(job_state_entry(str(w.status), step, self.who, self.profile))
 
     def _lines(self, lines: list[str]) -> None:
         for cb in self._log_cbs:
@@ -117,6 +142,8 @@ class LiveBackend:
                 st.job = self._job
             else:
                 st.job = self._job = w.job_state()
+        if w is not None and w.status != was:
+            self._journal_state(w, self._job.step if self._job is not None else None)
         if w is not None and w.status != was and w.status not in _ACTIVE:
             # The job just ended: say so now, from this state, not at the job loop's next
             # turn (which may be a refresh away, or never if that loop is wedged on a
@@ -195,6 +222,9 @@ class LiveBackend:
                     return
                 old, self.watcher, self._job = self.watcher, None, None
                 await old.stop()
+            from tui.core.job.journal import Journal
+
+            self._journal, self._ckpt_told = None, None  # the old run's journal is closed to news
             w = JobWatcher(self.profile, self.pool, job_id, on_lines=self._lines, on_alert=self._alert)
             w.observe(status, None)
             # a re-attach: parse what the spool already holds, show its tail, then follow
@@ -211,6 +241,10 @@ class LiveBackend:
             for alert in w.alerts[-20:]:
                 self._alert(alert)
             self.watcher = w
+            self._journal = Journal(w.spool.path.parent)
+            self._journal_state(w, None)
+            for alert in w.alerts[-20:]:  # what the log says already happened, once per run
+                self._journal_alert(alert)
             # a job just submitted gets a grace period before "not on this cluster";
             # one found in the run history does not need one
             self._attached_at = time.monotonic() if fresh else float("-inf")
@@ -225,6 +259,14 @@ class LiveBackend:
             return {}
         rm = self.watcher.run_metrics()
         return {k: rm.raw_series(k) for k in rm.keys()}
+
+    def runs(self) -> list[Any]:
+        from tui.core.job.runs import list_runs
+
+        return list_runs(self.profile.name, default_cards=self.profile.total_gpus)
+
+    def journal(self) -> list[Any]:
+        return self._journal.entries() if self._journal is not None else []
 
     def job_status(self) -> JobStatus | None:
         w = self.watcher
@@ -283,6 +325,12 @@ class LiveBackend:
         (merging every step's metrics is the costly part). Runs on the app's loop."""
         rm = w.run_metrics()
         self._job = w.job_state(rm)
+        ckpt = rm.last_checkpoint
+        if self._journal is not None and isinstance(ckpt, int) and ckpt != self._ckpt_told:
+            from tui.core.job.journal import checkpoint_entry
+
+            self._ckpt_told = ckpt
+            self._journal.append(checkpoint_entry(ckpt, self.who))
         summary = summarize(rm, self.profile.monitoring, w.status, w.on_cluster, w.job_id)
         series = {"reward": rm.series("critic/rewards/mean", 300) or rm.series("critic/score/mean", 300),
                   "throughput": rm.series("throughput_tokens_per_s_per_node", 300),
@@ -313,7 +361,7 @@ class LiveBackend:
             # checks, `before_submit`): running them again would only make them wait.
             # A stale or failed verdict is never reused.
             opts = {**opts, "skip_checks": True}
-        async for ev in run_action(name, self.profile, self.remote, **opts):
+        async for ev in run_action(name, self.profile, self.remote, who=self.who, **opts):
             if name == "submit" and ev.kind == "done":
                 submitted = ev.data.get("job_id")
             if ev.node is None and ev.kind == "fail" and name != "check":  # the preflight screen shows it

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable
 from tui.backend.base import AlertCallback, LogCallback, MetricsCallback, Series, StateCallback
 from tui.core.actions.events import ActionEvent
 from tui.core.alerts import Alert
+from tui.core.job.journal import Entry
 from tui.core.job.metrics import MetricsSummary, monitoring_ranges
+from tui.core.job.runs import RunSummary
 from tui.core.profile import Node, Profile, SshEndpoint
 from tui.core.state import (
     ClusterState,
@@ -176,6 +178,34 @@ def demo_alerts(profile: Profile | None = None, step: int = 812) -> list[Alert]:
     return out
 
 
+def demo_runs(profile: Profile, step: int = 812) -> list[RunSummary]:
+    """The demo's run list: a first run that failed, the one running now resumed from its
+    checkpoint (what `runs` shows for a team's second try)."""
+    cards = profile.total_gpus
+    first = RunSummary(id="raysubmit_demo0001", name="qwen3-8b-grpo", profile=profile.name, status="FAILED",
+                       step=412, total_steps=1000, started_at=T0 - 40 * 3600, ended_at=T0 - 8 * 3600,
+                       wall_s=32 * 3600.0, cards=cards, gpu_hours=round(cards * 31.5, 2), last_reward=0.41,
+                       best_reward=0.44, mean_throughput=812.0, last_checkpoint=400, diagnosis="nccl-timeout")
+    second = RunSummary(id="raysubmit_demo0002", name="qwen3-8b-grpo", profile=profile.name, status="RUNNING",
+                        step=step, total_steps=1000, started_at=T0 - 6 * 3600, wall_s=6 * 3600.0, cards=cards,
+                        gpu_hours=round(cards * 5.9, 2), last_reward=0.62, best_reward=0.63, mean_throughput=845.0,
+                        last_checkpoint=(step // 100) * 100, parent={"job_id": first.id, "step": 400},
+                        unknown=["ended_at"])
+    return [first, second]
+
+
+def demo_journal(profile: Profile, step: int = 812) -> list[Entry]:
+    """The demo run's journal: its submit (resuming the first run), states, a checkpoint,
+    and the node episode the demo's alerts show."""
+    from tui.core.job.journal import action_entry, checkpoint_entry, state_entry
+
+    t = T0 - 6 * 3600
+    return [action_entry("submit", "console", t, "done",
+                         "submitted raysubmit_demo0002, resuming step 400 of raysubmit_demo0001"),
+            state_entry("PENDING", None, "console", at=t + 1), state_entry("RUNNING", 400, "console", at=t + 90),
+            checkpoint_entry((step // 100) * 100, "watch", at=T0 - 1800)]
+
+
 # --------------------------------------------------------------------------- static backend
 
 
@@ -205,6 +235,10 @@ class StaticBackend:
     """The preflight's results (`p`, and the plan `s` shows); None: `demo_checks()`."""
     warmup: list[ClusterState] = field(default_factory=list)
     """States delivered before `state` at start, so per-card sparklines have a history."""
+    run_list: list[RunSummary] = field(default_factory=list)
+    """What `runs()` answers (the `R` view); `demo_backend` fills it with `demo_runs`."""
+    journal_entries: list[Entry] = field(default_factory=list)
+    """What `journal()` answers (the alert list's whole-run view)."""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     started: bool = False
     rules: Any = None
@@ -261,6 +295,12 @@ class StaticBackend:
         self._all_lines.extend(lines)
         for cb in self._log_cbs:
             cb(list(lines))
+
+    def runs(self) -> list[RunSummary]:
+        return list(self.run_list)
+
+    def journal(self) -> list[Entry]:
+        return list(self.journal_entries)
 
     def job_status(self) -> JobStatus | None:
         return None if self.state.job is None else self.state.job.status
@@ -428,6 +468,8 @@ def demo_backend(nodes: int = 4, gpus: int = 8, step: int = 812, **kw: Any) -> S
         from tui.core.alerts import AlertRules
 
         kw["rules"] = AlertRules.for_profile(prof)
+    kw.setdefault("run_list", demo_runs(prof, step))
+    kw.setdefault("journal_entries", demo_journal(prof, step))
     return StaticBackend(profile=prof, state=demo_state(prof, step), log_lines=demo_log(step),
                          summary=summary, series=series, warmup=warm, **kw)
 

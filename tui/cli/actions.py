@@ -121,7 +121,7 @@ async def _drive(profile: Profile, name: str, opts: dict, as_json: bool, plan: d
                 return 1
         # Every action ends with one done/skip/fail event: its verdict is the exit code.
         verdict = 1
-        gen: AsyncIterator[ActionEvent] = run_action(name, profile, remote, **opts)
+        gen: AsyncIterator[ActionEvent] = run_action(name, profile, remote, who="cli", **opts)
         async for ev in gen:
             _print(ev, as_json)
             if ev.kind in ("done", "skip", "fail"):

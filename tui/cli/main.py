@@ -120,6 +120,19 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_runs(args: argparse.Namespace) -> int:
+    from tui.cli.runs import run_runs
+
+    return run_runs(_load(args), as_json=args.json)
+
+
+def cmd_journal(args: argparse.Namespace) -> int:
+    from tui.cli.journal import run_journal
+
+    fmt = "json" if args.json else "markdown" if args.markdown else "text"
+    return run_journal(_load(args), args.run, fmt)
+
+
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from tui.cli.diagnose import run_diagnose
 
@@ -263,6 +276,8 @@ examples:
   rlconsole submit -P my-run --yes                headless actions need --yes
   rlconsole metrics runs/tb/ --csv > metrics.csv  TensorBoard dir or VeRL log -> CSV
   rlconsole diagnose run.log                      why a run died, from a saved log
+  rlconsole runs --json                           every run: steps, GPU-hours, resumed from
+  rlconsole journal --markdown > postmortem.md    the last run's timeline as a page
 
 environment:
   RLCONSOLE_PROFILE         the profile when --profile is not given
@@ -357,6 +372,18 @@ def build_parser() -> argparse.ArgumentParser:
     g = sp.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="(default) a list of {step, metrics}")
     g.add_argument("--csv", action="store_true", help="one row per step, one column per metric")
+
+    sp = add("runs", cmd_runs, "every run of the profile from the local history and spools (no SSH): "
+                               "status, steps, wall time, GPU-hours, rewards, resume links", PROFILE)
+    sp.add_argument("--json", action="store_true", help="a list of runs; unknown figures null and named in `unknown`")
+
+    sp = add("journal", cmd_journal, "what happened to a run: actions, alerts, state changes, checkpoints "
+                                     "(local, no SSH)", PROFILE)
+    sp.add_argument("run", metavar="RUN", nargs="?", help="the Ray submission id (default: the profile's last run)")
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="the entries as JSON lines (the README documents the fields)")
+    g.add_argument("--markdown", action="store_true",
+                   help="a post-mortem page: summary table, timeline, diagnosis, links to the log lines")
 
     sp = add("diagnose", cmd_diagnose, "name the cause of a failed run from a saved log (driver log, "
                                        "`ray job logs` output, a pasted excerpt)")

@@ -173,6 +173,11 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
             # the log's step lines carry every metric; event files only when it has none
             await w.poll_scalars_once(read_scalars=not w.parser.steps)
         st.job = w.job_state()
+        if w.on_cluster and w.status not in (JobStatus.UNKNOWN, JobStatus.NOT_ON_CLUSTER):
+            # what this status saw goes in the run's journal (a state already there is not written again)
+            from tui.core.job.journal import Journal, job_state_entry
+
+            Journal(w.spool.path.parent).append(job_state_entry(str(w.status), st.job.step, "cli", profile))
         if w.status == JobStatus.FAILED:
             from tui.core.alerts import diagnose_failure
 

@@ -80,7 +80,7 @@ async def watch(profile: Profile, targets: list[str], level: str, out: TextIO,
     if backend is None:
         from tui.backend.live import LiveBackend
 
-        backend = LiveBackend(profile)
+        backend = LiveBackend(profile, who="watch")
     notifier = Notifier(targets, level, report=lambda line: print(f"{_stamp(time.time())} {mask_secrets(line)}",
                                                                    file=out, flush=True))
     w = Watch(profile, notifier, out)

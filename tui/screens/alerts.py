@@ -1,5 +1,7 @@
 """All alerts, newest first (the history: raised and ended episodes, events). Choosing one
-that came from the log dismisses with its line so the main screen can jump the log there."""
+that came from the log dismisses with its line so the main screen can jump the log there.
+`j` switches to the watched run's whole journal (every session's alerts, actions, state
+changes and checkpoints, `tui/core/job/journal.py`) and back."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from tui.core.alerts import Alert
+from tui.core.job.journal import Entry
 
 
 def fmt_time(at: float) -> str:
@@ -29,33 +32,60 @@ class AlertsScreen(ModalScreen["int | None"]):
     AlertsScreen DataTable { height: 1fr; }
     AlertsScreen #alerts-empty { padding: 1 2; color: $text-muted; }
     """
-    BINDINGS = [Binding("escape,q,a", "close", "Close")]
+    BINDINGS = [Binding("escape,q,a", "close", "Close"),
+                Binding("j", "toggle_journal", "Whole run")]
 
-    def __init__(self, alerts: list[Alert]) -> None:
+    def __init__(self, alerts: list[Alert], journal: list[Entry] | None = None) -> None:
         super().__init__()
         self.alerts = list(reversed(alerts))
+        self.entries = list(reversed(journal or []))
+        self.show_journal = False
 
     def compose(self) -> ComposeResult:
-        with Vertical() as v:
-            v.border_title = f"Alerts ({len(self.alerts)})"
-            v.border_subtitle = "Enter: jump to log line · Esc closes"
-            if not self.alerts:
-                yield Static("No alerts.", id="alerts-empty")
-            else:
-                yield DataTable(cursor_type="row", zebra_stripes=True)
+        with Vertical():
+            yield Static("No alerts.", id="alerts-empty")
+            yield DataTable(cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        if not self.alerts:
-            return
+        self._fill()
+
+    def _fill(self) -> None:
+        v = self.query_one(Vertical)
         table = self.query_one(DataTable)
-        table.add_columns("time", "level", "source", "message", "log line")
-        for a in self.alerts:
-            # Text, not str: a str cell is parsed as markup, and this text comes from nodes
-            table.add_row(fmt_time(a.at), "ended" if a.ends else a.level, Text(a.source), Text(a.message),
-                          "" if a.line is None else str(a.line + 1))
-        table.focus()
+        table.clear(columns=True)
+        rows = self.entries if self.show_journal else self.alerts
+        if self.show_journal:
+            v.border_title = f"Run journal ({len(self.entries)}): every session"
+            v.border_subtitle = "Enter: jump to log line · j: this session's alerts · Esc closes"
+            table.add_columns("time", "kind", "by", "what", "log line")
+            for e in self.entries:
+                line = e.data.get("line")
+                table.add_row(fmt_time(e.at), e.kind, Text(e.who or "-"), Text(e.message),
+                              str(line + 1) if isinstance(line, int) else "")
+        else:
+            v.border_title = f"Alerts ({len(self.alerts)})"
+            v.border_subtitle = "Enter: jump to log line · j: the whole run's journal · Esc closes"
+            table.add_columns("time", "level", "source", "message", "log line")
+            for a in self.alerts:
+                # Text, not str: a str cell is parsed as markup, and this text comes from nodes
+                table.add_row(fmt_time(a.at), "ended" if a.ends else a.level, Text(a.source), Text(a.message),
+                              "" if a.line is None else str(a.line + 1))
+        empty = self.query_one("#alerts-empty", Static)
+        empty.update("No journal entries for this run." if self.show_journal else "No alerts.")
+        empty.display = not rows
+        table.display = bool(rows)
+        if rows:
+            table.focus()
+
+    def action_toggle_journal(self) -> None:
+        self.show_journal = not self.show_journal
+        self._fill()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if self.show_journal:
+            line = self.entries[event.cursor_row].data.get("line")
+            self.dismiss(line if isinstance(line, int) else None)
+            return
         alert = self.alerts[event.cursor_row]
         self.dismiss(alert.line)
 

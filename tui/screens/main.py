@@ -404,7 +404,17 @@ class MainScreen(Screen[None]):
                     self.notify(f"log line {line + 1} is no longer on screen; see `rlconsole logs`", markup=False)
 
         self.query_one(AlertsBar).seen()
-        self.app.push_screen(AlertsScreen(self.alerts), jump)
+        self.app.push_screen(AlertsScreen(self.alerts, self.backend.journal()), jump)
+
+    @work(group="dialogs", exclusive=True)
+    async def action_runs(self) -> None:
+        import asyncio
+
+        from tui.screens.runs import RunsScreen
+
+        # the list may parse spooled logs: off the event loop
+        runs = await asyncio.to_thread(self.backend.runs)
+        self.app.push_screen(RunsScreen(runs))
 
     @work(group="dialogs", exclusive=True)
     async def action_quit(self) -> None:

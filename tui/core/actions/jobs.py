@@ -144,6 +144,12 @@ async def _submit_locked(profile: Profile, remote: Remote, job: Any, force: bool
         ids = ", ".join(j.id for j in running)
         yield ActionEvent("submit", "fail", f"a job is already running on this cluster ({ids}); stop it first or use --force")
         return
+    # where it resumes, named before the submit (the tracker the trainer will read)
+    from tui.core.actions.resume import resume_parent, resume_step
+
+    step = await resume_step(profile, remote)
+    parent_id = resume_parent(profile, step)
+    parent = {"job_id": parent_id, "step": step} if parent_id and step is not None else None
     shown = job.masked().entrypoint_str
     yield ActionEvent("submit", "step", "$ " + shown[:300] + ("..." if len(shown) > 300 else ""))
     try:
@@ -152,16 +158,22 @@ async def _submit_locked(profile: Profile, remote: Remote, job: Any, force: bool
     except Exception as e:  # noqa: BLE001 - a refusal, a timeout or a hostile answer: one line
         yield ActionEvent("submit", "fail", f"Ray refused the job: {_first_line(e)}")
         return
+    extra: dict[str, Any] = {"run_name": str(profile.override_value("trainer.experiment_name") or profile.name),
+                             "cards": profile.total_gpus}
+    if parent is not None:
+        extra["parent"] = parent
     try:
         record_run(RunRecord(
             profile=profile.name, profile_path=profile.path, job_id=job_id, submitted_at=time.time(),
             entrypoint=job.entrypoint, runtime_env=job.runtime_env,
             tensorboard_dir=job.runtime_env["env_vars"].get("TENSORBOARD_DIR"),
-            checkpoint_dir=profile.paths.checkpoint_dir,
+            checkpoint_dir=profile.paths.checkpoint_dir, extra=extra,
         ))
     except OSError as e:  # the job runs; only a later console's re-attach is lost
         yield ActionEvent("submit", "warn", f"{job_id} is running but not in the run history: {e}")
-    yield ActionEvent("submit", "done", f"submitted {job_id}", data={"job_id": job_id})
+    resumed = f", resuming step {parent['step']} of {parent['job_id']}" if parent else ""
+    yield ActionEvent("submit", "done", f"submitted {job_id}{resumed}",
+                      data={"job_id": job_id, **({"parent": parent} if parent else {})})
 
 
 async def _wait_status(client: RayJobClient, job_id: str, want: set[str], timeout: float) -> str:
@@ -242,6 +254,6 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         for node, items in left.items():
             yield ActionEvent("stop", "warn", "cards not freed: " + "; ".join(items), node=node)
         yield ActionEvent("stop", "fail", f"{job_id} stopped but cards are still busy on {', '.join(sorted(left))}",
-                          data={"job_id": job_id, "leftovers": left})
+                          data={"job_id": job_id, "leftovers": left, "status": status})
         return
-    yield ActionEvent("stop", "done", f"{job_id} {status}; every card is free", data={"job_id": job_id})
+    yield ActionEvent("stop", "done", f"{job_id} {status}; every card is free", data={"job_id": job_id, "status": status})

@@ -9,16 +9,18 @@ preflight checks run a moment before.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tui.core.actions.base import Remote
 from tui.core.actions.events import ActionEvent
+from tui.core.actions.resume import TRACKER, resume_parent, resume_step
 from tui.core.job.metrics import fmt_range
 from tui.core.profile import Profile
 from tui.core.state import ACTIVE_JOB_STATUSES, ClusterState
+
+__all__ = ["TRACKER", "SubmitPlan", "build_plan", "resume_parent", "resume_step", "submit_plan"]
 
 if TYPE_CHECKING:
     from tui.core.checks import CheckResult
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
 FRESH_S = 60.0
 """A verdict older than this is not trusted to stand for the checks at submit time."""
 
-TRACKER = "latest_checkpointed_iteration.txt"
-"""The file VeRL's trainer writes in its checkpoint directory after each save."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ class SubmitPlan:
     failed_ids: tuple[str, ...]
     warning_ids: tuple[str, ...]
     running: str | None = None  # a job already on the cluster, e.g. "job raysubmit_x at step 812"
+    resume_run: str | None = None  # the earlier run whose checkpoint it resumes (`resume_parent`)
     taken_at: float = field(default_factory=time.time)
     results: tuple[CheckResult, ...] = ()
 
@@ -72,7 +73,7 @@ class SubmitPlan:
     def lines(self) -> list[str]:
         """The plan as text, one fact a line (the modal and the CLI print these)."""
         out = [f"run:     {self.run_name}" + (f" (project {self.project})" if self.project else ""),
-               f"resume:  {self.resume}",
+               f"resume:  {self.resume}" + (f", the checkpoint of run {self.resume_run}" if self.resume_run else ""),
                f"cards:   {self.cards} on {self.nodes} nodes, head {self.head}"]
         if self.total_steps:
             out.append(f"steps:   {self.total_steps}" + (f", {self.duration}" if self.duration else ""))
@@ -85,7 +86,8 @@ class SubmitPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {"profile": self.profile, "run_name": self.run_name, "project": self.project,
-                "resume": self.resume, "resume_step": self.resume_step, "nodes": self.nodes,
+                "resume": self.resume, "resume_step": self.resume_step, "resume_run": self.resume_run,
+                "nodes": self.nodes,
                 "cards": self.cards, "head": self.head, "total_steps": self.total_steps,
                 "duration": self.duration, "passed": self.passed, "warnings": self.warnings,
                 "failed": list(self.failed_ids), "warning_ids": list(self.warning_ids),
@@ -125,7 +127,8 @@ def _duration(profile: Profile, total: int | None) -> str | None:
 
 
 def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | None,
-               running: str | None = None, now: float | None = None) -> SubmitPlan:
+               running: str | None = None, now: float | None = None,
+               resume_run: str | None = None) -> SubmitPlan:
     """The plan from what was read (pure: the console's demo and tests build it too)."""
     from tui.core.checks import CheckStatus
 
@@ -149,6 +152,7 @@ def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | 
         failed_ids=failed,
         warning_ids=warned,
         running=running,
+        resume_run=resume_run,
         taken_at=time.time() if now is None else now,
         results=tuple(results),
     )
@@ -182,19 +186,6 @@ def _int(v: Any) -> int | None:
         return None
 
 
-async def resume_step(profile: Profile, remote: Remote) -> int | None:
-    """The step VeRL would resume from: its tracker file in the checkpoint directory
-    (read on the head, in the container; the answer is untrusted, so only a plain
-    integer at its start counts). None: no checkpoint, or the head cannot say."""
-    if not remote.reachable(profile.head.name)[0]:
-        return None
-    path = f"{profile.paths.checkpoint_dir.rstrip('/')}/{TRACKER}"
-    r = await remote.run(profile.head.name, ["sh", "-c", 'head -c 32 "$1" 2>/dev/null', "sh", path],
-                         container=True, timeout=30)
-    m = re.match(r"\s*([0-9]{1,12})\s*$", r.stdout[:32]) if r.ok else None
-    return int(m.group(1)) if m else None
-
-
 async def submit_plan(profile: Profile, remote: Remote, running: str | None = None) -> SubmitPlan:
     """Read the checkpoint tracker and run the preflight (as `submit` would), then the
     plan. `running`: the job the caller knows is on the cluster (the console's watched
@@ -202,4 +193,5 @@ async def submit_plan(profile: Profile, remote: Remote, running: str | None = No
     from tui.core.checks import run_checks
 
     results = await run_checks(profile, remote=remote, before_submit=True)
-    return build_plan(profile, results, await resume_step(profile, remote), running=running)
+    step = await resume_step(profile, remote)
+    return build_plan(profile, results, step, running=running, resume_run=resume_parent(profile, step))

@@ -5,6 +5,7 @@ that words its confirmation question. Adding an action is adding a row."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable
 
@@ -264,8 +265,14 @@ def describe(name: str, profile: Profile, **opts: Any) -> str:
     return spec.question(profile, **opts) if spec else f"Run {name}?"
 
 
-async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -> AsyncIterator[ActionEvent]:
-    """Run one action by name (refused in read-only mode when it changes the cluster)."""
+async def run_action(name: str, profile: Profile, remote: Remote, *, who: str = "",
+                     **opts: Any) -> AsyncIterator[ActionEvent]:
+    """Run one action by name (refused in read-only mode when it changes the cluster).
+
+    `who` ("console", "cli"): an action that changes the cluster is written to the
+    journal of the run it concerns when it ends (`tui/core/job/journal.py`): the job
+    its last event names (the job submit started, the job stop stopped), else the
+    profile's last run."""
     spec = SPECS.get(name)
     if spec is None:
         raise ValueError(f"unknown action {name!r}")
@@ -273,5 +280,32 @@ async def run_action(name: str, profile: Profile, remote: Remote, **opts: Any) -
     if refused is not None:
         yield ActionEvent(name, "fail", refused, data={"refused": "read-only"})
         return
-    async for ev in spec.run(profile, remote, **opts):
-        yield ev
+    started = time.time()
+    last: ActionEvent | None = None
+    try:
+        async for ev in spec.run(profile, remote, **opts):
+            if ev.node is None and ev.kind in ("done", "fail", "skip"):
+                last = ev
+            yield ev
+    finally:
+        if who and spec.changes_cluster:
+            _journal(profile, name, who, started, last)
+
+
+def _journal(profile: Profile, name: str, who: str, started: float, last: ActionEvent | None) -> None:
+    from tui.core.job.history import last_run
+    from tui.core.job.journal import job_state_entry, record_action
+
+    result, message = (last.kind, last.message) if last is not None else ("fail", "interrupted")
+    job_id = last.data.get("job_id") if last is not None else None
+    if not isinstance(job_id, str):
+        rec = last_run(profile.name)
+        job_id = rec.job_id if rec is not None else None
+    data = {"profile": profile.name}
+    if last is not None and name == "submit" and isinstance(last.data.get("parent"), dict):
+        data["parent"] = last.data["parent"]
+    also = []
+    status = last.data.get("status") if last is not None else None
+    if name == "stop" and isinstance(status, str):
+        also.append(job_state_entry(status, None, who, profile, at=last.at if last is not None else None))
+    record_action(job_id, name, who, started, result, message, data, also)

@@ -1,0 +1,112 @@
+"""`rlconsole runs` (issue 30, item 1) and the resume link (item 4): every run of the
+profile from the local history and spools, with no SSH, marking what it cannot know."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tui.cli import main
+from tui.core.job.history import RunRecord, record_run
+from tui.core.alert import Alert
+from tui.core.job.journal import Journal, alert_entry, checkpoint_entry, state_entry
+from tui.core.locations import spool_root
+
+REPO = Path(__file__).resolve().parent.parent
+PROFILE = str(REPO / "profiles" / "qwen3-8b-grpo-32gpu.yaml")
+
+
+def _run(job_id: str, t: float, extra: dict | None = None, profile: str = "qwen3-8b-grpo-32gpu") -> Path:
+    record_run(RunRecord(profile=profile, profile_path=PROFILE, job_id=job_id, submitted_at=t,
+                         entrypoint=["python3", "-m", "verl"], runtime_env={"env_vars": {}},
+                         checkpoint_dir="/data/ckpt", extra=extra or {}))
+    base = spool_root() / job_id
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
+def _log(base: Path, steps: dict[int, float], total: int = 100) -> None:
+    lines = [f"Total training steps: {total}"]
+    lines += [f"(TaskRunner pid=7) step:{s} - critic/rewards/mean:{r} - perf/throughput:{600 + s}"
+              for s, r in steps.items()]
+    (base / "driver.log").write_text("\n".join(lines) + "\n")
+
+
+def test_runs_from_history_spools_and_journals_without_ssh(capsys: pytest.CaptureFixture[str]) -> None:
+    a = _run("raysubmit_A", 1000.0, {"cards": 32, "run_name": "grpo-a"})
+    _log(a, {1: 0.1, 2: 0.6, 3: 0.4})
+    Journal(a).append([state_entry("PENDING", None, "console", at=1000.0),
+                       state_entry("RUNNING", None, "console", at=1100.0),
+                       checkpoint_entry(3, "console", at=1500.0),
+                       state_entry("FAILED", 3, "watch", at=1100.0 + 1800)])
+    Journal(a).append(alert_entry(Alert("error", "log", "CUDA out of memory", line=3, at=2800.0,
+                                        diagnosis="cuda-oom"), "console"))
+    b = _run("raysubmit_B", 5000.0, {"cards": 32, "parent": {"job_id": "raysubmit_A", "step": 3}})
+    _log(b, {4: 0.7})  # nobody watched it: no journal
+    _run("raysubmit_other", 6000.0, profile="another-profile")
+    assert main(["runs", "--json", "-P", PROFILE]) == 0
+    got = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert list(got) == ["raysubmit_A", "raysubmit_B"]
+    ra, rb = got["raysubmit_A"], got["raysubmit_B"]
+    assert ra["status"] == "FAILED" and ra["step"] == 3 and ra["total_steps"] == 100 and ra["name"] == "grpo-a"
+    assert ra["gpu_hours"] == pytest.approx(32 * 0.5)  # RUNNING from 1100 to 2900
+    assert ra["wall_s"] == pytest.approx(1900.0) and ra["ended_at"] == 2900.0
+    assert ra["last_reward"] == 0.4 and ra["best_reward"] == 0.6 and ra["mean_throughput"] == pytest.approx(602)
+    assert ra["diagnosis"] == "cuda-oom" and ra["last_checkpoint"] == 3 and ra["parent"] is None
+    assert rb["parent"] == {"job_id": "raysubmit_A", "step": 3} and rb["step"] == 4
+    assert rb["status"] == "UNKNOWN" and rb["gpu_hours"] is None
+    assert {"status", "gpu_hours", "ended_at", "wall_s"} <= set(rb["unknown"])
+    assert "gpu_hours" not in ra["unknown"]
+    assert main(["runs", "-P", PROFILE]) == 0
+    text = capsys.readouterr().out
+    assert "resumed from step 3 of raysubmit_A" in text and "diagnosis: cuda-oom" in text
+
+
+def test_a_spool_the_history_does_not_name_is_listed_when_its_journal_says_whose(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    base = spool_root() / "raysubmit_lost"
+    base.mkdir(parents=True)
+    _log(base, {1: 0.2})
+    e = state_entry("RUNNING", None, "watch", at=100.0)
+    e.data["profile"] = "qwen3-8b-grpo-32gpu"
+    Journal(base).append(e)
+    (spool_root() / "raysubmit_foreign").mkdir()
+    assert main(["runs", "--json", "-P", PROFILE]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in got] == ["raysubmit_lost"] and got[0]["status"] == "RUNNING"
+    assert got[0]["cards"] == 32 and got[0]["gpu_hours"] > 0  # still RUNNING: counted up to now
+
+
+def test_submit_plan_names_the_run_it_resumes(tmp_path: Path) -> None:
+    from tui.core.actions.plan import build_plan, resume_parent
+    from tui.core.profile import load_profile
+
+    prof = load_profile(PROFILE)
+    ck = prof.paths.checkpoint_dir
+    record_run(RunRecord(profile=prof.name, profile_path=PROFILE, job_id="raysubmit_old", submitted_at=1.0,
+                         entrypoint=[], runtime_env={}, checkpoint_dir=ck))
+    record_run(RunRecord(profile=prof.name, profile_path=PROFILE, job_id="raysubmit_prev", submitted_at=2.0,
+                         entrypoint=[], runtime_env={}, checkpoint_dir=ck))
+    record_run(RunRecord(profile=prof.name, profile_path=PROFILE, job_id="raysubmit_elsewhere", submitted_at=3.0,
+                         entrypoint=[], runtime_env={}, checkpoint_dir="/other/dir"))
+    Journal.for_job("raysubmit_old").append(checkpoint_entry(40, "console"))
+    assert resume_parent(prof, 40) == "raysubmit_old"  # the run that wrote step 40
+    assert resume_parent(prof, 60) == "raysubmit_prev"  # else the last run on that dir
+    assert resume_parent(prof, None) is None
+    plan = build_plan(prof, [], 40, resume_run="raysubmit_old")
+    assert "from step 40" in plan.lines()[1] and "the checkpoint of run raysubmit_old" in plan.lines()[1]
+    assert plan.to_json()["resume_run"] == "raysubmit_old"
+
+
+def test_gpu_hours_follow_the_states_in_time_order_whoever_wrote_them_first() -> None:
+    from tui.core.job.runs import list_runs
+
+    base = _run("raysubmit_C", 100.0, {"cards": 16})
+    # the console saw RUNNING before the CLI wrote its (earlier) PENDING
+    Journal(base).append([state_entry("RUNNING", None, "console", at=200.0),
+                          state_entry("PENDING", None, "cli", at=100.0),
+                          state_entry("STOPPED", 3, "cli", at=200.0 + 1800)])
+    (r,) = list_runs("qwen3-8b-grpo-32gpu")
+    assert r.status == "STOPPED" and r.gpu_hours == pytest.approx(16 * 0.5) and r.ended_at == 2000.0
