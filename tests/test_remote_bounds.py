@@ -122,7 +122,7 @@ class _suppress:
 async def test_http_body_is_bounded() -> None:
     """A dashboard that floods: the client stops at its limit with a clear error
     instead of buffering everything (was +2.7 GiB)."""
-    from tui.core import probes
+    from tui.core import rayapi
 
     sent = {"bytes": 0}
 
@@ -146,7 +146,7 @@ async def test_http_body_is_bounded() -> None:
     finally:
         srv.close()
         await srv.wait_closed()
-    assert sent["bytes"] < 8 * probes.HTTP_BODY_MAX
+    assert sent["bytes"] < 8 * rayapi.HTTP_BODY_MAX
 
 
 @pytest.mark.parametrize("body,head", [
