@@ -135,3 +135,35 @@ async def test_graph_draws_integer_step_labels_and_a_picker_that_reads_without_c
         axis = lines[next(i for i, line in enumerate(lines) if line.strip() == "step") - 1]  # above the x label
         labels = re.findall(r"[\d.]+", axis)
         assert labels and all(re.fullmatch(r"\d+", lab) for lab in labels), axis
+
+
+async def test_c_overlays_another_run_with_a_legend() -> None:
+    """`c` lists the profile's other runs; the picked one is drawn on the same axes in
+    its own colour, labelled in a legend, the resumed run stitched onto its parent."""
+    import re
+
+    from tui.screens.graph import ComparePicker
+
+    b = demo_backend()
+    app = RlconsoleApp(b)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
+        g: GraphScreen = app.screen  # type: ignore[assignment]
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ComparePicker))
+        picker: ComparePicker = app.screen  # type: ignore[assignment]
+        assert [r.id for r in picker.runs] == ["raysubmit_demo0001", "raysubmit_demo0002"]
+        await pilot.press("down", "space", "enter")  # the second row: the resumed run
+        await until(pilot, lambda: app.screen is g and ("raysubmit_demo0002", "reward") in g.overlay)
+        stitched = g.overlay[("raysubmit_demo0002", "reward")]
+        first = b.run_series("raysubmit_demo0001", ["reward"])
+        own = b.all_series()["reward"]
+        assert stitched == [p for p in first if p[0] < own[0][0]] + own and first[0][0] == 1
+        assert "compare (1)" in str(g.query_one("#graph-keys").render())
+        plot = g.query_one("#plot-0", PlotextPlot)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", plot.plt.build())
+        assert "this run" in text and "demo0002" in text  # the legend
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main_screen)

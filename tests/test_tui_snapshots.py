@@ -85,3 +85,25 @@ def test_log_filter(snap_compare, size: tuple[int, int]) -> None:
         await _settle(pilot)
 
     assert snap_compare(RlconsoleApp(b), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_graph_compare_overlay(snap_compare, size: tuple[int, int]) -> None:
+    """`g`, then `c`: the first (failed) run's reward overlaid on this run's, a legend."""
+    from tui.screens.graph import GraphScreen
+
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press("g")
+        await _settle(pilot)
+        await pilot.press("c")
+        await _settle(pilot)
+        await pilot.press("space", "enter")
+        for _ in range(50):
+            g = pilot.app.screen
+            if isinstance(g, GraphScreen) and ("raysubmit_demo0001", "reward") in g.overlay:
+                break
+            await pilot.pause(0.05)
+        await _settle(pilot)
+
+    assert snap_compare(RlconsoleApp(demo_backend()), terminal_size=size, run_before=run_before)

@@ -122,6 +122,11 @@ class Backend(Protocol):
         history, spools and journals; no SSH). Blocking (it may parse spooled logs): the
         app calls it in a thread."""
 
+    def run_series(self, job_id: str, keys: list[str]) -> list[tuple[int, float]]:
+        """Run `job_id`'s series for the first of `keys` it has, from its local spool,
+        stitched onto the runs it resumed by step (`core.job.compare`), for the graph
+        screen's overlay of other runs (`c`). Blocking: the app calls it in a thread."""
+
     def journal(self) -> list[Entry]:
         """The watched run's whole journal (`core.job.journal`), oldest first: what every
         console, `watch` and CLI action recorded, not only this session; empty before a

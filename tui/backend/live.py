@@ -265,6 +265,11 @@ class LiveBackend:
 
         return list_runs(self.profile.name, default_cards=self.profile.total_gpus)
 
+    def run_series(self, job_id: str, keys: list[str]) -> list[tuple[int, float]]:
+        from tui.core.job.compare import load_run_series
+
+        return load_run_series(job_id, keys, self.profile.name)
+
     def journal(self) -> list[Any]:
         return self._journal.entries() if self._journal is not None else []
 

@@ -299,6 +299,35 @@ class StaticBackend:
     def runs(self) -> list[RunSummary]:
         return list(self.run_list)
 
+    def run_series(self, job_id: str, keys: list[str]) -> list[tuple[int, float]]:
+        """The demo runs' curves: the first run's (steps 1..412, formula-made) and the
+        running one's (its series, stitched onto the first run's by step)."""
+        from tui.core.job.compare import stitched_series
+
+        own = {r.id: r for r in self.run_list}
+        mine = self.all_series()
+
+        def load(jid: str) -> dict[int, dict[str, float]]:
+            r = own.get(jid)
+            if r is None:
+                return {}
+            if r.parent is None:  # the first run: a slower climb, stopped at its last step
+                scale = {k: sum(v for _, v in mine[k]) / len(mine[k]) / 0.4 for k in keys if mine.get(k)}
+                return {s: {k: round(f * (0.26 + 0.1 * math.tanh(s / 300) + 0.012 * math.cos(s / 4)), 4)
+                            for k, f in scale.items()} for s in range(1, (r.step or 0) + 1)}
+            steps: dict[int, dict[str, float]] = {}
+            for k in keys:
+                for s, v in mine.get(k, []):
+                    steps.setdefault(s, {})[k] = v
+            return steps
+
+        def parent_of(jid: str) -> str | None:
+            r = own.get(jid)
+            p = r.parent.get("job_id") if r is not None and r.parent else None
+            return p if isinstance(p, str) else None
+
+        return stitched_series(job_id, keys, parent_of, load)
+
     def journal(self) -> list[Entry]:
         return list(self.journal_entries)
 

@@ -103,9 +103,18 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from tui.cli.metrics import MetricsSourceError, load_metrics, spool_log_for_job, write_csv, write_json
 
     try:
-        if (args.source is None) == (args.job is None):
+        if (args.source is None) == (not args.job):
             raise UsageError("metrics: give a SOURCE (log file or TensorBoard dir) or --job ID (local spool)")
-        rows = load_metrics(args.source if args.job is None else spool_log_for_job(args.job))
+        if args.key and len(args.job or []) < 2:
+            raise UsageError("metrics: --key picks the columns of two or more --job runs side by side")
+        if args.job and len(args.job) > 1:
+            from tui.core.job.compare import side_by_side
+
+            for job in args.job:
+                spool_log_for_job(job)  # the one rule for a typed id, and a clear line if nothing is spooled
+            rows = side_by_side(args.job, args.key or ())
+        else:
+            rows = load_metrics(args.source if not args.job else spool_log_for_job(args.job[0]))
     except FileNotFoundError as e:
         raise UsageError(str(e) if str(e) else f"{args.source}: not found") from None
     except MetricsSourceError as e:
@@ -368,7 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("metrics", cmd_metrics, "step metrics from a VeRL log file or a TensorBoard run dir")
     sp.add_argument("source", metavar="SOURCE", nargs="?",
                     help="a VeRL log file, a file-logger JSONL file, or a TensorBoard run directory or event file")
-    sp.add_argument("--job", metavar="ID", help="read the job's locally spooled driver log instead (no SSH)")
+    sp.add_argument("--job", metavar="ID", action="append",
+                    help="read the job's locally spooled driver log instead (no SSH); twice or more: the runs "
+                         "side by side, columns JOB:KEY, each run stitched onto the run it resumed")
+    sp.add_argument("--key", metavar="KEY", action="append",
+                    help="with two or more --job: only this metric (repeatable), e.g. critic/score/mean")
     g = sp.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="(default) a list of {step, metrics}")
     g.add_argument("--csv", action="store_true", help="one row per step, one column per metric")

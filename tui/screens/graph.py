@@ -4,7 +4,9 @@ Several at once (pick them in the list; space toggles), TensorBoard-style EMA sm
 (`[` / `]` step the weight 0 .. 0.99, the raw curve stays drawn faintly), a step range
 (`w` cycles all / last 50 / 200 / 1000 steps; `:` takes an explicit FROM:TO), and the profile's expected range drawn as
 a band (two dashed lines) on the scalars the profile judges. `e` writes every scalar of
-the run to a CSV file under the state directory.
+the run to a CSV file under the state directory. `c` picks other runs of the profile to
+overlay on the same axes (each in its own colour, with a legend; a resumed run's curve
+continues its parent's, stitched by step: `core.job.compare`).
 
 The data: the series the backend pushes with each metrics update, plus every scalar the
 backend holds when it offers `all_series()` (the TensorBoard reader / the log's step
@@ -24,7 +26,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.css.query import NoMatches
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.strip import Strip
 from textual.widgets import Input, SelectionList, Static
 from textual.widgets.option_list import OptionDoesNotExist
@@ -34,6 +36,7 @@ from textual_plotext import PlotextPlot
 from tui.core.job.series import Point, ema, in_range, to_csv
 
 if TYPE_CHECKING:
+    from tui.core.job.runs import RunSummary
     from tui.core.profile import Monitoring
     from tui.screens.main import MainScreen
 
@@ -48,6 +51,21 @@ PRESET: tuple[tuple[str, tuple[str, ...]], ...] = (
 SMOOTHING = (0.0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.99)
 WINDOWS: tuple[int | None, ...] = (None, 50, 200, 1000)
 REFRESH_S = 2.0
+OVERLAY_COLOURS = ("orange", "magenta", "green+", "yellow", "blue+", "red+")
+"""The compared runs' curves, in pick order (the watched run is cyan)."""
+
+
+def key_candidates(name: str) -> list[str]:
+    """`name` then the other names of its PRESET group: another run's log may call the
+    reward `critic/score/mean` where this one's says `reward`."""
+    group = next((c for _, c in PRESET if name in c), ())
+    return [name, *(c for c in group if c != name)]
+
+
+def short_id(job_id: str) -> str:
+    """A legend label that fits an 80-column plot: the id's distinctive tail."""
+    tail = job_id.rsplit("_", 1)[-1]
+    return tail if len(tail) <= 12 else "…" + tail[-11:]
 
 
 def preselected(names: list[str]) -> list[str]:
@@ -124,6 +142,40 @@ def expected_band(name: str, points: list[Point], mon: Monitoring | None) -> tup
     return None
 
 
+class ComparePicker(ModalScreen["list[str] | None"]):
+    """`c`: the profile's other runs; space picks, Enter overlays the picked, Esc cancels."""
+
+    DEFAULT_CSS = """
+    ComparePicker { align: center middle; }
+    ComparePicker > SelectionList { width: 90%; max-width: 100; height: auto; max-height: 80%;
+                                    border: round $primary; }
+    """
+    BINDINGS = [Binding("enter", "apply", "Overlay", priority=True), Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, runs: list[RunSummary], picked: list[str]) -> None:
+        super().__init__()
+        self.runs = runs
+        self.picked = picked
+
+    def compose(self) -> ComposeResult:
+        rows = []
+        for r in self.runs:
+            label = f"{r.id}  {r.name or ''}  {r.status}  step {r.step if r.step is not None else '?'}"
+            if r.resumed_text:
+                label += f"  ({r.resumed_text})"
+            rows.append(Selection(Content(label), r.id, r.id in self.picked))
+        sl = PickList(*rows, id="compare-runs")
+        sl.border_title = "Overlay runs (space picks, Enter overlays, Esc cancels)"
+        yield sl
+
+    def action_apply(self) -> None:
+        sl = self.query_one(PickList)
+        self.dismiss([r.id for r in self.runs if r.id in sl.selected])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 class GraphScreen(Screen[None]):
     DEFAULT_CSS = """
     GraphScreen > Horizontal { height: 1fr; }
@@ -143,10 +195,14 @@ class GraphScreen(Screen[None]):
         Binding("w", "window", "Last N steps"),
         Binding("colon", "range", "Step range"),
         Binding("e", "export", "Export CSV"),
+        Binding("c", "compare", "Compare runs"),
     ]
 
     def __init__(self, source: Callable[[], dict[str, list[Point]]], monitoring: Monitoring | None = None,
-                 export_dir: Path | None = None, run_name: str = "run") -> None:
+                 export_dir: Path | None = None, run_name: str = "run",
+                 runs: Callable[[], list[RunSummary]] | None = None,
+                 run_series: Callable[[str, list[str]], list[Point]] | None = None,
+                 job_id: str | None = None) -> None:
         super().__init__()
         self.source = source
         self.monitoring = monitoring
@@ -159,6 +215,13 @@ class GraphScreen(Screen[None]):
         """An explicit `from:to` range (the `:` key); overrides the `w` window."""
         self.selected: list[str] = []
         self.last_export: Path | None = None
+        self.runs_source = runs
+        self.run_series = run_series
+        self.job_id = job_id
+        self.compare: list[str] = []
+        """The runs overlaid (`c`), in pick order."""
+        self.overlay: dict[tuple[str, str], list[Point]] = {}
+        """(run, scalar) -> that run's stitched series, loaded off the event loop."""
 
     @property
     def smoothing(self) -> float:
@@ -206,8 +269,9 @@ class GraphScreen(Screen[None]):
         if self.step_range is not None:
             lo, hi = self.step_range
             win = f"steps {'' if lo is None else lo}:{'' if hi is None else hi}"
+        cmp = f"[b]c[/] compare ({len(self.compare)})  " if self.run_series is not None else ""
         return (f" [b]space[/] pick  [b][ ][/] smoothing {self.smoothing:.2f}  [b]w[/]/[b]:[/] {win}  "
-                f"[b]e[/] export CSV  [b]Esc[/] back")
+                f"{cmp}[b]e[/] export CSV  [b]Esc[/] back")
 
     async def _rebuild(self) -> None:
         """Mount one plot per selected scalar, then draw them."""
@@ -231,6 +295,33 @@ class GraphScreen(Screen[None]):
             except NoMatches:  # its plot not mounted yet: drawn on the next refresh
                 continue
             self._draw(w, name)
+        self._load_overlay()
+
+    def _load_overlay(self) -> None:
+        """Fetch the compared runs' series not loaded yet (in a thread: a spool may be
+        large), then draw again."""
+        if self.run_series is None:
+            return
+        want = [(j, n) for j in self.compare for n in self.selected if (j, n) not in self.overlay]
+        if not want:
+            return
+        fetch = self.run_series
+
+        def work() -> None:
+            got: dict[tuple[str, str], list[Point]] = {}
+            for j, n in want:
+                try:
+                    got[(j, n)] = [p for p in fetch(j, key_candidates(n)) if math.isfinite(p[1])]
+                except Exception as e:  # noqa: BLE001 - one unreadable spool costs only its curve
+                    got[(j, n)] = []
+                    self.app.call_from_thread(self.notify, f"run {j}: {e}", severity="warning", markup=False)
+            self.app.call_from_thread(self._got_overlay, got)
+
+        self.run_worker(work, thread=True, group="overlay", exclusive=True)
+
+    def _got_overlay(self, got: dict[tuple[str, str], list[Point]]) -> None:
+        self.overlay.update(got)
+        self._replot()
 
     def _draw(self, w: PlotextPlot, name: str) -> None:
         plt = w.plt
@@ -242,6 +333,19 @@ class GraphScreen(Screen[None]):
         elif pts and self.window is not None:
             pts = in_range(pts, pts[-1][0] - self.window + 1, None)
         title = name
+        others: list[tuple[str, str, list[Point]]] = []
+        for j, colour in zip(self.compare, OVERLAY_COLOURS):
+            o = self.overlay.get((j, name), [])
+            if self.step_range is not None:
+                o = in_range(o, *self.step_range)
+            elif pts and self.window is not None:
+                o = in_range(o, pts[-1][0] - self.window + 1, None)
+            if o:
+                others.append((short_id(j), colour, o))
+        for label, colour, o in others:
+            oy = [v for _, v in (ema(o, self.smoothing) if self.smoothing > 0 else o)]
+            plt.plot([s for s, _ in o], oy, color=colour, marker="braille", label=label)
+        mine = {"label": "this run"} if others else {}
         if pts:
             xs = [s for s, _ in pts]
             band = expected_band(name, pts, self.monitoring)
@@ -253,17 +357,18 @@ class GraphScreen(Screen[None]):
             if self.smoothing > 0:
                 plt.plot(xs, [v for _, v in pts], color="gray", marker="braille")
                 sm = ema(pts, self.smoothing)
-                plt.plot(xs, [v for _, v in sm], color="cyan", marker="braille")
+                plt.plot(xs, [v for _, v in sm], color="cyan", marker="braille", **mine)
                 title += f"  {pts[-1][1]:.4g} (smoothed {sm[-1][1]:.4g})"
             else:
-                plt.plot(xs, [v for _, v in pts], color="cyan", marker="braille")
+                plt.plot(xs, [v for _, v in pts], color="cyan", marker="braille", **mine)
                 title += f"  {pts[-1][1]:.4g}"
         else:
             title += "  (no points)"
         width = w.size.width or 60
         plt.title(title if len(title) <= width - 2 else title[: width - 3] + "…")  # plotext drops a too-long title
-        if pts:
-            ticks = int_ticks(pts[0][0], pts[-1][0], max(2, min(6, (width - 12) // 10)))
+        steps = [s for s, _ in pts] + [s for _, _, o in others for s, _ in o]
+        if steps:
+            ticks = int_ticks(min(steps), max(steps), max(2, min(6, (width - 12) // 10)))
             plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
         plt.xlabel("step")
         w.refresh()
@@ -319,6 +424,29 @@ class GraphScreen(Screen[None]):
         path.write_text(to_csv(self.series), encoding="utf-8")
         self.last_export = path
         self.notify(f"{len(self.series)} scalars written to {path}", title="export", timeout=8, markup=False)
+
+    async def action_compare(self) -> None:
+        if self.runs_source is None or self.run_series is None:
+            self.notify("this console cannot list runs", severity="warning")
+            return
+        import asyncio
+
+        try:
+            runs = await asyncio.to_thread(self.runs_source)
+        except Exception as e:  # noqa: BLE001 - the screen stays up and says why
+            self.notify(f"runs unavailable: {e}", severity="warning", markup=False)
+            return
+        others = [r for r in runs if r.id != self.job_id]
+        if not others:
+            self.notify("no other run of this profile to compare with (see `rlconsole runs`)")
+            return
+        self.app.push_screen(ComparePicker(others, self.compare), self._picked)
+
+    def _picked(self, chosen: list[str] | None) -> None:
+        if chosen is None:
+            return
+        self.compare = chosen[: len(OVERLAY_COLOURS)]
+        self._replot()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -377,7 +377,9 @@ class MainScreen(Screen[None]):
 
         job = self.state.job.id if self.state is not None and self.state.job is not None else "run"
         self.app.push_screen(GraphScreen(metrics_source(self), self.backend.profile.monitoring,
-                                         run_name=f"{self.backend.profile.name}-{job}"))
+                                         run_name=f"{self.backend.profile.name}-{job}",
+                                         runs=self.backend.runs, run_series=self.backend.run_series,
+                                         job_id=None if job == "run" else job))
 
     def action_detail(self) -> None:
         node = self.query_one(NodeGrid).cursor_node
