@@ -76,11 +76,12 @@ def test_metrics_two_jobs_side_by_side_csv(capsys: pytest.CaptureFixture[str]) -
         "raysubmit_c:timing_s/step": 10.0}}
 
 
-@pytest.mark.parametrize("argv", [["--job", "raysubmit_a", "--job", "../x"],
-                                  ["--job", "raysubmit_a", "--job", "raysubmit_nothere"],
+@pytest.mark.parametrize("argv", [["--job", "../x", "--job", "raysubmit_a"],
+                                  ["--job", "raysubmit_nothere", "--job", "raysubmit_a"],
                                   ["--job", "raysubmit_a", "--key", "x"]])
 def test_metrics_jobs_bad_input_is_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     _spool("raysubmit_a", range(1, 3), 0.0)
     assert main(["metrics", *argv, "--csv"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert ("--key" if "--key" in argv else argv[1]) in err
