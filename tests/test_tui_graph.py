@@ -167,3 +167,36 @@ async def test_c_overlays_another_run_with_a_legend() -> None:
         assert "this run" in text and "demo0002" in text  # the legend
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main_screen)
+
+
+def test_wall_time_axis_sums_step_times() -> None:
+    from tui.core.job.compare import by_wall_time
+
+    times = [(2, 7200.0), (1, 3600.0), (3, 1800.0)]
+    assert by_wall_time([(1, 0.1), (3, 0.3), (4, 0.4)], times) == [(1.0, 0.1), (3.5, 0.3)]
+
+
+async def test_t_plots_runs_against_hours() -> None:
+    """`t`: this run and the overlaid one against hours of training (summed step times)."""
+    import re
+
+    from tui.screens.graph import ComparePicker
+
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
+        g: GraphScreen = app.screen  # type: ignore[assignment]
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ComparePicker))
+        await pilot.press("space", "enter")
+        await pilot.press("t")
+        await until(pilot, lambda: ("raysubmit_demo0001", "timing_s/step") in g.overlay)
+        await pilot.pause()
+        assert g.by_time and "x: hours" in str(g.query_one("#graph-keys").render())
+        text = re.sub(r"\x1b\[[0-9;]*m", "", g.query_one("#plot-0", PlotextPlot).plt.build())
+        assert "hours (sum of step times)" in text and "demo0001" in text
+        # 412 steps of ~1000 s and 240 of ~1050 s: the axis reaches past 100 hours, not step 812
+        axis = text.splitlines()[next(i for i, line in enumerate(text.splitlines()) if "hours (sum" in line) - 1]
+        assert max(float(x) for x in re.findall(r"\d+(?:\.\d+)?", axis)) < 200

@@ -6,7 +6,8 @@ Several at once (pick them in the list; space toggles), TensorBoard-style EMA sm
 a band (two dashed lines) on the scalars the profile judges. `e` writes every scalar of
 the run to a CSV file under the state directory. `c` picks other runs of the profile to
 overlay on the same axes (each in its own colour, with a legend; a resumed run's curve
-continues its parent's, stitched by step: `core.job.compare`).
+continues its parent's, stitched by step: `core.job.compare`); `t` switches the x axis
+between step and wall time (hours: the sum of the runs' step times).
 
 The data: the series the backend pushes with each metrics update, plus every scalar the
 backend holds when it offers `all_series()` (the TensorBoard reader / the log's step
@@ -33,6 +34,7 @@ from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 from textual_plotext import PlotextPlot
 
+from tui.core.job.compare import STEP_TIME_KEYS, by_wall_time
 from tui.core.job.series import Point, ema, in_range, to_csv
 
 if TYPE_CHECKING:
@@ -196,6 +198,7 @@ class GraphScreen(Screen[None]):
         Binding("colon", "range", "Step range"),
         Binding("e", "export", "Export CSV"),
         Binding("c", "compare", "Compare runs"),
+        Binding("t", "time_axis", "Step / wall time"),
     ]
 
     def __init__(self, source: Callable[[], dict[str, list[Point]]], monitoring: Monitoring | None = None,
@@ -221,6 +224,8 @@ class GraphScreen(Screen[None]):
         self.compare: list[str] = []
         """The runs overlaid (`c`), in pick order."""
         self.overlay: dict[tuple[str, str], list[Point]] = {}
+        self.by_time = False
+        """x axis: step (False) or hours of training (`t`)."""
         """(run, scalar) -> that run's stitched series, loaded off the event loop."""
 
     @property
@@ -269,9 +274,14 @@ class GraphScreen(Screen[None]):
         if self.step_range is not None:
             lo, hi = self.step_range
             win = f"steps {'' if lo is None else lo}:{'' if hi is None else hi}"
+        axis = "hours" if self.by_time else "step"
+        if self.has_class("-narrow"):  # every key still on screen at 80 columns, in fewer words
+            cmp = f"[b]c[/] runs {len(self.compare)}  " if self.run_series is not None else ""
+            return (f" [b]space[/] pick  [b][ ][/] {self.smoothing:.2f}  [b]w[/]/[b]:[/] {win}  "
+                    f"{cmp}[b]t[/] x: {axis}  [b]e[/] CSV  [b]Esc[/] back")
         cmp = f"[b]c[/] compare ({len(self.compare)})  " if self.run_series is not None else ""
         return (f" [b]space[/] pick  [b][ ][/] smoothing {self.smoothing:.2f}  [b]w[/]/[b]:[/] {win}  "
-                f"{cmp}[b]e[/] export CSV  [b]Esc[/] back")
+                f"{cmp}[b]t[/] x: {axis}  [b]e[/] export CSV  [b]Esc[/] back")
 
     async def _rebuild(self) -> None:
         """Mount one plot per selected scalar, then draw them."""
@@ -302,7 +312,8 @@ class GraphScreen(Screen[None]):
         large), then draw again."""
         if self.run_series is None:
             return
-        want = [(j, n) for j in self.compare for n in self.selected if (j, n) not in self.overlay]
+        names = [*self.selected, *([STEP_TIME_KEYS[0]] if self.by_time else [])]
+        want = [(j, n) for j in self.compare for n in names if (j, n) not in self.overlay]
         if not want:
             return
         fetch = self.run_series
@@ -342,35 +353,54 @@ class GraphScreen(Screen[None]):
                 o = in_range(o, pts[-1][0] - self.window + 1, None)
             if o:
                 others.append((short_id(j), colour, o))
-        for label, colour, o in others:
-            oy = [v for _, v in (ema(o, self.smoothing) if self.smoothing > 0 else o)]
-            plt.plot([s for s, _ in o], oy, color=colour, marker="braille", label=label)
+        mine_t = next((self.series[k] for k in STEP_TIME_KEYS if self.series.get(k)), [])
+
+        def x_of(run: str | None, curve: list[Point]) -> list[float]:
+            if not self.by_time:
+                return [float(s) for s, _ in curve]
+            times = mine_t if run is None else self.overlay.get((run, STEP_TIME_KEYS[0]), [])
+            return [x for x, _ in by_wall_time(curve, times)]
+
+        def y_of(run: str | None, curve: list[Point]) -> list[float]:
+            if not self.by_time:
+                return [v for _, v in curve]
+            times = mine_t if run is None else self.overlay.get((run, STEP_TIME_KEYS[0]), [])
+            have = {s for s, _ in times}
+            return [v for s, v in curve if s in have]
+
+        xs_all: list[float] = []
+        for (label, colour, o), j in zip(others, self.compare):
+            ox = x_of(j, o)
+            oy = y_of(j, ema(o, self.smoothing) if self.smoothing > 0 else o)
+            if ox:
+                plt.plot(ox, oy, color=colour, marker="braille", label=label)
+                xs_all += ox
         mine = {"label": "this run"} if others else {}
         if pts:
-            xs = [s for s, _ in pts]
+            xs = x_of(None, pts)
+            xs_all += xs
             band = expected_band(name, pts, self.monitoring)
-            if band is not None:
+            if band is not None and xs:
                 lo, hi = band
                 plt.plot([xs[0], xs[-1]], [lo, lo], color="green", marker="-")
                 plt.plot([xs[0], xs[-1]], [hi, hi], color="green", marker="-")
                 title += f"  [{lo:g}-{hi:g}]"
             if self.smoothing > 0:
-                plt.plot(xs, [v for _, v in pts], color="gray", marker="braille")
+                plt.plot(xs, y_of(None, pts), color="gray", marker="braille")
                 sm = ema(pts, self.smoothing)
-                plt.plot(xs, [v for _, v in sm], color="cyan", marker="braille", **mine)
+                plt.plot(xs, y_of(None, sm), color="cyan", marker="braille", **mine)
                 title += f"  {pts[-1][1]:.4g} (smoothed {sm[-1][1]:.4g})"
             else:
-                plt.plot(xs, [v for _, v in pts], color="cyan", marker="braille", **mine)
+                plt.plot(xs, y_of(None, pts), color="cyan", marker="braille", **mine)
                 title += f"  {pts[-1][1]:.4g}"
         else:
             title += "  (no points)"
         width = w.size.width or 60
         plt.title(title if len(title) <= width - 2 else title[: width - 3] + "…")  # plotext drops a too-long title
-        steps = [s for s, _ in pts] + [s for _, _, o in others for s, _ in o]
-        if steps:
-            ticks = int_ticks(min(steps), max(steps), max(2, min(6, (width - 12) // 10)))
+        if xs_all and not self.by_time:
+            ticks = int_ticks(int(min(xs_all)), int(max(xs_all)), max(2, min(6, (width - 12) // 10)))
             plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
-        plt.xlabel("step")
+        plt.xlabel("hours (sum of step times)" if self.by_time else "step")
         w.refresh()
 
     async def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
@@ -441,6 +471,10 @@ class GraphScreen(Screen[None]):
             self.notify("no other run of this profile to compare with (see `rlconsole runs`)")
             return
         self.app.push_screen(ComparePicker(others, self.compare), self._picked)
+
+    def action_time_axis(self) -> None:
+        self.by_time = not self.by_time
+        self._replot()
 
     def _picked(self, chosen: list[str] | None) -> None:
         if chosen is None:

@@ -134,3 +134,19 @@ def load_run_series(job_id: str, keys: Sequence[str], profile_name: str | None =
     (the parent is the history record's `extra.parent.job_id`)."""
     parent_of, load = _spool_loader(root, profile_name)
     return stitched_series(job_id, keys, parent_of, load)
+
+
+STEP_TIME_KEYS = ("timing_s/step", "step_time_s", "step_time")
+"""VeRL's seconds per step (older names after the first): the wall-time axis is their sum."""
+
+
+def by_wall_time(points: Sequence[Point], step_times: Sequence[Point]) -> list[tuple[float, float]]:
+    """`points` against hours of training: each step's x is the sum of the step times up
+    to and including it (a stitched run's sum runs through its parent's steps; the time
+    between runs, queued or down, is not counted). Points of a step with no time are left out."""
+    cum: dict[int, float] = {}
+    total = 0.0
+    for s, t in sorted(step_times):
+        total += max(0.0, t)
+        cum[s] = total / 3600.0
+    return [(cum[s], v) for s, v in points if s in cum]
