@@ -120,7 +120,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     except MetricsSourceError as e:
         raise UsageError(str(e)) from None
     if not rows:
-        print(f"rlconsole: no steps found in {args.source} (no VeRL step lines, file-logger records "
+        print(f"rlconsole: no steps found in {args.source or ', '.join(args.job)} (no VeRL step lines, file-logger records "
               "or TensorBoard scalars)", file=sys.stderr)
     if args.csv:
         write_csv(rows, sys.stdout)

@@ -480,6 +480,7 @@ class GraphScreen(Screen[None]):
         if chosen is None:
             return
         self.compare = chosen[: len(OVERLAY_COLOURS)]
+        self.overlay = {}  # picking again reads the runs afresh (another run may still be training)
         self._replot()
 
     def action_close(self) -> None:
