@@ -7,11 +7,11 @@ headless on it, saves Textual's own SVG screenshot, then stops the job and the s
 the README shows only what the live path really produces: a healthy run, every figure ✓
 in the sim profile's ranges. `--fault KIND` plants `rlconsole sim fault KIND` once the run
 is going and shoots when its alert is up (docs/screenshot-fault.svg). `--static` takes the
-deterministic demo data the snapshot tests use instead. `--browser` shoots docs/browser.png
-instead: the same running job, through `rlconsole serve` in Debian's headless Chromium
+deterministic demo data the snapshot tests use instead. `--runs` shoots the runs view (`R`) over the same demo data (docs/runs.svg).
+`--browser` shoots docs/browser.png instead: the same running job, through `rlconsole serve` in Debian's headless Chromium
 (Playwright, from the test extras). Run:
 
-    python docs/make_screenshot.py [--static | --browser | --fault KIND] [--size 160x50] [--out FILE]
+    python docs/make_screenshot.py [--static | --runs | --browser | --fault KIND] [--size 160x50] [--out FILE]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 
 async def shoot(backend: object, out: Path, width: int, height: int, ready: object = None,
-                fault: object = None) -> None:
+                fault: object = None, keys: tuple[str, ...] = ("u",)) -> None:
     """`fault`: called once the run is ready; the shot waits for a warning or error alert."""
     from tui.app import RlconsoleApp
     from widgets.alerts_bar import AlertsBar
@@ -52,7 +52,7 @@ async def shoot(backend: object, out: Path, width: int, height: int, ready: obje
                     await asyncio.sleep(0.5)
                 await asyncio.sleep(4.0)  # the ✗ and a few more steps of the fault
         else:
-            await pilot.press("u")  # show per-node progress in the action panel
+            await pilot.press(*keys)  # `u`: per-node progress in the action panel; `R`: the runs view
             await pilot.pause(0.4)
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
@@ -133,6 +133,7 @@ def main() -> None:
     ap.add_argument("--static", action="store_true", help="the demo data of the snapshot tests, no sim")
     ap.add_argument("--browser", action="store_true", help="docs/browser.png: the console through `serve`")
     ap.add_argument("--fault", metavar="KIND", help="docs/screenshot-fault.svg: after `sim fault KIND`")
+    ap.add_argument("--runs", action="store_true", help="docs/runs.svg: the runs view (`R`) over the demo data")
     a = ap.parse_args()
     if a.browser and a.out == ap.get_default("out"):
         a.out = str(Path(__file__).with_name("browser.png"))
@@ -140,7 +141,12 @@ def main() -> None:
         a.out = str(Path(__file__).with_name("screenshot-fault.svg"))
     w, h = (int(x) for x in a.size.lower().split("x"))
     out = Path(a.out).resolve()
-    if a.static:
+    if a.runs:
+        from tui.backend.static import demo_backend
+
+        out = out if a.out != ap.get_default("out") else Path(__file__).with_name("runs.svg")
+        asyncio.run(shoot(demo_backend(), out, w, h, keys=("R",)))
+    elif a.static:
         from tui.backend.static import demo_backend
 
         asyncio.run(shoot(demo_backend(), out, w, h))
