@@ -321,3 +321,33 @@ def test_a_refresh_merges_only_new_steps_while_tensorboard_lags(tmp_path, monkey
         if _refresh == 2:
             rebuilds.clear()  # the one rebuild allowed: TensorBoard's first steps arriving
     assert rebuilds == []
+
+
+def test_a_resumed_runs_curve_continues_its_parents(tmp_path) -> None:
+    """The graph's series of a run resumed from step 3 of an earlier run (the history
+    names the parent; its spool is local): the parent's steps before the resume, then the
+    watched run's own, for a key both have and for one only the parent logged."""
+    import time
+
+    from tui.core.job.history import RunRecord, record_run
+    from tui.core.locations import spool_root
+
+    prof = demo_profile()
+    parent_dir = spool_root() / "raysubmit_parent"
+    parent_dir.mkdir(parents=True)
+    (parent_dir / "driver.log").write_text("".join(
+        f"(TaskRunner pid=1) step:{s} - critic/rewards/mean:0.{s} - old/only:{s}\n" for s in range(1, 6)))
+    for jid, extra in (("raysubmit_parent", {}), ("raysubmit_child", {"parent": {"job_id": "raysubmit_parent", "step": 3}})):
+        record_run(RunRecord(profile=prof.name, profile_path="", job_id=jid, submitted_at=time.time(),
+                             entrypoint=["python3"], runtime_env={}, extra=extra))
+    b = LiveBackend(prof)
+    w = JobWatcher(prof, pool=None, job_id="raysubmit_child", root=tmp_path)
+    w.parser.feed_many([f"(TaskRunner pid=1) step:{s} - critic/rewards/mean:0.{s + 5}" for s in range(4, 7)])
+    b.watcher = w
+    series = b.all_series()
+    assert series["critic/rewards/mean"] == [(1, 0.1), (2, 0.2), (3, 0.3), (4, 0.9), (5, 0.10), (6, 0.11)]
+    assert series["old/only"] == [(s, float(s)) for s in range(1, 6)]
+    # a run that resumed nothing is its own curve
+    b.watcher = JobWatcher(prof, pool=None, job_id="raysubmit_parent", root=tmp_path / "other")
+    b.watcher.parser.feed_many(["(TaskRunner pid=1) step:1 - critic/rewards/mean:0.5"])
+    assert b.all_series() == {"critic/rewards/mean": [(1, 0.5)]}

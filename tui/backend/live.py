@@ -63,6 +63,7 @@ class LiveBackend:
         self._plan: SubmitPlan | None = None  # the last plan `s` showed (see run_action)
         self._last_good: dict[str, NodeState] = {}
         self.state: ClusterState | None = None
+        self._parent_cache: tuple[str, dict[str, list[tuple[int, float]]]] | None = None
         self._catalog_told: set[str] = set()
         self.who = who
         self._journal: Any = None  # the watched run's journal (tui/core/job/journal.py)
@@ -258,7 +259,32 @@ class LiveBackend:
         if self.watcher is None:
             return {}
         rm = self.watcher.run_metrics()
-        return {k: rm.raw_series(k) for k in rm.keys()}
+        own = {k: rm.raw_series(k) for k in rm.keys()}
+        parent = self._parent_series(self.watcher.job_id)
+        if not parent:
+            return own
+        # a resumed run's curve continues its parent's (the parent's steps before this
+        # run's first, then this run's: tui/core/job/compare.py `stitch`)
+        from tui.core.job.compare import stitch
+
+        return {k: stitch(parent.get(k, []), own.get(k, [])) for k in own.keys() | parent.keys()}
+
+    def _parent_series(self, job_id: str) -> dict[str, list[tuple[int, float]]]:
+        """The series of the run(s) this one resumed, from their local spools (finished
+        runs: read once per watched job, then kept)."""
+        if self._parent_cache is not None and self._parent_cache[0] == job_id:
+            return self._parent_cache[1]
+        from tui.core.job.compare import spool_loader, stitched_steps
+
+        parent_of, load = spool_loader(None, self.profile.name)
+        out: dict[str, list[tuple[int, float]]] = {}
+        parent = parent_of(job_id)
+        if parent is not None:
+            for step, metrics in stitched_steps(parent, parent_of, load).items():
+                for k, v in metrics.items():
+                    out.setdefault(k, []).append((step, v))
+        self._parent_cache = (job_id, out)
+        return out
 
     def runs(self) -> list[Any]:
         from tui.core.job.runs import list_runs

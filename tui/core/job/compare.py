@@ -88,7 +88,7 @@ def stitched_series(job_id: str, keys: Sequence[str], parent_of: Callable[[str],
     return series_of(stitched_steps(job_id, parent_of, load), keys)
 
 
-def _spool_loader(root: Path | None, profile_name: str | None
+def spool_loader(root: Path | None, profile_name: str | None
                   ) -> tuple[Callable[[str], str | None], Callable[[str], StepMetrics]]:
     """parent_of (the history records' `extra.parent.job_id`) and load (the spool under
     `root`, the id checked by `safepath`: a foreign history names no path)."""
@@ -117,7 +117,7 @@ def side_by_side(job_ids: Sequence[str], keys: Sequence[str] = (), root: Path | 
     """Runs side by side (`rlconsole metrics --job A --job B`): the contract's rows
     ``[{"step": N, "metrics": {"A:key": v, "B:key": w}}]`` over the union of steps, each
     run stitched onto the runs it resumed; only `keys` when given."""
-    parent_of, load = _spool_loader(root, None)
+    parent_of, load = spool_loader(root, None)
     merged: dict[int, dict[str, float]] = {}
     for jid in job_ids:
         for step, m in stitched_steps(jid, parent_of, load).items():
@@ -132,7 +132,7 @@ def load_run_series(job_id: str, keys: Sequence[str], profile_name: str | None =
                     root: Path | None = None) -> list[Point]:
     """A run's series for a key from the local spools, stitched onto the runs it resumed
     (the parent is the history record's `extra.parent.job_id`)."""
-    parent_of, load = _spool_loader(root, profile_name)
+    parent_of, load = spool_loader(root, profile_name)
     return stitched_series(job_id, keys, parent_of, load)
 
 
