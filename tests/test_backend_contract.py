@@ -178,7 +178,9 @@ async def _eta_agrees_with_tqdm(rec: Recorder) -> None:
     await until("five refreshes with an ETA and the tqdm bar of the same step", sample, 300, every=0.5)
     ratios.sort()
     median = ratios[len(ratios) // 2]
-    assert 0.9 <= median <= 1.1, f"pane ETA / tqdm ETA: {ratios}"
+    # within a third, as said above: two wall-clock rates over different windows drift
+    # apart on a loaded machine (0.89-0.91 seen); a wrong unit or total is 60x or 2x off
+    assert 2 / 3 <= median <= 1.5, f"pane ETA / tqdm ETA: {ratios}"
 
 
 async def _contract(kit: Kit) -> None:
