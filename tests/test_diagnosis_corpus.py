@@ -164,7 +164,7 @@ def test_sim_fault_texts_are_diagnosed_as_their_fault_says() -> None:
     def printed(e: BaseException) -> str:
         t = type(e)
         name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
-        return f"(WorkerDict pid=3120, ip=10.10.142.71) {name}: {e}"
+        return f"(WorkerDict pid=3120, ip=127.0.0.3) {name}: {e}"
 
     texts = {"oom": printed(mod.oom_error(5)), "collective-timeout": printed(mod.watchdog_error(3, 1582)),
              "disk-full": printed(mod.disk_full_error("/ckpt/global_step_100/actor/__3_0.distcp"))}

@@ -64,7 +64,7 @@ async def test_card_limits_one_rule_for_alerts_and_grid(hot_c: float, mem_full: 
 
 @pytest.mark.parametrize("host,exposed", [
     ("127.0.0.1", False), ("127.0.0.2", False), ("localhost", False),
-    ("0.0.0.0", True), ("10.10.142.125", True), ("::", True),
+    ("0.0.0.0", True), ("192.0.2.10", True), ("::", True),
 ])
 async def test_dashboard_exposure_one_rule_for_check_and_setup_ray(host: str, exposed: bool) -> None:
     """The preflight's warning and setup-ray's warning say the same about every bind."""
