@@ -24,19 +24,11 @@ MAX_CHAIN = 32
 def spool_steps(base: Path) -> StepMetrics:
     """Every step's metrics from the spooled driver log under `base` (the parse cache the
     console left is reused; opened as a reader, so a console following it keeps its lock)."""
-    from tui.core.job.parsecache import ParseCache
-    from tui.core.job.spool import LogSpool
-    from tui.core.job.verl_log import LogMetricsParser
+    from tui.core.job.parsecache import parse_spool
 
-    log = base / "driver.log"
-    if not log.exists():
+    parser = parse_spool(base)
+    if parser is None:
         return {}
-    parser = LogMetricsParser(clock=None)
-    with LogSpool(log, lock=False) as spool:
-        first = ParseCache(spool, parser).load()
-        n = spool.line_count
-        for a in range(first, n, 20_000):
-            parser.feed_many(spool.lines(a, min(n, a + 20_000)))
     return {s: dict(m) for s, m in parser.steps.items()}
 
 

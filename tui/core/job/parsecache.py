@@ -172,3 +172,20 @@ def _cache_state(doc: Any, version: int, fields: set[str]) -> dict[str, Any] | N
     prog = raw["progress"]
     state["progress"] = None if prog is None else TqdmProgress(**prog)
     return state
+
+
+def parse_spool(base: Path, batch: int = 20_000) -> LogMetricsParser | None:
+    """The VeRL parser over the spooled driver log under `base` (a job's spool dir),
+    starting from the parse cache a console left; opened as a reader, so a console
+    following the job keeps its lock. None when the job has no spool here. For the
+    runs list and the run comparison, which read finished or foreign runs."""
+    log_path = base / "driver.log"
+    if not log_path.exists():
+        return None
+    parser = LogMetricsParser(clock=None)
+    with LogSpool(log_path, lock=False) as spool:
+        first = ParseCache(spool, parser).load()
+        n = spool.line_count
+        for a in range(first, n, batch):
+            parser.feed_many(spool.lines(a, min(n, a + batch)))
+    return parser

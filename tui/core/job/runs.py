@@ -67,19 +67,11 @@ def _f(x: Any) -> float | None:
 def _spool_metrics(base: Path) -> dict[str, Any]:
     """Steps, total, rewards, throughput and checkpoint from the spooled driver log
     (opened as a reader: a console following it keeps its lock)."""
-    from tui.core.job.parsecache import ParseCache
-    from tui.core.job.spool import LogSpool
-    from tui.core.job.verl_log import LogMetricsParser
+    from tui.core.job.parsecache import parse_spool
 
-    log = base / "driver.log"
-    if not log.exists():
+    parser = parse_spool(base)
+    if parser is None:
         return {}
-    parser = LogMetricsParser(clock=None)
-    with LogSpool(log, lock=False) as spool:
-        first = ParseCache(spool, parser).load()
-        n = spool.line_count
-        for a in range(first, n, 20_000):
-            parser.feed_many(spool.lines(a, min(n, a + 20_000)))
     rewards: list[tuple[int, float]] = []
     for step, m in parser.steps.items():
         r = _f(m.get("critic/rewards/mean", m.get("critic/score/mean")))
