@@ -146,3 +146,20 @@ def test_runtime_imports_are_declared() -> None:
             if not owners & closure:
                 missing[mod] = sorted(owners)
     assert not missing, f"imported at run time but not a runtime dependency: {missing}"
+
+
+def test_a_profiles_folder_in_the_current_directory_does_not_hide_the_packaged_profiles(tmp_path: Path) -> None:
+    """`python -m tui.cli` puts the current directory first on sys.path, so a user's own
+    `./profiles` folder (no `__init__.py`: a namespace package) answers `import profiles`.
+    The packaged profiles must still be found, and the user's folder still searched first."""
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "mine.yaml").write_text("name: mine\n")
+    code = ("from tui.core.profile import packaged_profiles_dir, profile_search_dirs\n"
+            "print(packaged_profiles_dir())\n"
+            "print(profile_search_dirs()[0])\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    packaged, first = (Path(x) for x in r.stdout.split("\n")[:2])
+    assert (packaged / "qwen3-8b-grpo-32gpu.yaml").is_file(), packaged
+    assert packaged.resolve() == (REPO / "profiles").resolve()
+    assert first.resolve() == (tmp_path / "profiles").resolve()

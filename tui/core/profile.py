@@ -863,7 +863,13 @@ def load_profile(path: str | Path) -> Profile:
 
 
 def packaged_profiles_dir() -> Path:
-    import profiles
+    """The profiles shipped with rlconsole: the `profiles` package beside `tui`, found by
+    path rather than by `import profiles`, which a `./profiles` folder of the current
+    directory (a namespace package when run as `python -m tui.cli`) would shadow."""
+    beside = Path(__file__).resolve().parent.parent.parent / "profiles"
+    if (beside / "__init__.py").is_file():
+        return beside
+    import profiles  # an install that splits the two packages: the import is all there is
 
     return Path(profiles.__file__).parent
 
