@@ -20,7 +20,7 @@ from tui.core.job.metrics import fmt_range, fmt_step_time, judge_range
 from tui.core.probes import snapshot
 from tui.core.profile import Profile
 from tui.core.secrets import mask_secrets
-from tui.core.state import ClusterState, JobStatus, NodeState
+from tui.core.state import ClusterState, JobState, JobStatus, NodeState
 
 WIDTH = 80
 
@@ -64,6 +64,74 @@ def _cards_cells(n: NodeState) -> tuple[str, str, str, str, str]:
 log = logging.getLogger("rlconsole.status")
 
 
+_HDR = (f"{'NODE':<10}{'ROLE':<7}{'SSH':<6}{'CONTAINER':<12}{'CARDS':<9}{'UTIL avg/max':<14}"
+        f"{'MEM GiB':<11}{'TEMP':<6}{'POWER':>5}")
+
+
+def _node_notes(n: NodeState) -> list[str]:
+    """Why a node's row is short: its SSH error, an unparsed card report, a container
+    that is not running."""
+    notes = []
+    if n.error:
+        notes.append(n.error)
+    if n.gpu is not None and not n.gpu.parsed and n.gpu.error:
+        notes.append(f"cards: {n.gpu.error}")
+    if n.container is not None and n.container.error and n.container.status not in ("running",):
+        notes.append(f"container: {n.container.error}")
+    return notes
+
+
+def _node_lines(n: NodeState, width: int) -> list[str]:
+    cards, util, mem, temp, power = _cards_cells(n)
+    container = n.container.status if n.container else "-"
+    row = (f"{n.name[:9]:<10}{n.role[:6]:<7}{'up' if n.reachable else 'DOWN':<6}{container[:11]:<12}"
+           f"{cards:<9}{util:<14}{mem:<11}{temp:<6}{power:>5}")
+    lines = [row.rstrip()]
+    for note in _node_notes(n):
+        lines += textwrap.wrap(note, width - 1, initial_indent="  ! ", subsequent_indent="    ")
+    return lines
+
+
+def _ray_lines(st: ClusterState, width: int) -> list[str]:
+    r = st.ray
+    if r.available:
+        return [f"Ray: {r.nodes_alive} nodes alive, {r.nodes_dead} dead; GPUs {r.gpus_used:g}/{r.gpus_total:g} "
+                f"used ({r.source})"]
+    return textwrap.wrap(f"Ray: not available: {r.error or 'unknown'}", width - 1, subsequent_indent="     ")
+
+
+def _job_figures(j: JobState) -> list[str]:
+    """The running job's figures, each with its range verdict, as the training pane shows them."""
+    sm = j.summary or {}
+    bits = []
+    if j.status == "RUNNING" and (st_s := sm.get("wall_step_time_s") or sm.get("step_time_s")) is not None:
+        bits.append(f"{fmt_step_time(st_s)}{_verdict(sm, 'step_time_s', 'step_time', st_s)}")
+    if sm.get("reward_mean") is not None:
+        bits.append(f"reward {sm['reward_mean']:.3f}")
+    if sm.get("throughput_tokens_per_s_per_node") is not None:
+        tn = sm["throughput_tokens_per_s_per_node"]
+        bits.append(f"{tn:,.0f} tok/s/node{_verdict(sm, 'throughput_tokens_per_s_per_node', 'throughput', tn)}")
+    if sm.get("mfu_pct") is not None:
+        bits.append(f"MFU {sm['mfu_pct']:.1f}%{_verdict(sm, 'mfu_pct', 'mfu', sm['mfu_pct'])}")
+    if j.last_checkpoint is not None:
+        bits.append(f"checkpoint step {j.last_checkpoint}")
+    return bits
+
+
+def _job_lines(st: ClusterState) -> list[str]:
+    j = st.job
+    if j is None:
+        return ["Job: none"]
+    step = f" step {j.step}/{j.total_steps or '?'}" if j.step is not None else ""
+    if j.on_cluster is False:
+        ck = f", checkpoint step {j.last_checkpoint}" if j.last_checkpoint is not None else ""
+        return [f"Job: last run {j.id}: not on this cluster{step}{ck}"]
+    lines = [f"Job: {j.id} {j.status}{step}"]
+    if bits := _job_figures(j):
+        lines.append("     " + "  ".join(bits))
+    return lines
+
+
 def render_table(st: ClusterState, width: int = WIDTH) -> str:
     """The human form of a snapshot (fits `width` columns)."""
     sim = " (SIMULATED)" if st.simulated else ""
@@ -72,59 +140,16 @@ def render_table(st: ClusterState, width: int = WIDTH) -> str:
     lines = [f"{title:<{width - len(when) - 1}} {when}"]
     if st.simulated:
         lines.append("simulated cluster: card figures come from the sim, not from hardware")
-    hdr = f"{'NODE':<10}{'ROLE':<7}{'SSH':<6}{'CONTAINER':<12}{'CARDS':<9}{'UTIL avg/max':<14}{'MEM GiB':<11}{'TEMP':<6}{'POWER':>5}"  # noqa: E501
-    lines += [hdr, "-" * min(width, len(hdr) + 1)]
-    reachable = 0
+    rule = "-" * min(width, len(_HDR) + 1)
+    lines += [_HDR, rule]
     for n in st.nodes:
-        reachable += n.reachable
-        cards, util, mem, temp, power = _cards_cells(n)
-        container = n.container.status if n.container else "-"
-        row = (f"{n.name[:9]:<10}{n.role[:6]:<7}{'up' if n.reachable else 'DOWN':<6}{container[:11]:<12}"
-               f"{cards:<9}{util:<14}{mem:<11}{temp:<6}{power:>5}")
-        lines.append(row.rstrip())
-        notes = []
-        if n.error:
-            notes.append(n.error)
-        if n.gpu is not None and not n.gpu.parsed and n.gpu.error:
-            notes.append(f"cards: {n.gpu.error}")
-        if n.container is not None and n.container.error and n.container.status not in ("running",):
-            notes.append(f"container: {n.container.error}")
-        for note in notes:
-            lines += textwrap.wrap(note, width - 1, initial_indent="  ! ", subsequent_indent="    ")
-    lines.append("-" * min(width, len(hdr) + 1))
+        lines += _node_lines(n, width)
+    lines.append(rule)
+    reachable = sum(1 for n in st.nodes if n.reachable)
     total_cards = sum(len(n.gpus) for n in st.nodes)
     lines.append(f"nodes: {reachable}/{len(st.nodes)} reachable, {total_cards} cards reporting")
-    r = st.ray
-    if r.available:
-        lines.append(f"Ray: {r.nodes_alive} nodes alive, {r.nodes_dead} dead; GPUs {r.gpus_used:g}/{r.gpus_total:g} "
-                     f"used ({r.source})")
-    else:
-        lines += textwrap.wrap(f"Ray: not available: {r.error or 'unknown'}", width - 1, subsequent_indent="     ")
-    if st.job is None:
-        lines.append("Job: none")
-    else:
-        j = st.job
-        step = f" step {j.step}/{j.total_steps or '?'}" if j.step is not None else ""
-        if j.on_cluster is False:
-            ck = f", checkpoint step {j.last_checkpoint}" if j.last_checkpoint is not None else ""
-            lines.append(f"Job: last run {j.id}: not on this cluster{step}{ck}")
-            return "\n".join(lines) + "\n"
-        lines.append(f"Job: {j.id} {j.status}{step}")
-        sm = j.summary or {}
-        bits = []
-        if j.status == "RUNNING" and (st_s := sm.get("wall_step_time_s") or sm.get("step_time_s")) is not None:
-            bits.append(f"{fmt_step_time(st_s)}{_verdict(sm, 'step_time_s', 'step_time', st_s)}")
-        if sm.get("reward_mean") is not None:
-            bits.append(f"reward {sm['reward_mean']:.3f}")
-        if sm.get("throughput_tokens_per_s_per_node") is not None:
-            tn = sm["throughput_tokens_per_s_per_node"]
-            bits.append(f"{tn:,.0f} tok/s/node{_verdict(sm, 'throughput_tokens_per_s_per_node', 'throughput', tn)}")
-        if sm.get("mfu_pct") is not None:
-            bits.append(f"MFU {sm['mfu_pct']:.1f}%{_verdict(sm, 'mfu_pct', 'mfu', sm['mfu_pct'])}")
-        if j.last_checkpoint is not None:
-            bits.append(f"checkpoint step {j.last_checkpoint}")
-        if bits:
-            lines.append("     " + "  ".join(bits))
+    lines += _ray_lines(st, width)
+    lines += _job_lines(st)
     return "\n".join(lines) + "\n"
 
 
