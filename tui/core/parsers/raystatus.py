@@ -86,85 +86,109 @@ def parse_ray_status(text: str) -> RayState:
         return RayState(available=False, source=SOURCE, error=f"ray status parser failed: {exc!r}")
 
 
-def _parse_ray_status(text: str) -> RayState:
-    clean = strip_ansi(text)
-    state = RayState(source=SOURCE)
-    if not _HEADER_RE.search(clean):
-        state.error = _error_line(clean) or (
-            "ray status printed nothing" if not clean.strip() else "no Ray status in output"
-        )
-        return state
-    state.available = True
-    section: str | None = None
-    nodes: dict[str, RayNodeState] = {}
-    node_block: RayNodeState | None = None
-    cluster_gpu_seen = False
-    for raw in clean.split("\n"):
+class _RayStatusWalk:
+    """One pass over `ray status` lines: the section a line is in decides what it
+    counts, and a `Node:` block (`ray status -v`) collects one node's GPU line."""
+
+    def __init__(self) -> None:
+        self.state = RayState(source=SOURCE, available=True)
+        self.section: str | None = None
+        self.nodes: dict[str, RayNodeState] = {}
+        self.node_block: RayNodeState | None = None
+        self.cluster_gpu_seen = False
+        self.handlers = {"Active": self._alive_line, "Idle": self._alive_line,
+                         "Recent failures": self._failure_line, "Usage": self._usage_line,
+                         "Total Usage": self._usage_line, "node": self._node_gpu_line}
+
+    def line(self, raw: str) -> None:
         line = raw.rstrip()
         stripped = line.strip()
-        block = _NODE_BLOCK_RE.match(line)
-        if block:
-            ident = block.group(1)
-            node_id = _NODE_ID_RE.search(ident) or _NODE_ID_RE.search(block.group(2) or "")
-            key = node_id.group(1) if node_id else ident
-            node_block = nodes.get(key)
-            if node_block is None:
-                node_block = RayNodeState(
-                    node_id=key, address=ident if _IP_RE.match(ident) else "", alive=True
-                )
-                nodes[key] = node_block
-            section = "node"
-            continue
-        if section == "node" and node_block is not None and stripped.startswith("Id:"):
-            real_id = stripped[3:].strip()
-            if real_id and real_id != node_block.node_id:
-                nodes.pop(node_block.node_id, None)
-                existing = nodes.get(real_id)
-                if existing is not None:
-                    node_block = existing
-                else:
-                    node_block.node_id = real_id
-                    nodes[real_id] = node_block
-            continue
+        if self._node_block_start(line) or self._node_id_line(stripped):
+            return
         header = _SECTION_RE.match(stripped) if line == stripped else None
         if header:
-            section = header.group(1)
-            node_block = None
-            continue
+            self.section = header.group(1)
+            self.node_block = None
+            return
         if not stripped or stripped.startswith("(") or set(stripped) <= set("-="):
-            continue
-        if section in ("Active", "Idle"):
-            count = _COUNT_LINE_RE.match(line)
-            if count:
-                state.nodes_alive += int(count.group(1))
-                node_id = _NODE_ID_RE.search(count.group(2))
-                if node_id and int(count.group(1)) == 1:
-                    nodes.setdefault(
-                        node_id.group(1), RayNodeState(node_id=node_id.group(1), address="", alive=True)
-                    )
-        elif section == "Recent failures":
-            failure = _FAILURE_RE.match(line)
-            if failure:
-                state.nodes_dead += 1
-                node_type, where = failure.group(1), failure.group(2).strip()
-                node_id = _NODE_ID_RE.search(node_type)
-                key = node_id.group(1) if node_id else (where or node_type)
-                nodes[key] = RayNodeState(
-                    node_id=key, address=where if _IP_RE.match(where) else "", alive=False
-                )
-        elif section in ("Usage", "Total Usage") and not cluster_gpu_seen:
-            gpu = _GPU_LINE_RE.match(line)
-            if gpu:
-                state.gpus_used = float(gpu.group(1))
-                state.gpus_total = float(gpu.group(2))
-                cluster_gpu_seen = True
-        elif section == "node" and node_block is not None:
-            gpu = _GPU_LINE_RE.match(line)
-            if gpu:
-                node_block.gpus_used = float(gpu.group(1))
-                node_block.gpus_total = float(gpu.group(2))
-    state.nodes = list(nodes.values())
-    return state
+            return
+        handler = self.handlers.get(self.section or "")
+        if handler is not None:
+            handler(line)
+
+    def _node_block_start(self, line: str) -> bool:
+        block = _NODE_BLOCK_RE.match(line)
+        if not block:
+            return False
+        ident = block.group(1)
+        node_id = _NODE_ID_RE.search(ident) or _NODE_ID_RE.search(block.group(2) or "")
+        key = node_id.group(1) if node_id else ident
+        self.node_block = self.nodes.get(key)
+        if self.node_block is None:
+            self.node_block = RayNodeState(node_id=key, address=ident if _IP_RE.match(ident) else "", alive=True)
+            self.nodes[key] = self.node_block
+        self.section = "node"
+        return True
+
+    def _node_id_line(self, stripped: str) -> bool:
+        """`Id: <hex>` inside a node block names the node its header abbreviated."""
+        block = self.node_block
+        if self.section != "node" or block is None or not stripped.startswith("Id:"):
+            return False
+        real_id = stripped[3:].strip()
+        if real_id and real_id != block.node_id:
+            self.nodes.pop(block.node_id, None)
+            existing = self.nodes.get(real_id)
+            if existing is not None:
+                self.node_block = existing
+            else:
+                block.node_id = real_id
+                self.nodes[real_id] = block
+        return True
+
+    def _alive_line(self, line: str) -> None:
+        count = _COUNT_LINE_RE.match(line)
+        if not count:
+            return
+        self.state.nodes_alive += int(count.group(1))
+        node_id = _NODE_ID_RE.search(count.group(2))
+        if node_id and int(count.group(1)) == 1:
+            self.nodes.setdefault(node_id.group(1), RayNodeState(node_id=node_id.group(1), address="", alive=True))
+
+    def _failure_line(self, line: str) -> None:
+        failure = _FAILURE_RE.match(line)
+        if not failure:
+            return
+        self.state.nodes_dead += 1
+        node_type, where = failure.group(1), failure.group(2).strip()
+        node_id = _NODE_ID_RE.search(node_type)
+        key = node_id.group(1) if node_id else (where or node_type)
+        self.nodes[key] = RayNodeState(node_id=key, address=where if _IP_RE.match(where) else "", alive=False)
+
+    def _usage_line(self, line: str) -> None:
+        gpu = _GPU_LINE_RE.match(line) if not self.cluster_gpu_seen else None
+        if gpu:
+            self.state.gpus_used = float(gpu.group(1))
+            self.state.gpus_total = float(gpu.group(2))
+            self.cluster_gpu_seen = True
+
+    def _node_gpu_line(self, line: str) -> None:
+        gpu = _GPU_LINE_RE.match(line) if self.node_block is not None else None
+        if gpu and self.node_block is not None:
+            self.node_block.gpus_used = float(gpu.group(1))
+            self.node_block.gpus_total = float(gpu.group(2))
+
+
+def _parse_ray_status(text: str) -> RayState:
+    clean = strip_ansi(text)
+    if not _HEADER_RE.search(clean):
+        error = _error_line(clean) or ("ray status printed nothing" if not clean.strip() else "no Ray status in output")
+        return RayState(source=SOURCE, error=error)
+    walk = _RayStatusWalk()
+    for raw in clean.split("\n"):
+        walk.line(raw)
+    walk.state.nodes = list(walk.nodes.values())
+    return walk.state
 
 
 # --------------------------------------------------------------------------- jobs
