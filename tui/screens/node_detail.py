@@ -21,7 +21,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tui.core.state import ClusterState, GpuCard, NodeState, RayNodeState
+from tui.core.state import ClusterState, ContainerState, GpuCard, NodeState, RayNodeState
 
 if TYPE_CHECKING:
     from widgets.node_grid import NodeRow
@@ -40,12 +40,7 @@ def _num(v: float | None, fmt: str, unit: str = "") -> str:
     return "?" if v is None else f"{v:{fmt}}{unit}"
 
 
-def node_detail_text(node: NodeState, ray: RayNodeState | None, ray_available: bool,
-                     history: dict[int, list[float]], card: int | None = None,
-                     spark_width: int = 40) -> Text:
-    """The whole detail as one Text (also what tests read). `card` puts that card first
-    and marks it."""
-    t = Text()
+def _header_part(t: Text, node: NodeState) -> None:
     t.append(node.name, style="bold")
     t.append(f"  {node.address}  {node.role}  ")
     t.append("reachable" if node.reachable else "DOWN", style="green" if node.reachable else "bold red")
@@ -53,40 +48,73 @@ def node_detail_text(node: NodeState, ray: RayNodeState | None, ray_available: b
         t.append(f"  {node.error}", style="red")
     t.append("\n\n")
 
+
+def _container_part(t: Text, c: ContainerState | None) -> None:
     t.append("Container  ", style="bold")
-    c = node.container
     if c is None:
         t.append("not inspected\n", style="dim")
-    else:
-        t.append(f"{c.name}  ")
-        t.append(c.status, style="green" if c.status == "running" else "yellow")
-        if c.image:
-            t.append(f"  image {c.image}", style="dim")
-        if c.started_at:
-            t.append(f"  started {c.started_at}", style="dim")
-        t.append("\n           exit code ")
-        t.append("—" if c.exit_code is None else str(c.exit_code),
-                 style="bold red" if c.exit_code not in (None, 0) else "")
-        t.append("  OOM killed ")
-        t.append({None: "—", True: "YES", False: "no"}[c.oom_killed],
-                 style="bold red" if c.oom_killed else "")
-        if c.error:
-            t.append(f"  error: {c.error}", style="red")
-        t.append("\n")
+        return
+    t.append(f"{c.name}  ")
+    t.append(c.status, style="green" if c.status == "running" else "yellow")
+    if c.image:
+        t.append(f"  image {c.image}", style="dim")
+    if c.started_at:
+        t.append(f"  started {c.started_at}", style="dim")
+    t.append("\n           exit code ")
+    t.append("—" if c.exit_code is None else str(c.exit_code),
+             style="bold red" if c.exit_code not in (None, 0) else "")
+    t.append("  OOM killed ")
+    t.append({None: "—", True: "YES", False: "no"}[c.oom_killed],
+             style="bold red" if c.oom_killed else "")
+    if c.error:
+        t.append(f"  error: {c.error}", style="red")
+    t.append("\n")
 
+
+def _ray_part(t: Text, ray: RayNodeState | None, ray_available: bool) -> None:
     t.append("Ray node   ", style="bold")
     if ray is None:
         t.append("Ray not answering\n" if not ray_available else "not in the Ray cluster\n",
                  style="dim" if not ray_available else "yellow")
-    else:
-        t.append(ray.node_id or "?")
-        t.append("  ")
-        t.append("ALIVE" if ray.alive else "DEAD", style="green" if ray.alive else "bold red")
-        t.append(f"  GPUs {ray.gpus_used:.0f}/{ray.gpus_total:.0f}{'  head' if ray.is_head else ''}")
-        t.append("\n           last error ")
-        t.append(ray.error or "—", style="red" if ray.error else "dim")
+        return
+    t.append(ray.node_id or "?")
+    t.append("  ")
+    t.append("ALIVE" if ray.alive else "DEAD", style="green" if ray.alive else "bold red")
+    t.append(f"  GPUs {ray.gpus_used:.0f}/{ray.gpus_total:.0f}{'  head' if ray.is_head else ''}")
+    t.append("\n           last error ")
+    t.append(ray.error or "—", style="red" if ray.error else "dim")
+    t.append("\n")
+
+
+def _card_part(t: Text, g: GpuCard, marked: bool, hist: list[float], spark_width: int) -> None:
+    t.append(f"{'▶' if marked else ' '} card {g.index:<2} ", style="bold" if marked else "")
+    t.append(f"util {_num(g.util_pct, '>3.0f', '%')}  "
+             f"mem {_num(None if g.mem_used_mib is None else g.mem_used_mib / 1024, '.1f')}"
+             f"/{_num(None if g.mem_total_mib is None else g.mem_total_mib / 1024, '.0f')} GiB  "
+             f"{_num(g.temp_c, '.0f', '°C')}  {_num(g.power_w, '.0f', 'W')}")
+    if g.name:
+        t.append(f"  {g.name}", style="dim")
+    t.append("\n         history ")
+    t.append(_spark(hist, spark_width) or "—", style="cyan")
+    t.append(f"  ({len(hist)} samples)\n", style="dim")
+    if not g.processes:
+        t.append("         no processes\n", style="dim")
+    for p in g.processes:
+        mem = _num(None if p.mem_used_mib is None else p.mem_used_mib, '.0f', ' MiB')
+        t.append(f"         pid {p.pid:<8} {mem:>10}  ")
+        t.append(p.name or "?")
         t.append("\n")
 
+
+def node_detail_text(node: NodeState, ray: RayNodeState | None, ray_available: bool,
+                     history: dict[int, list[float]], card: int | None = None,
+                     spark_width: int = 40) -> Text:
+    """The whole detail as one Text (also what tests read). `card` puts that card first
+    and marks it."""
+    t = Text()
+    _header_part(t, node)
+    _container_part(t, node.container)
+    _ray_part(t, ray, ray_available)
     t.append("\n")
     gpu = node.gpu
     if gpu is not None:
@@ -98,26 +126,7 @@ def node_detail_text(node: NodeState, ray: RayNodeState | None, ray_available: b
     if not cards:
         t.append("  no card data\n", style="dim")
     for g in cards:
-        mark = "▶" if g.index == card else " "
-        t.append(f"{mark} card {g.index:<2} ", style="bold" if g.index == card else "")
-        t.append(f"util {_num(g.util_pct, '>3.0f', '%')}  "
-                 f"mem {_num(None if g.mem_used_mib is None else g.mem_used_mib / 1024, '.1f')}"
-                 f"/{_num(None if g.mem_total_mib is None else g.mem_total_mib / 1024, '.0f')} GiB  "
-                 f"{_num(g.temp_c, '.0f', '°C')}  {_num(g.power_w, '.0f', 'W')}")
-        if g.name:
-            t.append(f"  {g.name}", style="dim")
-        t.append("\n         history ")
-        hist = history.get(g.index, [])
-        t.append(_spark(hist, spark_width) or "—", style="cyan")
-        t.append(f"  ({len(hist)} samples)\n", style="dim")
-        if g.processes:
-            for p in g.processes:
-                mem = _num(None if p.mem_used_mib is None else p.mem_used_mib, '.0f', ' MiB')
-                t.append(f"         pid {p.pid:<8} {mem:>10}  ")
-                t.append(p.name or "?")
-                t.append("\n")
-        else:
-            t.append("         no processes\n", style="dim")
+        _card_part(t, g, g.index == card, history.get(g.index, []), spark_width)
     return t
 
 
