@@ -189,13 +189,15 @@ class SeriesView(Sequence[tuple[int, float]]):
         yield from self._tail
 
 
-_EXACT_SHIFT = 1074
-"""A finite double times 2**1074 is an integer: prefix sums of these are exact."""
-
-
-def _exact(v: float) -> int:
-    num, den = v.as_integer_ratio()
-    return num << (_EXACT_SHIFT - den.bit_length() + 1)
+def _two_sum_append(hs: list[float], ls: list[float], v: float) -> None:
+    """Append the running sum plus `v` as a double-double (`hs` + `ls`: the rounded sum
+    and what rounding lost, Knuth's two-sum), so differences of prefixes stay exact to
+    about 1e-16 of a run's own sum however long the run."""
+    a = hs[-1]
+    s = a + v
+    bp = s - a
+    hs.append(s)
+    ls.append(ls[-1] + ((a - (s - bp)) + (v - bp)))
 
 
 class SeriesIndex:
@@ -225,7 +227,8 @@ class SeriesIndex:
         self._series: dict[str, list[tuple[int, float]]] = {}
         self._pos: dict[str, int] = {}
         self._sum: dict[str, float] = {}
-        self._prefix: dict[Any, list[int]] = {}
+        self._prefix: dict[Any, tuple[list[float], list[float]]] = {}
+        self._memo: dict[Any, tuple[Any, list[tuple[int, float]]]] = {}
         self._keys: set[str] = set()
         self._last: dict[str, tuple[float, int]] = {}
         self._keys_pos = 0
@@ -274,10 +277,11 @@ class SeriesIndex:
 
     def downsample(self, key: str, max_points: int, scale: Any = None) -> list[tuple[int, float]]:
         """`downsample(points(key) mapped by scale, max_points)` in O(max_points): each
-        run's mean from exact integer prefix sums (the mean correctly rounded, where
-        `downsample` sums floats one by one: the same figure to the last bits or so).
-        `scale`: None, a number the values are multiplied by, or a named mapping
-        (`"mfu_pct"`)."""
+        run's mean from compensated prefix sums (a double-double running sum, so a run's
+        sum is the difference of two prefixes to about 1e-16 of itself; `downsample` sums
+        floats one by one: the same figure to the last bits or so). `scale`: None, a
+        number the values are multiplied by, or a named mapping (`"mfu_pct"`). A refresh
+        with no new step gets the last result again."""
         view = self.points(key)
         n = len(view)
         if max_points <= 0:
@@ -286,28 +290,33 @@ class SeriesIndex:
             return list(_scaled(view, scale))
         if max_points == 1:
             return [(view[n - 1][0], _scale1(view[n - 1][1], scale))]
-        pre = self._prefix.setdefault((key, scale), [0])
-        head = view._head
-        for i in range(len(pre) - 1, view._n):
-            pre.append(pre[-1] + _exact(_scale1(head[i][1], scale)))
-        tail_pre = [pre[-1]]
-        for _, v in view._tail:
-            tail_pre.append(tail_pre[-1] + _exact(_scale1(v, scale)))
-
-        def at(i: int) -> int:
-            return pre[i] if i < len(pre) else tail_pre[i - len(pre) + 1]
-
-        body, buckets = n - 1, max_points - 1
-        out: list[tuple[int, float]] = []
-        for b in range(buckets):
-            lo = b * body // buckets
-            hi = (b + 1) * body // buckets
-            if hi <= lo:
-                continue
-            out.append((view[hi - 1][0], (at(hi) - at(lo)) / ((hi - lo) << _EXACT_SHIFT)))
+        memo_key = (key, scale, max_points)
+        state = (n, tuple(view._tail))
+        memo = self._memo.get(memo_key)
+        if memo is not None and memo[0] == state:
+            return list(memo[1])
+        hs, ls = self._prefix.setdefault((key, scale), ([0.0], [0.0]))
+        head, nh = view._head, view._n
+        for i in range(len(hs) - 1, nh):
+            _two_sum_append(hs, ls, _scale1(head[i][1], scale))
+        # the unsettled points go on for this call only (the lists are the index's own)
+        for p in view._tail:
+            head.append(p)
+            _two_sum_append(hs, ls, _scale1(p[1], scale))
+        try:
+            body, buckets = n - 1, max_points - 1
+            cut = [b * body // buckets for b in range(buckets + 1)]
+            out = [(head[hi - 1][0], ((hs[hi] - hs[lo]) + (ls[hi] - ls[lo])) / (hi - lo))
+                   for lo, hi in zip(cut, cut[1:]) if hi > lo]
+        finally:
+            for _ in view._tail:
+                head.pop()
+                hs.pop()
+                ls.pop()
         last = view[n - 1]
         out.append((last[0], _scale1(last[1], scale)))
-        return out
+        self._memo[memo_key] = (state, out)
+        return list(out)
 
     def _advance_keys(self) -> int:
         end = self._settled()
