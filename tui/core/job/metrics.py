@@ -231,6 +231,7 @@ class SeriesIndex:
         self._memo: dict[Any, tuple[Any, list[tuple[int, float]]]] = {}
         self._keys: set[str] = set()
         self._last: dict[str, tuple[float, int]] = {}
+        self._last_pos: dict[str, int] = {}
         self._keys_pos = 0
 
     def sync(self) -> None:
@@ -318,30 +319,28 @@ class SeriesIndex:
         self._memo[memo_key] = (state, out)
         return list(out)
 
-    def _advance_keys(self) -> int:
-        end = self._settled()
-        by, last = self.by_step, self._last
-        for st in self.order[self._keys_pos:end]:
-            m = by[st]
-            self._keys.update(m)
-            for k, v in m.items():
-                if _finite(v):
-                    last[k] = (float(v), st)
-        self._keys_pos = end
-        return end
-
     def key_set(self) -> set[str]:
-        end = self._advance_keys()
+        end = self._settled()
+        for st in self.order[self._keys_pos:end]:
+            self._keys.update(self.by_step[st])
+        self._keys_pos = end
         return self._keys.union(*(self.by_step[st] for st in self.order[end:]))
 
     def latest(self, key: str) -> tuple[float, int] | tuple[None, None]:
-        """(value, step) of `key`'s most recent finite value: the unsettled steps, then
-        what the settled ones left."""
-        end = self._advance_keys()
-        for st in reversed(self.order[end:]):
-            v = self.by_step[st].get(key)
+        """(value, step) of `key`'s most recent finite value: the steps from the end
+        back to the first that has one, or to where the last call left off (what the
+        settled steps held then is kept): a key in every step costs a step or two."""
+        end = self._settled()
+        order, by = self.order, self.by_step
+        stop = self._last_pos.get(key, 0)
+        for i in range(len(order) - 1, stop - 1, -1):
+            v = by[order[i]].get(key)
             if v is not None and _finite(v):
-                return float(v), st
+                if i < end:  # settled: nothing after it up to `end` will change
+                    self._last[key], self._last_pos[key] = (float(v), order[i]), end
+                return float(v), order[i]
+        if end > stop:
+            self._last_pos[key] = end
         return self._last.get(key, (None, None))
 
 
