@@ -157,34 +157,41 @@ class SeriesView(Sequence[tuple[int, float]]):
     followed by the last few, re-read each time. Read it, never keep it past the refresh
     it was made for; a slice or an index costs what it returns, not the whole run."""
 
-    __slots__ = ("_head", "_n", "_tail")
+    __slots__ = ("_head", "_n", "_tail", "_off")
 
-    def __init__(self, head: list[tuple[int, float]], tail: list[tuple[int, float]]) -> None:
+    def __init__(self, head: list[tuple[int, float]], tail: list[tuple[int, float]], dropped: int = 0) -> None:
         self._head, self._n, self._tail = head, len(head), tail
+        self._off = dropped  # points before `head` a summary index does not hold
 
     def __len__(self) -> int:
-        return self._n + len(self._tail)
+        return self._off + self._n + len(self._tail)
 
     def __bool__(self) -> bool:
-        return self._n > 0 or bool(self._tail)
+        return self._off > 0 or self._n > 0 or bool(self._tail)
 
     def __getitem__(self, i: Any) -> Any:
-        n = self._n
+        n, off = self._n, self._off
         if isinstance(i, slice):
-            a, b, step = i.indices(n + len(self._tail))
-            if step != 1:
+            a, b, step = i.indices(len(self))
+            if step != 1 or (a < off and b > a):
+                if off:
+                    raise IndexError("a summary index holds only the last points of a series")
                 return list(self)[i]
+            a, b = max(0, a - off), max(0, b - off)
             out = self._head[a:min(b, n)] if a < n else []
             if b > n:
                 out += self._tail[max(0, a - n):b - n]
             return out
         if i < 0:
-            i += n + len(self._tail)
+            i += len(self)
+        i -= off
         if not 0 <= i < n + len(self._tail):
             raise IndexError(i)
         return self._head[i] if i < n else self._tail[i - n]
 
     def __iter__(self) -> Any:
+        if self._off:
+            raise IndexError("a summary index holds only the last points of a series")
         yield from self._head[:self._n] if len(self._head) != self._n else self._head
         yield from self._tail
 
@@ -218,6 +225,16 @@ class SeriesIndex:
 
     def __init__(self, by_step: Mapping[int, Mapping[str, float]]) -> None:
         self.by_step = by_step
+        self._seed: Mapping[str, Any] | None = None
+        self.reset()
+
+    def seed(self, base: Mapping[str, Any] | None) -> None:
+        """Start from a summary of the steps before `by_step`'s first (a one-shot
+        `status` from the parse cache's summary: tui/core/job/parsecache.py `fold`):
+        {"steps": how many, "keys": {key: [finite values, their sum, the last
+        (step, value) pairs]}}. Counts, sums, latest values and the last points then
+        cover the whole run; whole series (the graph, the sparklines) are not there."""
+        self._seed = base
         self.reset()
 
     def reset(self) -> None:
@@ -232,6 +249,17 @@ class SeriesIndex:
         self._keys: set[str] = set()
         self._last: dict[str, tuple[float, int]] = {}
         self._last_pos: dict[str, int] = {}
+        self._dropped: dict[str, int] = {}
+        self.dropped_steps = 0
+        if self._seed:
+            self.dropped_steps = int(self._seed["steps"])
+            for key, (n, total, pts) in self._seed["keys"].items():
+                self._keys.add(key)
+                self._series[key] = [(int(st), float(v)) for st, v in pts]
+                self._sum[key] = float(total)
+                self._dropped[key] = int(n) - len(pts)
+                if pts:
+                    self._last[key] = (float(pts[-1][1]), int(pts[-1][0]))
         self._keys_pos = 0
 
     def sync(self) -> None:
@@ -263,7 +291,7 @@ class SeriesIndex:
             self._sum[key] = total
             self._pos[key] = end
         tail = [(st, float(v)) for st in self.order[end:] if (v := by[st].get(key)) is not None and _finite(v)]
-        return SeriesView(lst, tail)
+        return SeriesView(lst, tail, self._dropped.get(key, 0))
 
     def raw_series(self, key: str) -> list[tuple[int, float]]:
         return list(self.points(key))
@@ -661,7 +689,7 @@ class RunMetrics:
         d: dict[str, Any] = {
             "step": self.last_step,
             "total_steps": self.total_steps,
-            "steps_seen": len(self.steps),
+            "steps_seen": len(self.steps) + (self._index.dropped_steps if self._index is not None else 0),
             "progress_pct": self.progress_pct(),
             "last_checkpoint": self.last_checkpoint,
             "elapsed_s": self.elapsed_s(),

@@ -58,7 +58,7 @@ class JobWatcher:
     def __init__(self, profile: Profile, pool: Any, job_id: str, *,
                  on_lines: LineCallback | None = None, on_alert: AlertCallback | None = None,
                  refresh_s: float | None = None, root: Path | None = None,
-                 wall_clock: bool = True, diagnose: bool = True) -> None:
+                 wall_clock: bool = True, diagnose: bool = True, summary: bool = False) -> None:
         from tui.core.job.follower import LogFollower
         from tui.core.job.mirror import ScalarSource
         from tui.core.job.parsecache import ParseCache
@@ -87,6 +87,10 @@ class JobWatcher:
         # diagnose=False (a one-shot `status`, which reports no alerts): the catalog is
         # not even loaded (~0.2 s of a fresh process)
         self.diagnose = diagnose
+        # summary=True (a one-shot `status`): re-attach from the parse cache's small summary
+        # file when there is one; the parser then holds only the run's last steps, and the
+        # metrics model counts the others from the summary (no graph, no sparklines here)
+        self.summary = summary
         self._diagnoser: Any = None
         self.alerts: list[Alert] = []
         rec = next((r for r in reversed(runs(profile.name)) if r.job_id == job_id), None)
@@ -211,7 +215,11 @@ class JobWatcher:
         self.reattached = True
 
     def _reparse(self, n: int, diagnose_tail: int, batch: int) -> None:
-        first = self.cache.load()  # lines the parse cache already covers
+        first = self.cache.load(summary=True) if self.summary else 0
+        if first and self.cache.base is not None:
+            self.store.index.seed(self.cache.base)
+        else:
+            first = self.cache.load()  # lines the parse cache already covers
         self._reparse_from(first, n, diagnose_tail, batch)
         if self.cache.bad and self.parser.lines == n:  # an unsafe or foreign cache: ours instead, now
             with contextlib.suppress(OSError):
