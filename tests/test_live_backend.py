@@ -365,7 +365,7 @@ def _verl_step_line(s: int, tags: int = 130) -> str:
         vals[f"actor/m{j:03d}/mean"] = 0.01 * j + 1e-4 * (s % 97)
     if s % 10 == 0:
         vals["val-core/gsm8k/reward/mean@1"] = 0.4 + s * 1e-5
-    return "(TaskRunner pid=1) step:%d - " % s + " - ".join(f"{k}:{v:.6g}" for k, v in vals.items())
+    return f"(TaskRunner pid=1) step:{s} - " + " - ".join(f"{k}:{v:.6g}" for k, v in vals.items())
 
 
 def _refresh_cost(b: LiveBackend, w: JobWatcher, step: int) -> tuple[int, int, int]:

@@ -267,7 +267,9 @@ class SeriesIndex:
         the dict is walked from its end)."""
         new = len(self.by_step) - len(self.order)
         if new > 0:
-            self.order.extend(reversed(list(itertools.islice(reversed(self.by_step.keys()), new))))
+            # a dict's keys (what every caller passes) walk backwards; Mapping's need not
+            ends = reversed(self.by_step.keys())  # type: ignore[call-overload]
+            self.order.extend(reversed(list(itertools.islice(ends, new))))
 
     def _settled(self) -> int:
         n = max(0, len(self.order) - self.TAIL)
@@ -438,7 +440,7 @@ class RunMetrics:
         self.now = now
         self.window = max(1, int(window))
         self.tqdm_s_per_step = tqdm_s_per_step if tqdm_s_per_step and _finite(tqdm_s_per_step) else None
-        self._series_cache: dict[str, list[tuple[int, float]]] = {}
+        self._series_cache: dict[str, Sequence[tuple[int, float]]] = {}
         self._keys: list[str] | None = None
         self._keyset: set[str] | None = None
         self._summary: dict[str, Any] | None = None

@@ -64,10 +64,8 @@ class ParseCache:
         """Save a snapshot and the spool's line index (blocking: run it in a thread).
         A later re-attach (a `status`, a console restart) then parses only the lines
         after it instead of the whole run's log. JSON, written private (0600) and
-        renamed into place: a file that only ever holds data, never code."""
-        import json
-        import tempfile
-
+        renamed into place: a file that only ever holds data, never code. With it, the
+        summary file (`summary_path`); from a summary parser (`base` set), that alone."""
         version, size, lines, state = snap
         state = dict(state)
         steps = state["steps"]
