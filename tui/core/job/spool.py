@@ -199,15 +199,16 @@ class LogSpool:
 
     def _load_index(self, size: int) -> tuple[array, int] | None:
         """A saved index that still describes this file's first bytes, else None."""
-        try:
-            raw = self.index_path.read_bytes()
-        except OSError:
-            return None
-        if len(raw) < 16 or (len(raw) - 8) % 8:
-            return None
-        at = int.from_bytes(raw[:8], "little")
         starts = array("Q")
-        starts.frombytes(raw[8:])
+        try:  # read straight into the array: a whole run's index is ~16 MB, copied once
+            with open(self.index_path, "rb") as f:
+                n = os.fstat(f.fileno()).st_size
+                if n < 16 or (n - 8) % 8:
+                    return None
+                at = int.from_bytes(f.read(8), "little")
+                starts.fromfile(f, (n - 8) // 8)
+        except (OSError, EOFError):
+            return None
         # sane: starts at 0, ends at or before the saved size, which the file still has,
         # and the byte before the pending line's start is a newline
         if not starts or starts[0] != 0 or at > size or starts[-1] > at:
