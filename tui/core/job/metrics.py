@@ -318,7 +318,7 @@ class SeriesIndex:
         if max_points <= 0:
             return []
         if n <= max_points:
-            return list(_scaled(view, scale))
+            return view[:] if scale is None else [(st, _scale1(v, scale)) for st, v in view]
         if max_points == 1:
             return [(view[n - 1][0], _scale1(view[n - 1][1], scale))]
         memo_key = (key, scale, max_points)
