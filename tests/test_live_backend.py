@@ -436,8 +436,12 @@ def test_a_refresh_costs_the_same_at_step_500_and_at_step_3000(tmp_path) -> None
 
     # what was shown is what a full computation over every step shows
     summary, series = pushed[-1]
-    ref = RunMetrics(dict(w.parser.steps), total_steps=5000, gpus_per_node=prof.nodes[0].gpus)
-    assert summary.step == step and ref.summary()["elapsed_s"] == w.run_metrics().summary()["elapsed_s"]
+    rm = w.run_metrics()
+    ref = RunMetrics(dict(w.parser.steps), total_steps=rm.total_steps, last_checkpoint=rm.last_checkpoint,
+                     expected=dict(rm.expected), gpus_per_node=rm.gpus_per_node, wall_times=w.parser.seen_at,
+                     now=rm.now, tqdm_s_per_step=rm.tqdm_s_per_step)
+    assert summary.step == step and rm.summary() == ref.summary()
+    assert rm.summary()["validation"] == {"val-core/gsm8k/reward/mean@1": 0.43}  # step 3000, 6 digits
     for name, key, scale in (("reward", "critic/rewards/mean", 1), ("throughput", "perf/throughput", 8),
                              ("response_length", "response_length/mean", 1)):
         want = downsample([(s, v * scale) for s, v in ref.raw_series(key)], 300)
