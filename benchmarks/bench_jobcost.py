@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -164,6 +165,13 @@ def main() -> int:
     a = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-jobcost-"))
+    try:
+        return run(a, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the baseline tree, a built spool (~370 MB)
+
+
+def run(a: argparse.Namespace, tmp: Path) -> int:
     base = tmp / "baseline"
     base.mkdir()
     subprocess.run(f"git -C {ROOT} archive {a.baseline} | tar -x -C {base}", shell=True, check=True)
