@@ -351,3 +351,100 @@ def test_a_resumed_runs_curve_continues_its_parents(tmp_path) -> None:
     b.watcher = JobWatcher(prof, pool=None, job_id="raysubmit_parent", root=tmp_path / "other")
     b.watcher.parser.feed_many(["(TaskRunner pid=1) step:1 - critic/rewards/mean:0.5"])
     assert b.all_series() == {"critic/rewards/mean": [(1, 0.5)]}
+
+
+def _verl_step_line(s: int, tags: int = 130) -> str:
+    """A VeRL step line of `tags` metrics (the reference run's count), values moving."""
+    import math
+
+    vals = {"critic/rewards/mean": 0.3 + 0.1 * math.tanh(s / 600), "critic/score/mean": 0.5 + s * 1e-5,
+            "perf/throughput": 742 + 40 * math.sin(s / 9), "perf/mfu/actor": 0.31,
+            "timing_s/step": 1032.0 + (s % 11) * 3, "response_length/mean": 4800 + (s * 37) % 700,
+            "perf/max_memory_reserved_gb": 61.5}
+    for j in range(tags - len(vals)):
+        vals[f"actor/m{j:03d}/mean"] = 0.01 * j + 1e-4 * (s % 97)
+    if s % 10 == 0:
+        vals["val-core/gsm8k/reward/mean@1"] = 0.4 + s * 1e-5
+    return f"(TaskRunner pid=1) step:{s} - " + " - ".join(f"{k}:{v:.6g}" for k, v in vals.items())
+
+
+def _refresh_cost(b: LiveBackend, w: JobWatcher, step: int) -> tuple[int, int, int]:
+    """(Python lines run, peak bytes allocated, steps) of one console refresh after one
+    new step line: work counted, not timed. The least of three refreshes (a list or dict
+    growing its storage now and then is the container's amortised cost, not the refresh's)."""
+    import sys
+    import tracemalloc
+
+    costs = []
+    for _ in range(3):
+        step += 1
+        w._consume(w.spool.append((_verl_step_line(step) + "\n").encode()), notify=False)
+        lines = 0
+
+        def tracer(frame: Any, event: str, arg: Any) -> Any:
+            nonlocal lines
+            if event == "line":
+                lines += 1
+            return tracer
+
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        old = sys.gettrace()
+        sys.settrace(tracer)
+        try:
+            b.refresh_metrics(w)
+        finally:
+            sys.settrace(old)
+            peak = tracemalloc.get_traced_memory()[1] - base
+            tracemalloc.stop()
+        costs.append((lines, peak))
+    return min(c[0] for c in costs), min(c[1] for c in costs), step
+
+
+def test_a_refresh_costs_the_same_at_step_500_and_at_step_3000(tmp_path) -> None:
+    """A 20-hour run's console refresh (RunMetrics, the job's state, the pane's summary,
+    the sparklines' series) must cost what is new, not what the run has done: its
+    whole-series copies and walks made it ~10x dearer at step 2710 than at step 26.
+    Counted on a real store fed real step lines (130 metrics each): the Python lines a
+    refresh runs and the memory it allocates, at step ~500 and at step ~3000; and what
+    the pane is handed is the whole run's curve, as before."""
+    from tui.core.job.metrics import RunMetrics, downsample
+
+    prof = demo_profile()
+    b = LiveBackend(prof)
+    pushed: list[Any] = []
+    b.subscribe_metrics(lambda s, ser: pushed.append((s, ser)))
+    w = JobWatcher(prof, pool=None, job_id="j", root=tmp_path, wall_clock=False)
+    w.observe("RUNNING", True)
+    b.watcher = w
+    w._consume(w.spool.append(b"(TaskRunner pid=1) Total training steps: 5000\n"), notify=False)
+
+    def feed_to(n: int) -> None:
+        for a in range(len(w.parser.steps) + 1, n + 1, 200):
+            text = "".join(_verl_step_line(s) + "\n" for s in range(a, min(n, a + 199) + 1))
+            w._consume(w.spool.append(text.encode()), notify=False)
+        b.refresh_metrics(w)  # the catch-up refresh after a batch is not the one counted
+
+    # from step 500 on (the sparklines' 300 points are full: below that a refresh hands
+    # the pane every point) to step 3000, six times the run, the same work
+    feed_to(500)
+    lines_500, mem_500, step = _refresh_cost(b, w, 500)
+    feed_to(3000)
+    lines_3000, mem_3000, step = _refresh_cost(b, w, 3000)
+    assert lines_3000 < 1.3 * lines_500, (lines_500, lines_3000)
+    assert mem_3000 < 1.3 * mem_500 + 20_000, (mem_500, mem_3000)
+
+    # what was shown is what a full computation over every step shows
+    summary, series = pushed[-1]
+    rm = w.run_metrics()
+    ref = RunMetrics(dict(w.parser.steps), total_steps=rm.total_steps, last_checkpoint=rm.last_checkpoint,
+                     expected=dict(rm.expected), gpus_per_node=rm.gpus_per_node, wall_times=w.parser.seen_at,
+                     now=rm.now, tqdm_s_per_step=rm.tqdm_s_per_step)
+    assert summary.step == step and rm.summary() == ref.summary()
+    assert rm.summary()["validation"] == {"val-core/gsm8k/reward/mean@1": 0.43}  # step 3000, 6 digits
+    for name, key, scale in (("reward", "critic/rewards/mean", 1), ("throughput", "perf/throughput", 8),
+                             ("response_length", "response_length/mean", 1)):
+        want = downsample([(s, v * scale) for s, v in ref.raw_series(key)], 300)
+        got = series[name]
+        assert [s for s, _ in got] == [s for s, _ in want]
+        assert len(got) == 300 and [v for _, v in got] == pytest.approx([v for _, v in want], rel=1e-12)

@@ -102,3 +102,124 @@ def test_a_cache_owned_by_another_user_is_ignored_and_rebuilt(tmp_path: Path) ->
     w2, fed = _reattach(tmp_path)
     assert sum(fed) == len(LINES) and w2.parser.steps == STEPS
     _assert_rebuilt(w2)
+
+
+def _run_lines(steps: int, start: int = 1) -> list[str]:
+    """VeRL step lines: 20 metrics a step, a validation key every 10th step, a key that
+    is NaN from step 50 on (its latest finite value is old), one only in early steps."""
+    out = []
+    for s in range(start, start + steps):
+        m = {"critic/rewards/mean": 0.3 + (s % 7) / 100, "critic/score/mean": 0.5, "timing_s/step": 10.0 + s % 3,
+             "perf/throughput": 700.0 + s % 13, "perf/mfu/actor": 0.31, "response_length/mean": 4800.0 + s}
+        m.update({f"actor/m{j:02d}": j + s / 1000 for j in range(14)})
+        m["actor/nan_late"] = float("nan") if s >= 50 else s / 10
+        if s % 10 == 0:
+            m["val-core/gsm8k/reward/mean@1"] = s / 1000
+        if s <= 5:
+            m["early/only"] = float(s)
+        out.append(f"(TaskRunner pid=1) step:{s} - " + " - ".join(f"{k}:{v}" for k, v in m.items()))
+    return out
+
+
+def _summary_spool(tmp_path: Path) -> JobWatcher:
+    w = JobWatcher(demo_profile(), pool=None, job_id="j", root=tmp_path)
+    text = "\n".join(["(TaskRunner pid=1) Total training steps: 1000", *_run_lines(300)]) + "\n"
+    w._consume(w.spool.append(text.encode()), notify=False)
+    w.write_cache(w.cache_snapshot())
+    w._consume(w.spool.append(("\n".join(_run_lines(7, 301)) + "\n").encode()), notify=False)
+    w.spool.close()
+    return w
+
+
+def _state(tmp_path: Path, summary: bool) -> tuple[JobWatcher, dict[str, Any]]:
+    w = JobWatcher(demo_profile(), pool=None, job_id="j", root=tmp_path, wall_clock=False, diagnose=False,
+                   summary=summary)
+    w.observe("RUNNING", True)
+    w.reattach(0)
+    from dataclasses import asdict
+
+    js = json.loads(json.dumps(asdict(w.job_state()), default=str))  # what status --json prints of it
+    w.spool.close()
+    return w, js
+
+
+def test_status_reads_the_small_summary_and_reports_what_the_whole_cache_says(tmp_path: Path) -> None:
+    """A one-shot `status` re-attaches from the summary file beside the parse cache (the
+    run's last steps, per-key counts, sums and last points of the others), not from the
+    whole run's cache, and reports exactly what a full re-attach reports."""
+    _summary_spool(tmp_path)
+    full_w, full = _state(tmp_path, summary=False)
+    small_w, small = _state(tmp_path, summary=True)
+    assert len(full_w.parser.steps) == 307
+    from tui.core.job.parsecache import SUMMARY_STEPS
+    assert len(small_w.parser.steps) == SUMMARY_STEPS + 7  # the last steps only
+    assert small == full
+    assert small["summary"]["steps_seen"] == 307 and small["step"] == 307
+    assert small["summary"]["validation"] == {"val-core/gsm8k/reward/mean@1": 0.3}
+    cache = tmp_path / "j" / "parsed.json"
+    summary = tmp_path / "j" / "parsed-summary.json"
+    assert stat.S_IMODE(summary.stat().st_mode) == 0o600
+    assert summary.stat().st_size * 3 < cache.stat().st_size  # 300 steps; a 2710-step run: 0.34 vs 11 MB
+    # what such a status saves is the summary alone: the full cache is never replaced
+    # by a parser holding only the last steps
+    before = cache.read_bytes()
+    small_w.spool = type(small_w.spool)(small_w.spool.path)
+    small_w.write_cache(small_w.cache_snapshot())
+    small_w.spool.close()
+    assert cache.read_bytes() == before
+    assert _state(tmp_path, summary=True)[1] == full == _state(tmp_path, summary=False)[1]
+
+
+@pytest.mark.parametrize("tamper", ["mode", "types", "points"])
+def test_an_unsafe_or_tampered_summary_is_ignored_for_the_full_cache(tmp_path: Path, tamper: str) -> None:
+    """The summary file gets the parse cache's checks: not group/world writable, ours, and
+    exactly the JSON written (types, the points it must hold). Refused, the full cache
+    is read instead and the figures are the same."""
+    _summary_spool(tmp_path)
+    _, full = _state(tmp_path, summary=False)
+    path = tmp_path / "j" / "parsed-summary.json"
+    if tamper == "mode":
+        doc = json.loads(path.read_text())
+        doc["base"]["keys"]["critic/rewards/mean"][1] = 1e9  # a planted figure ...
+        path.write_text(json.dumps(doc))
+        path.chmod(0o620)  # ... in a file group members could have written
+    elif tamper == "types":
+        doc = json.loads(path.read_text())
+        doc["base"]["keys"]["timing_s/step"][1] = "1e9"
+        path.write_text(json.dumps(doc))
+    else:
+        doc = json.loads(path.read_text())
+        doc["base"]["keys"]["critic/rewards/mean"][2] = []  # counts without their points
+        path.write_text(json.dumps(doc))
+    w, small = _state(tmp_path, summary=True)
+    assert w.cache.base is None and len(w.parser.steps) == 307
+    assert small == full
+
+
+def test_each_save_folds_only_the_steps_new_to_the_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console saves the cache every 200k lines of a 20-hour run: the summary beside it
+    is folded on from the last save's (the steps that became old since), not from the
+    run's first step (~0.2 s of the console's CPU a save at 2710 steps), and it is the
+    summary a fold from scratch gives."""
+    from tui.core.job import parsecache
+
+    w = JobWatcher(demo_profile(), pool=None, job_id="j", root=tmp_path)
+    w._consume(w.spool.append(("\n".join(_run_lines(300)) + "\n").encode()), notify=False)
+    w.write_cache(w.cache_snapshot())
+    folded: list[int] = []
+    orig = parsecache.fold
+
+    def counting(base: Any, steps: Any) -> dict[str, Any]:
+        steps = list(steps)
+        folded.append(len(steps))
+        return orig(base, steps)
+
+    monkeypatch.setattr(parsecache, "fold", counting)
+    w._consume(w.spool.append(("\n".join(_run_lines(10, 301)) + "\n").encode()), notify=False)
+    w.write_cache(w.cache_snapshot())
+    assert folded == [10]
+    doc = json.loads((tmp_path / "j" / "parsed-summary.json").read_text())
+    cut = 310 - parsecache.SUMMARY_STEPS
+    scratch = json.loads(json.dumps(orig(None, ((s, w.parser.steps[s]) for s in range(1, cut + 1)))))
+    assert doc["base"] == scratch and [s for s, _ in doc["state"]["steps"]] == list(range(cut + 1, 311))
+    w.spool.close()

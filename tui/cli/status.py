@@ -185,7 +185,9 @@ async def _attach_job(profile: Profile, pool: Any, st: ClusterState) -> None:
     if found is None:
         return
     job_id, status = found
-    w = JobWatcher(profile, pool, job_id, wall_clock=False)
+    # no diagnosis of the log's lines here: status reports none (a FAILED job's cause is
+    # read from the log's tail below)
+    w = JobWatcher(profile, pool, job_id, wall_clock=False, diagnose=False, summary=True)
     try:
         # Ray answered (or is not running on a reachable head) without this job: it is a
         # run from the history, shown as the last run, never as current.

@@ -23,6 +23,7 @@ VeRL's metric keys and units (verl/trainer/ppo/metric_utils.py, ray_trainer.py):
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -151,20 +152,89 @@ def _range(v: Any) -> tuple[float, float] | None:
             float(hi) if hi is not None else None)
 
 
+class SeriesView(Sequence[tuple[int, float]]):
+    """A series as the index holds it: its settled points (a list the index extends)
+    followed by the last few, re-read each time. Read it, never keep it past the refresh
+    it was made for; a slice or an index costs what it returns, not the whole run."""
+
+    __slots__ = ("_head", "_n", "_tail", "_off")
+
+    def __init__(self, head: list[tuple[int, float]], tail: list[tuple[int, float]], dropped: int = 0) -> None:
+        self._head, self._n, self._tail = head, len(head), tail
+        self._off = dropped  # points before `head` a summary index does not hold
+
+    def __len__(self) -> int:
+        return self._off + self._n + len(self._tail)
+
+    def __bool__(self) -> bool:
+        return self._off > 0 or self._n > 0 or bool(self._tail)
+
+    def __getitem__(self, i: Any) -> Any:
+        n, off = self._n, self._off
+        if isinstance(i, slice):
+            a, b, step = i.indices(len(self))
+            if step != 1 or (a < off and b > a):
+                if off:
+                    raise IndexError("a summary index holds only the last points of a series")
+                return list(self)[i]
+            a, b = max(0, a - off), max(0, b - off)
+            out = self._head[a:min(b, n)] if a < n else []
+            if b > n:
+                out += self._tail[max(0, a - n):b - n]
+            return out
+        if i < 0:
+            i += len(self)
+        i -= off
+        if not 0 <= i < n + len(self._tail):
+            raise IndexError(i)
+        return self._head[i] if i < n else self._tail[i - n]
+
+    def __iter__(self) -> Any:
+        if self._off:
+            raise IndexError("a summary index holds only the last points of a series")
+        yield from self._head[:self._n] if len(self._head) != self._n else self._head
+        yield from self._tail
+
+
+def _two_sum_append(hs: list[float], ls: list[float], v: float) -> None:
+    """Append the running sum plus `v` as a double-double (`hs` + `ls`: the rounded sum
+    and what rounding lost, Knuth's two-sum), so differences of prefixes stay exact to
+    about 1e-16 of a run's own sum however long the run."""
+    a = hs[-1]
+    s = a + v
+    bp = s - a
+    hs.append(s)
+    ls.append(ls[-1] + ((a - (s - bp)) + (v - bp)))
+
+
 class SeriesIndex:
     """Per-key (step, value) lists over a growing run, extended by new steps only.
 
     A console refresh used to rebuild every series from every step (2710 steps x 130
-    tags at the end of a reference run: ~50 ms a refresh, growing with the run). Here
-    `by_step` is the caller's own {step: metrics} dict, in step order and append-only;
-    a series scans only the steps added since it was last asked for. The last `TAIL`
-    steps are re-read every time (a wrapped log line or late TensorBoard events can
-    still complete them); the caller calls `reset()` if an older step changes."""
+    tags at the end of a reference run: ~50 ms a refresh, growing with the run), then
+    to copy whole series and walk them for the sparklines and the summary (~2 us a step
+    a refresh). Here `by_step` is the caller's own {step: metrics} dict, in step order
+    and append-only; a series scans only the steps added since it was last asked for,
+    and what a refresh reads of it (the last points, its sum, a key's latest value, the
+    sparkline's downsampled curve from exact prefix sums) costs the same at step 20 as
+    at step 20 000. The last `TAIL` steps are re-read every time (a wrapped log line or
+    late TensorBoard events can still complete them); the caller calls `reset()` if an
+    older step changes."""
 
     TAIL = 3
 
     def __init__(self, by_step: Mapping[int, Mapping[str, float]]) -> None:
         self.by_step = by_step
+        self._seed: Mapping[str, Any] | None = None
+        self.reset()
+
+    def seed(self, base: Mapping[str, Any] | None) -> None:
+        """Start from a summary of the steps before `by_step`'s first (a one-shot
+        `status` from the parse cache's summary: tui/core/job/parsecache.py `fold`):
+        {"steps": how many, "keys": {key: [finite values, their sum, the last
+        (step, value) pairs]}}. Counts, sums, latest values and the last points then
+        cover the whole run; whole series (the graph, the sparklines) are not there."""
+        self._seed = base
         self.reset()
 
     def reset(self) -> None:
@@ -173,14 +243,33 @@ class SeriesIndex:
         self.order: list[int] = []
         self._series: dict[str, list[tuple[int, float]]] = {}
         self._pos: dict[str, int] = {}
+        self._sum: dict[str, float] = {}
+        self._prefix: dict[Any, tuple[list[float], list[float]]] = {}
+        self._memo: dict[Any, tuple[Any, list[tuple[int, float]]]] = {}
         self._keys: set[str] = set()
+        self._last: dict[str, tuple[float, int]] = {}
+        self._last_pos: dict[str, int] = {}
+        self._dropped: dict[str, int] = {}
+        self.dropped_steps = 0
+        if self._seed:
+            self.dropped_steps = int(self._seed["steps"])
+            for key, (n, total, pts) in self._seed["keys"].items():
+                self._keys.add(key)
+                self._series[key] = [(int(st), float(v)) for st, v in pts]
+                self._sum[key] = float(total)
+                self._dropped[key] = int(n) - len(pts)
+                if pts:
+                    self._last[key] = (float(pts[-1][1]), int(pts[-1][0]))
         self._keys_pos = 0
 
     def sync(self) -> None:
-        """Take in the steps appended to `by_step` since the last call."""
-        n = len(self.order)
-        if len(self.by_step) > n:
-            self.order.extend(list(self.by_step)[n:])
+        """Take in the steps appended to `by_step` since the last call (only those:
+        the dict is walked from its end)."""
+        new = len(self.by_step) - len(self.order)
+        if new > 0:
+            # a dict's keys (what every caller passes) walk backwards; Mapping's need not
+            ends = reversed(self.by_step.keys())  # type: ignore[call-overload]
+            self.order.extend(reversed(list(itertools.islice(ends, new))))
 
     def _settled(self) -> int:
         n = max(0, len(self.order) - self.TAIL)
@@ -188,17 +277,77 @@ class SeriesIndex:
             n = min(n, bisect.bisect_right(self.order, self.settled_step))
         return n
 
-    def raw_series(self, key: str) -> list[tuple[int, float]]:
+    def points(self, key: str) -> SeriesView:
+        """Every finite (step, value) of `key`, in step order, as a view (no copy)."""
         lst = self._series.setdefault(key, [])
         end = self._settled()
         by = self.by_step
-        for st in self.order[self._pos.get(key, 0):end]:
-            v = by[st].get(key)
-            if v is not None and _finite(v):
-                lst.append((st, float(v)))
-        self._pos[key] = end
+        pos = self._pos.get(key, 0)
+        if end > pos:
+            total = self._sum.get(key, 0.0)
+            for st in self.order[pos:end]:
+                v = by[st].get(key)
+                if v is not None and _finite(v):
+                    lst.append((st, float(v)))
+                    total += float(v)
+            self._sum[key] = total
+            self._pos[key] = end
         tail = [(st, float(v)) for st in self.order[end:] if (v := by[st].get(key)) is not None and _finite(v)]
-        return lst + tail
+        return SeriesView(lst, tail, self._dropped.get(key, 0))
+
+    def raw_series(self, key: str) -> list[tuple[int, float]]:
+        return list(self.points(key))
+
+    def total(self, key: str) -> float:
+        """The sum of `key`'s finite values (summed in step order, as `sum` would)."""
+        view = self.points(key)
+        total = self._sum.get(key, 0.0)
+        for _, v in view._tail:
+            total += v
+        return total
+
+    def downsample(self, key: str, max_points: int, scale: Any = None) -> list[tuple[int, float]]:
+        """`downsample(points(key) mapped by scale, max_points)` in O(max_points): each
+        run's mean from compensated prefix sums (a double-double running sum, so a run's
+        sum is the difference of two prefixes to about 1e-16 of itself; `downsample` sums
+        floats one by one: the same figure to the last bits or so). `scale`: None, a
+        number the values are multiplied by, or a named mapping (`"mfu_pct"`). A refresh
+        with no new step gets the last result again."""
+        view = self.points(key)
+        n = len(view)
+        if max_points <= 0:
+            return []
+        if n <= max_points:
+            return view[:] if scale is None else [(st, _scale1(v, scale)) for st, v in view]
+        if max_points == 1:
+            return [(view[n - 1][0], _scale1(view[n - 1][1], scale))]
+        memo_key = (key, scale, max_points)
+        state = (n, tuple(view._tail))
+        memo = self._memo.get(memo_key)
+        if memo is not None and memo[0] == state:
+            return list(memo[1])
+        hs, ls = self._prefix.setdefault((key, scale), ([0.0], [0.0]))
+        head, nh = view._head, view._n
+        for i in range(len(hs) - 1, nh):
+            _two_sum_append(hs, ls, _scale1(head[i][1], scale))
+        # the unsettled points go on for this call only (the lists are the index's own)
+        for p in view._tail:
+            head.append(p)
+            _two_sum_append(hs, ls, _scale1(p[1], scale))
+        try:
+            body, buckets = n - 1, max_points - 1
+            cut = [b * body // buckets for b in range(buckets + 1)]
+            out = [(head[hi - 1][0], ((hs[hi] - hs[lo]) + (ls[hi] - ls[lo])) / (hi - lo))
+                   for lo, hi in zip(cut, cut[1:]) if hi > lo]
+        finally:
+            for _ in view._tail:
+                head.pop()
+                hs.pop()
+                ls.pop()
+        last = view[n - 1]
+        out.append((last[0], _scale1(last[1], scale)))
+        self._memo[memo_key] = (state, out)
+        return list(out)
 
     def key_set(self) -> set[str]:
         end = self._settled()
@@ -206,6 +355,35 @@ class SeriesIndex:
             self._keys.update(self.by_step[st])
         self._keys_pos = end
         return self._keys.union(*(self.by_step[st] for st in self.order[end:]))
+
+    def latest(self, key: str) -> tuple[float, int] | tuple[None, None]:
+        """(value, step) of `key`'s most recent finite value: the steps from the end
+        back to the first that has one, or to where the last call left off (what the
+        settled steps held then is kept): a key in every step costs a step or two."""
+        end = self._settled()
+        order, by = self.order, self.by_step
+        stop = self._last_pos.get(key, 0)
+        for i in range(len(order) - 1, stop - 1, -1):
+            v = by[order[i]].get(key)
+            if v is not None and _finite(v):
+                if i < end:  # settled: nothing after it up to `end` will change
+                    self._last[key], self._last_pos[key] = (float(v), order[i]), end
+                return float(v), order[i]
+        if end > stop:
+            self._last_pos[key] = end
+        return self._last.get(key, (None, None))
+
+
+def _scale1(v: float, scale: Any) -> float:
+    if scale is None:
+        return v
+    if scale == "mfu_pct":
+        return v * 100.0 if v <= 1.0 else v
+    return float(v * scale)
+
+
+def _scaled(points: Iterable[tuple[int, float]], scale: Any) -> Iterable[tuple[int, float]]:
+    return ((s, _scale1(v, scale)) for s, v in points)
 
 
 class RunMetrics:
@@ -248,19 +426,21 @@ class RunMetrics:
         if index is not None:
             index.sync()
         self.by_step = index.by_step if index is not None else _rows_to_steps(rows)
-        self.steps: list[int] = list(self.by_step)
+        # the index's own list of steps (read, never changed here): no copy a refresh
+        self.steps: list[int] = index.order if index is not None else list(self.by_step)
         self.total_steps = total_steps
         self.last_checkpoint = last_checkpoint
         self.expected: dict[str, tuple[float, float] | None] = {
             k: _range(v) for k, v in (expected or {}).items()
         }
         self.gpus_per_node = max(1, int(gpus_per_node))
-        self.wall_times = dict(wall_times or {})
+        # the caller's map (the parser's arrival times) is read, not copied, with an index
+        self.wall_times: Mapping[int, float] = (wall_times or {}) if index is not None else dict(wall_times or {})
         self.started_at = started_at
         self.now = now
         self.window = max(1, int(window))
         self.tqdm_s_per_step = tqdm_s_per_step if tqdm_s_per_step and _finite(tqdm_s_per_step) else None
-        self._series_cache: dict[str, list[tuple[int, float]]] = {}
+        self._series_cache: dict[str, Sequence[tuple[int, float]]] = {}
         self._keys: list[str] | None = None
         self._keyset: set[str] | None = None
         self._summary: dict[str, Any] | None = None
@@ -284,21 +464,37 @@ class RunMetrics:
         return self._keyset
 
     def raw_series(self, key: str) -> list[tuple[int, float]]:
-        """Every finite (step, value) of a metric key, in step order."""
+        """Every finite (step, value) of a metric key, in step order (a list of its own:
+        the graph screen and exports; the model itself reads `_points`)."""
+        pts = self._points(key)
+        return pts if isinstance(pts, list) else list(pts)
+
+    def _points(self, key: str) -> Sequence[tuple[int, float]]:
+        """`raw_series` without a copy: with an index, a view of its series (what a
+        refresh reads of it costs what it reads, not the run's length)."""
         got = self._series_cache.get(key)
         if got is None and self._index is not None:
-            got = self._series_cache[key] = self._index.raw_series(key)
+            got = self._series_cache[key] = self._index.points(key)
         if got is None:
             got = [(s, float(m[key])) for s, m in self.by_step.items()
                    if key in m and _finite(m[key])]
             self._series_cache[key] = got
         return got
 
+    def has_series(self, key: str) -> bool:
+        """Whether `key` has a finite value at any step."""
+        return bool(self._points(key))
+
     def latest(self, *keys: str) -> tuple[float, int] | tuple[None, None]:
         """(value, step) of the most recent finite value of the first key that has one."""
         present = self._key_set()
         for key in keys:
             if key not in present:
+                continue
+            if self._index is not None:
+                got = self._index.latest(key)
+                if got[0] is not None:
+                    return got
                 continue
             for step in reversed(self.steps):
                 v = self.by_step[step].get(key)
@@ -307,7 +503,7 @@ class RunMetrics:
         return None, None
 
     def recent_mean(self, key: str, n: int | None = None) -> float | None:
-        pts = self.raw_series(key)[-(n or self.window):]
+        pts = self._points(key)[-(n or self.window):]
         return sum(v for _, v in pts) / len(pts) if pts else None
 
     # -- derived figures ----------------------------------------------------------------
@@ -318,8 +514,13 @@ class RunMetrics:
         mean = self.recent_mean(K_STEP_TIME)
         if mean is not None:
             return mean
-        wt = [(s, self.wall_times[s]) for s in self.steps if s in self.wall_times]
-        wt = wt[-(self.window + 1):]
+        wt: list[tuple[int, float]] = []  # the last window + 1 steps with a wall time
+        for s in reversed(self.steps):
+            if len(wt) > self.window:
+                break
+            if s in self.wall_times:
+                wt.append((s, self.wall_times[s]))
+        wt.reverse()
         if len(wt) >= 2 and wt[-1][0] > wt[0][0]:
             return (wt[-1][1] - wt[0][1]) / (wt[-1][0] - wt[0][0])
         return None
@@ -345,9 +546,9 @@ class RunMetrics:
 
     def elapsed_s(self) -> float | None:
         """Training time so far: the sum of `timing_s/step`, else wall clock."""
-        pts = self.raw_series(K_STEP_TIME)
+        pts = self._points(K_STEP_TIME)
         if pts:
-            return sum(v for _, v in pts)
+            return self._index.total(K_STEP_TIME) if self._index is not None else sum(v for _, v in pts)
         if self.started_at is not None:
             end = self.now if self.now is not None else (
                 max(self.wall_times.values()) if self.wall_times else None)
@@ -389,7 +590,7 @@ class RunMetrics:
     def trend(self, key: str = K_REWARD) -> Literal["rising", "falling", "flat"] | None:
         """Compare the mean of the last window with the window before it. The threshold
         (2% of the earlier mean, at least 0.005) keeps noise from reading as a trend."""
-        pts = self.raw_series(key)
+        pts = self._points(key)
         w = self.window
         if len(pts) < 4:
             return None
@@ -428,7 +629,7 @@ class RunMetrics:
 
         st = self.step_time_s()
         add("step_time_s", "Step time", st, "s",
-            K_STEP_TIME if self.raw_series(K_STEP_TIME) else ("wall clock" if st else None),
+            K_STEP_TIME if self.has_series(K_STEP_TIME) else ("wall clock" if st else None),
             self.last_step)
         tp, tp_step = self.latest(K_THROUGHPUT)
         add("throughput_tokens_per_s_per_gpu", "Throughput / GPU", tp, "tok/s",
@@ -457,6 +658,14 @@ class RunMetrics:
     def series(self, key: str, max_points: int = 500) -> list[tuple[int, float]]:
         """A plot-ready series. `key` is a metric key, or a derived name:
         ``mfu_pct``, ``throughput_tokens_per_s_per_node``, ``step_time_s``."""
+        if self._index is not None:
+            # from the index's prefix sums: O(max_points), whatever the run's length
+            if key == "mfu_pct":
+                return self._index.downsample(next((k for k in K_MFU if self.has_series(k)), K_MFU[0]),
+                                              max_points, "mfu_pct")
+            if key == "throughput_tokens_per_s_per_node":
+                return self._index.downsample(K_THROUGHPUT, max_points, self.gpus_per_node)
+            return self._index.downsample(K_STEP_TIME if key == "step_time_s" else key, max_points)
         if key == "mfu_pct":
             src = next((k for k in K_MFU if self.raw_series(k)), K_MFU[0])
             pts = [(s, v * 100.0 if v <= 1.0 else v) for s, v in self.raw_series(src)]
@@ -482,7 +691,7 @@ class RunMetrics:
         d: dict[str, Any] = {
             "step": self.last_step,
             "total_steps": self.total_steps,
-            "steps_seen": len(self.steps),
+            "steps_seen": len(self.steps) + (self._index.dropped_steps if self._index is not None else 0),
             "progress_pct": self.progress_pct(),
             "last_checkpoint": self.last_checkpoint,
             "elapsed_s": self.elapsed_s(),
@@ -623,7 +832,7 @@ def summarize(rm: RunMetrics, mon: Any, status: str | None = "RUNNING", on_clust
     if reward is None:
         reward = s.get("score_mean")
     running = status == "RUNNING"
-    trend = rm.trend(K_REWARD) if rm.raw_series(K_REWARD) else rm.trend("critic/score/mean")
+    trend = rm.trend(K_REWARD) if rm.has_series(K_REWARD) else rm.trend("critic/score/mean")
     return MetricsSummary.judge(
         monitoring_ranges(mon), **base,
         step_time_s=(s.get("wall_step_time_s") or s.get("step_time_s")) if running else None,

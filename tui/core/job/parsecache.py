@@ -26,12 +26,24 @@ class ParseCache:
         self.parser = parser
         self.cached_lines = 0
         self.bad = False
+        self.base: dict[str, Any] | None = None
+        self._folded: tuple[int, int | None, dict[str, Any] | None] | None = None
+        """(steps folded, the last of them, their summary) as of the last `write`."""
+        """After `load(summary=True)`: the summary of the steps the parser does not hold
+        (the parser then holds only the run's last steps; `write` writes no full cache)."""
 
     VERSION = 3  # 2: the parser keeps a wrapped line's last segment; 3: JSON, not pickle
 
     @property
     def path(self) -> Path:
         return self.spool.path.with_name("parsed.json")
+
+    @property
+    def summary_path(self) -> Path:
+        """The small companion of `path`: the parser's state with only the last
+        `SUMMARY_STEPS` steps, and a summary of the ones before (`fold`). What a
+        one-shot `status` reads: 0.34 MB where the full cache of a whole run is 11 MB."""
+        return self.spool.path.with_name("parsed-summary.json")
 
     def snapshot(self) -> tuple[Any, ...]:
         """The parser's state as of now, cheap enough for the app's loop: shallow
@@ -54,45 +66,70 @@ class ParseCache:
         """Save a snapshot and the spool's line index (blocking: run it in a thread).
         A later re-attach (a `status`, a console restart) then parses only the lines
         after it instead of the whole run's log. JSON, written private (0600) and
-        renamed into place: a file that only ever holds data, never code."""
+        renamed into place: a file that only ever holds data, never code. With it, the
+        summary file (`summary_path`); from a summary parser (`base` set), that alone."""
+        version, size, lines, state = snap
+        state = dict(state)
+        steps = state["steps"]
+        prog = state.get("progress")
+        state["progress"] = prog.to_dict() if prog is not None else None
+        if self.base is None:  # a parser holding every step: the full cache
+            state["steps"] = [[step, m] for step, m in steps.items()]  # ordered; int keys
+            self._write_json(self.path, {"version": version, "size": size, "lines": lines, "state": state})
+            self.spool.save_index()
+        # the summary beside it (from a summary parser: its base, folded on)
+        keys = list(steps)
+        if all(a < b for a, b in zip(keys, keys[1:])):  # else (a rewritten old step): none
+            cut = max(0, len(keys) - SUMMARY_STEPS)
+            # folded on from the last save's summary (a whole run's from scratch is ~0.2 s
+            # of this thread per save): steps that far back are final, as for the store
+            done, last, prev = self._folded if self._folded is not None else (0, None, self.base)
+            if not (done <= cut and (keys[done - 1] if done else None) == last):
+                done, prev = 0, self.base  # another parser state: from the start
+            base = fold(prev, ((st, steps[st]) for st in keys[done:cut]))
+            self._folded = (cut, keys[cut - 1] if cut else None, base)
+            state["steps"] = [[st, steps[st]] for st in keys[cut:]]
+            self._write_json(self.summary_path, {"version": version, "size": size, "lines": lines,
+                                                 "state": state, "base": base})
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(self.summary_path)
+        self.cached_lines = lines
+
+    def _write_json(self, path: Path, doc: dict[str, Any]) -> None:
+        """`doc` as JSON in a fresh 0600 file of our own (mkstemp: O_EXCL), renamed over `path`."""
         import json
         import tempfile
 
-        version, size, lines, state = snap
-        state = dict(state)
-        state["steps"] = [[step, m] for step, m in state["steps"].items()]  # ordered; int keys
-        prog = state.get("progress")
-        state["progress"] = prog.to_dict() if prog is not None else None
-        text = json.dumps({"version": version, "size": size, "lines": lines, "state": state})
-        # a fresh 0600 file of our own (mkstemp: O_EXCL), renamed over the old cache
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix="parsed.", suffix=".tmp")
+        text = json.dumps(doc)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="parsed.", suffix=".tmp")
         try:
             with open(fd, "w", encoding="utf-8") as f:
                 f.write(text)
-            os.replace(tmp, self.path)
+            os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        self.spool.save_index()
-        self.cached_lines = lines
 
-    def read(self) -> dict[str, Any] | None:
+    def read(self, summary: bool = False) -> dict[str, Any] | None:
         """The cache's parser state, or None: none, not ours (another user's file, or
         one group/world could write: anyone could have planted what it says), not a
-        regular file, or not exactly the JSON `write` writes."""
+        regular file, or not exactly the JSON `write` writes. `summary`: the summary
+        file's (its base under "__base")."""
         import json
         import stat
 
+        path = self.summary_path if summary else self.path
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
             return None
         with open(fd, "rb") as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
                 log.warning("parse cache %s ignored (owner uid %d, mode %o): rebuilt from the spool",
-                            self.path, st.st_uid, stat.S_IMODE(st.st_mode))
+                            path, st.st_uid, stat.S_IMODE(st.st_mode))
                 self.bad = True
                 return None
             if st.st_size > CACHE_MAX_BYTES:  # not one we wrote (a whole run's is ~16 MB)
@@ -103,6 +140,8 @@ class ParseCache:
             doc = json.loads(raw)
             fields = set(vars(self.parser)) - {"seen_at", "_clock"}
             state = _cache_state(doc, self.VERSION, fields)
+            if state is not None and summary:
+                state["__base"] = _base(doc["base"])
         except (ValueError, TypeError, KeyError, RecursionError):
             self.bad = True
             return None
@@ -113,14 +152,19 @@ class ParseCache:
         state["__lines"] = doc["lines"]
         return state
 
-    def load(self) -> int:
+    def load(self, summary: bool = False) -> int:
         """Restore the parser from the cache if it matches this spool; the number of
-        lines it covers (0: parse from the start)."""
+        lines it covers (0: parse from the start). `summary`: from the summary file
+        (the parser then holds the last steps only, `base` summarises the others; 0
+        when there is none: load the full cache then)."""
         self.bad = False
-        state = self.read()
+        self._folded = None
+        state = self.read(summary)
         if state is None:
             return 0
         lines = int(state.pop("__lines"))
+        if summary:
+            self.base = state.pop("__base")
         for k, v in state.items():
             setattr(self.parser, k, v)
         self.cached_lines = lines
@@ -128,6 +172,68 @@ class ParseCache:
 
 
 CACHE_MAX_BYTES = 1 << 30
+
+SUMMARY_STEPS = 64
+"""Steps the summary file holds whole (the last ones: a wrapped line may still complete
+the last; the step time and reward trend read the last 20)."""
+
+SUMMARY_POINTS = 32
+"""Per key, the last (step, value) pairs the summary keeps of the steps before those."""
+
+
+def fold(base: dict[str, Any] | None, steps: Any) -> dict[str, Any]:
+    """`base` (a summary, or None) followed by `steps` ((step, metrics) in step order):
+    per key, its finite values' count and sum (summed one by one in step order, as the
+    metrics model sums them) and its last `SUMMARY_POINTS` (step, value) pairs."""
+    import math
+
+    out_keys: dict[str, list[Any]] = {k: [n, total, [list(p) for p in pts]] for k, (n, total, pts) in
+                                      (base or {}).get("keys", {}).items()}  # `base` is left as it is
+    count = int((base or {}).get("steps", 0))
+    for step, metrics in steps:
+        count += 1
+        for k, v in metrics.items():
+            e = out_keys.get(k)
+            if e is None:
+                e = out_keys[k] = [0, 0.0, []]
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                e[0] += 1
+                e[1] += float(v)
+                e[2].append([step, float(v)])
+                if len(e[2]) > 2 * SUMMARY_POINTS:
+                    del e[2][:-SUMMARY_POINTS]
+    for e in out_keys.values():
+        del e[2][:-SUMMARY_POINTS]
+    return {"steps": count, "keys": out_keys}
+
+
+def _base(raw: Any) -> dict[str, Any]:
+    """A summary file's base, type-checked (raises TypeError/KeyError otherwise)."""
+    import math
+
+    if not isinstance(raw, dict) or set(raw) != {"steps", "keys"} or not isinstance(raw["keys"], dict):
+        raise KeyError("base")
+    steps = raw["steps"]
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise TypeError("base steps")
+    keys: dict[str, tuple[int, float, list[tuple[int, float]]]] = {}
+    for k, e in raw["keys"].items():
+        if not isinstance(e, list) or len(e) != 3:
+            raise TypeError("base key")
+        n, total, pts = e
+        if not isinstance(n, int) or isinstance(n, bool) or not isinstance(total, (int, float)) \
+                or isinstance(total, bool) or not isinstance(pts, list) or not 0 <= len(pts) <= min(n, SUMMARY_POINTS):
+            raise TypeError("base key")
+        got: list[tuple[int, float]] = []
+        for p in pts:
+            if not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], int) or isinstance(p[0], bool) \
+                    or not isinstance(p[1], (int, float)) or isinstance(p[1], bool) or not math.isfinite(p[1]):
+                raise TypeError("base point")
+            got.append((p[0], float(p[1])))
+        if n and len(got) < min(n, SUMMARY_POINTS):
+            raise TypeError("base points")
+        keys[k] = (n, float(total), got)
+    return {"steps": steps, "keys": keys}
 """A parse cache larger than this is not read (2710 steps x 150 metrics: 16 MB)."""
 
 _CACHE_SCALARS: dict[str, tuple[type, ...]] = {

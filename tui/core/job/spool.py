@@ -40,11 +40,22 @@ from typing import Any
 
 from tui.core.linecap import LINE_CAP, cap_line_bytes
 
-_np: Any
-try:  # numpy finds newlines ~10x faster than a Python loop; it is there via ray/tbparse.
-    import numpy as _np
-except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
-    _np = None
+_np: Any = False
+"""numpy finds newlines ~10x faster than a Python loop; it is there via ray/tbparse.
+Imported on the first buffer big enough to need it (False: not yet; None: not there),
+not with this module: a one-shot `status` would pay ~0.2 s for it on every run."""
+
+
+def _numpy() -> Any:
+    global _np
+    if _np is False:
+        try:
+            import numpy
+        except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
+            _np = None
+        else:
+            _np = numpy
+    return _np
 
 CHUNK = 4 * 1024 * 1024
 """Bytes read at a time when rebuilding the index or searching: big enough that the
@@ -55,10 +66,11 @@ def _newline_starts(buf: bytes, base: int) -> array:
     """Offsets (`base` + position + 1) just past every b"\\n" in `buf`: the starts of the
     lines that follow them. The hot path of both `append` and reopening a spool."""
     out = array("Q")
-    if _np is not None and len(buf) >= 4096:
-        pos = _np.flatnonzero(_np.frombuffer(buf, dtype=_np.uint8) == 10)
+    np = _numpy() if len(buf) >= 4096 else None
+    if np is not None:
+        pos = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
         if len(pos):
-            out.frombytes((pos.astype(_np.uint64) + _np.uint64(base + 1)).tobytes())
+            out.frombytes((pos.astype(np.uint64) + np.uint64(base + 1)).tobytes())
         return out
     find = buf.find
     i = find(b"\n")
@@ -187,15 +199,16 @@ class LogSpool:
 
     def _load_index(self, size: int) -> tuple[array, int] | None:
         """A saved index that still describes this file's first bytes, else None."""
-        try:
-            raw = self.index_path.read_bytes()
-        except OSError:
-            return None
-        if len(raw) < 16 or (len(raw) - 8) % 8:
-            return None
-        at = int.from_bytes(raw[:8], "little")
         starts = array("Q")
-        starts.frombytes(raw[8:])
+        try:  # read straight into the array: a whole run's index is ~16 MB, copied once
+            with open(self.index_path, "rb") as f:
+                n = os.fstat(f.fileno()).st_size
+                if n < 16 or (n - 8) % 8:
+                    return None
+                at = int.from_bytes(f.read(8), "little")
+                starts.fromfile(f, (n - 8) // 8)
+        except (OSError, EOFError):
+            return None
         # sane: starts at 0, ends at or before the saved size, which the file still has,
         # and the byte before the pending line's start is a newline
         if not starts or starts[0] != 0 or at > size or starts[-1] > at:

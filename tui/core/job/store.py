@@ -4,6 +4,8 @@ refresh's cost does not grow with the run, and the index the metrics model reads
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from typing import Any, Callable
 
 from tui.core.job.metrics import SeriesIndex
@@ -20,6 +22,8 @@ class MetricsStore:
         self.index = SeriesIndex(self.merged)
         self._m_np = self._m_ntb = self._m_tbcount = self._m_replaced = 0
         self._m_tbmax = 0
+        self._tb_sorted: list[int] = []  # TensorBoard's steps, ascending
+        self._tb_of: Any = None  # the reader's dict they are of
 
     @property
     def _tb(self) -> Any:
@@ -38,13 +42,17 @@ class MetricsStore:
             self.rebuild()
             self._m_replaced = replaced
             return self.merged
-        keys = list(p)
-        dirty = set(keys[self._m_np:])
-        if keys:
-            dirty.add(keys[-1])
+        # the log's new steps: the end of its dict, walked from there (not the whole run)
+        dirty = set(itertools.islice(reversed(p.keys()), max(1, len(p) - self._m_np)))
+        if tb is not self._tb_of:  # another reader (or the first): its steps afresh
+            self._tb_of, self._tb_sorted = tb, sorted(tb)
+        elif len(tb) > len(self._tb_sorted):  # TensorBoard's new steps, kept sorted
+            for st in itertools.islice(reversed(tb.keys()), len(tb) - len(self._tb_sorted)):
+                bisect.insort(self._tb_sorted, st)
         if len(tb) != self._m_ntb or self._tb is not None and len(self._tb) != self._m_tbcount:
-            dirty.update(st for st in tb if st >= self._m_tbmax)
-        self._m_np = len(keys)
+            ts = self._tb_sorted
+            dirty.update(ts[bisect.bisect_left(ts, self._m_tbmax):])
+        self._m_np = len(p)
         self._m_ntb = len(tb)
         self._m_tbcount = len(self._tb) if self._tb is not None else 0
         if tb:
@@ -81,6 +89,7 @@ class MetricsStore:
         for st in sorted(set(p) | set(tb)):
             self.merged[st] = {**p.get(st, {}), **tb.get(st, {})}
         self.index.reset()
+        self._tb_of, self._tb_sorted = tb, sorted(tb)
         self._m_np, self._m_ntb = len(p), len(tb)
         self._m_tbcount = len(self._tb) if self._tb is not None else 0
         self._m_tbmax = next(reversed(tb)) if tb else 0

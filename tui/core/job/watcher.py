@@ -58,8 +58,7 @@ class JobWatcher:
     def __init__(self, profile: Profile, pool: Any, job_id: str, *,
                  on_lines: LineCallback | None = None, on_alert: AlertCallback | None = None,
                  refresh_s: float | None = None, root: Path | None = None,
-                 wall_clock: bool = True) -> None:
-        from tui.core.diagnosis import Diagnoser
+                 wall_clock: bool = True, diagnose: bool = True, summary: bool = False) -> None:
         from tui.core.job.follower import LogFollower
         from tui.core.job.mirror import ScalarSource
         from tui.core.job.parsecache import ParseCache
@@ -85,7 +84,14 @@ class JobWatcher:
         # about when steps happened; the ETA then comes from tqdm's own rate.
         self.wall_clock = wall_clock
         self.parser = LogMetricsParser(clock=time.time if wall_clock else None)
-        self.diagnoser = Diagnoser()
+        # diagnose=False (a one-shot `status`, which reports no alerts): the catalog is
+        # not even loaded (~0.2 s of a fresh process)
+        self.diagnose = diagnose
+        # summary=True (a one-shot `status`): re-attach from the parse cache's small summary
+        # file when there is one; the parser then holds only the run's last steps, and the
+        # metrics model counts the others from the summary (no graph, no sparklines here)
+        self.summary = summary
+        self._diagnoser: Any = None
         self.alerts: list[Alert] = []
         rec = next((r for r in reversed(runs(profile.name)) if r.job_id == job_id), None)
         tb_remote = (rec.tensorboard_dir if rec and rec.tensorboard_dir else
@@ -98,6 +104,19 @@ class JobWatcher:
         self.store = MetricsStore(self.parser, lambda: self.scalars.reader)
         self.reattached = False
         self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def diagnoser(self) -> Any:
+        """The diagnosis catalog over the log's lines, loaded on first use."""
+        if self._diagnoser is None:
+            from tui.core.diagnosis import Diagnoser
+
+            self._diagnoser = Diagnoser()
+        return self._diagnoser
+
+    @diagnoser.setter
+    def diagnoser(self, d: Any) -> None:
+        self._diagnoser = d
 
     @property
     def container(self) -> bool:
@@ -124,7 +143,7 @@ class JobWatcher:
     def _consume(self, lines: list[str], notify: bool = True) -> None:
         # A broken user diagnosis.yaml is told once, as a warning, before any log line is
         # read against the catalog without it (news now, even while old lines are re-read).
-        for problem in self.diagnoser.take_problems():
+        for problem in (self.diagnoser.take_problems() if self.diagnose else ()):
             self.alerts.append(problem)
             if self.on_alert:
                 self.on_alert(problem)
@@ -132,7 +151,7 @@ class JobWatcher:
             return
         first = self.spool.line_count - len(lines)
         self.parser.feed_many(lines)
-        for i, line in enumerate(lines):
+        for i, line in enumerate(lines if self.diagnose else ()):
             a = self.diagnoser.match(line, first + i)
             if a is not None:
                 self.alerts.append(a)
@@ -196,14 +215,18 @@ class JobWatcher:
         self.reattached = True
 
     def _reparse(self, n: int, diagnose_tail: int, batch: int) -> None:
-        first = self.cache.load()  # lines the parse cache already covers
+        first = self.cache.load(summary=True) if self.summary else 0
+        if first and self.cache.base is not None:
+            self.store.index.seed(self.cache.base)
+        else:
+            first = self.cache.load()  # lines the parse cache already covers
         self._reparse_from(first, n, diagnose_tail, batch)
         if self.cache.bad and self.parser.lines == n:  # an unsafe or foreign cache: ours instead, now
             with contextlib.suppress(OSError):
                 self.write_cache(self.cache_snapshot())
 
     def _reparse_from(self, first: int, n: int, diagnose_tail: int, batch: int) -> None:
-        dstart = max(0, n - diagnose_tail) if diagnose_tail > 0 else n
+        dstart = max(0, n - diagnose_tail) if diagnose_tail > 0 and self.diagnose else n
         for start in range(min(first, dstart), n, batch):
             lines = self.spool.lines(start, min(n, start + batch))
             if start + len(lines) > first:
