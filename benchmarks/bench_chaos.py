@@ -149,7 +149,7 @@ class Receiver:
         outer = self
 
         class H(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 with contextlib.suppress(ValueError):
                     outer.bodies.append(json.loads(self.rfile.read(n)))
@@ -693,6 +693,8 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="write the chaos section of BENCHMARKS.md")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--faults", type=int, default=None)
+    ap.add_argument("--bytes-per-step", type=int, default=None,
+                    help="driver log a step (default: a real run's ~120 KB; --quick 8 KB)")
     ap.add_argument("--console", metavar="PROFILE", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.console:
@@ -704,7 +706,7 @@ def main() -> int:
     a.faults = a.faults or (len(FAULTS) if quick else 30)
     a.nodes, a.gpus = (2, 2) if quick else (4, 8)
     a.tags = 40 if quick else 130
-    a.bytes_per_step = 8_000 if quick else 30_000
+    a.bytes_per_step = a.bytes_per_step or (8_000 if quick else 120_000)
     a.step_s = 0.1
     a.hold_s = 4.0 if quick else 6.0
     a.fault_s = 8.0 if quick else 12.0
@@ -731,9 +733,13 @@ def main() -> int:
         text = report(res, a)
         write_section("chaos", text, heading="Nothing lost under faults (chaos)")
         bad = sum(int(res[k]) for k in COUNTS)
+        full = a.steps >= 2710 and res["faults"] >= 30
+        met = ("yes" if full else "yes, on a shortened run") if bad == 0 else "no"
         record_summary("chaos", [
-            {"figure": f"chaos: lines/steps/alerts lost or doubled over {res['faults']} faults (bench_chaos)",
-             "baseline": "-", "rlconsole": str(bad), "ratio": "-", "target": "0", "met": "yes" if bad == 0 else "no"},
+            {"figure": f"chaos: lines, steps, alerts, notifications lost or doubled; {a.steps} steps, "
+                       f"{res['faults']} faults (bench_chaos)",
+             "baseline": "-", "rlconsole": str(bad), "ratio": "-", "target": "0 (2710 steps, >= 30 faults)",
+             "met": met},
         ])
     return 0
 

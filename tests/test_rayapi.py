@@ -318,8 +318,8 @@ async def test_an_unreachable_head_says_nothing_of_the_job(node_server, ssh_kit,
     probe saw the head reachable a refresh before Ray was polled again, and the console
     took the stale "head unreachable" answer for NOT_ON_CLUSTER (the job's state flipped,
     its stall episode ended early)."""
-    from tui.core.probes import ClusterMonitor
     from tui.core.job.watcher import job_on_cluster
+    from tui.core.probes import ClusterMonitor
 
     dash.answers[("GET", "/api/v0/nodes?detail=1")] = (200, NODES)
     dash.answers[("GET", "/api/cluster_status")] = (200, b"{}")
