@@ -295,12 +295,14 @@ def f_two_consoles(w: World) -> str:
 
 
 def f_dashboard_slow(w: World) -> str:
-    w.proxy.delay = 4.0
+    """Late answers (2 s a chunk), or later than the probe waits (6 s: 5 s timeout), long
+    enough for several missed polls and the `ray status` fallback."""
+    delay = w.proxy.delay = w.rng.choice((2.0, 6.0))
     try:
-        w.hold(1.5)
+        w.hold(2.0)
     finally:
         w.proxy.delay = 0.0
-    return "4 s a chunk"
+    return f"{delay:g} s a chunk"
 
 
 def f_stall(w: World) -> str:
@@ -366,7 +368,7 @@ FAULTS: list[Fault] = [
     Fault("console-kill", "the console is SIGKILLed and started again: a re-attach to its own spool",
           f_console_kill),
     Fault("two-consoles", "a second console attaches for a while, then quits", f_two_consoles),
-    Fault("dashboard-slow", "Ray's dashboard answers 4 s late", f_dashboard_slow),
+    Fault("dashboard-slow", "Ray's dashboard answers late, or too late", f_dashboard_slow),
     Fault("stall", "the trainer makes no step for a while (alive): a stall episode", f_stall),
     Fault("log-truncate", "the remote driver log is rotated (copytruncate): a new spool segment",
           f_log_truncate),
@@ -544,7 +546,7 @@ def check_notifications(eps: dict[str, list[tuple[str, float]]], bodies: list[di
                 start = None
         if start is not None:
             spans.append((start, float("inf")))
-        counts = collections.Counter()
+        counts: collections.Counter[int] = collections.Counter()
         for t in times:
             hit = [i for i, (a, b) in enumerate(spans) if a - 2 <= t <= b + 2]
             counts[hit[0] if hit else -1] += 1
@@ -709,7 +711,7 @@ def main() -> int:
     a.bytes_per_step = a.bytes_per_step or (8_000 if quick else 120_000)
     a.step_s = 0.1
     a.hold_s = 4.0 if quick else 6.0
-    a.fault_s = 8.0 if quick else 12.0
+    a.fault_s = 8.0 if quick else 16.0
 
     tmp = Path(tempfile.mkdtemp(prefix="chaos-"))
     os.environ.update(XDG_STATE_HOME=str(tmp / "xdg-state"), XDG_CONFIG_HOME=str(tmp / "xdg-config"),
