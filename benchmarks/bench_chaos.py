@@ -471,11 +471,11 @@ def split_lines(raw: bytes) -> list[bytes]:
     return lines
 
 
-def compare_log(w: World) -> tuple[int, int]:
+def compare_log(remote_files: list[Path], spool_path: Path) -> tuple[int, int]:
     """(lost, duplicated) lines: the spool, marker lines aside, against the remote log's
     files in order (the rotated copies, then the current file), as multisets."""
-    remote = b"".join(p.read_bytes() for p in [*w.rotated, w.log_path])
-    spool = [ln for ln in split_lines(w.spool_path.read_bytes()) if not ln.startswith(MARKER_PREFIX.encode())]
+    remote = b"".join(p.read_bytes() for p in remote_files)
+    spool = [ln for ln in split_lines(spool_path.read_bytes()) if not ln.startswith(MARKER_PREFIX.encode())]
     want = split_lines(remote)
     if spool == want:
         return 0, 0
@@ -489,9 +489,13 @@ def check_steps(w: World) -> tuple[int, int]:
                        capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise RuntimeError(f"metrics --job failed: {r.stderr.strip()[-500:]}")
-    seen = [int(row["step"]) for row in json.loads(r.stdout)]
+    return step_counts([int(row["step"]) for row in json.loads(r.stdout)], w.steps)
+
+
+def step_counts(seen: list[int], steps: int) -> tuple[int, int]:
+    """(missed, duplicated): steps 1..`steps` each expected exactly once in `seen`."""
     c = collections.Counter(seen)
-    missed = len(set(range(1, w.steps + 1)) - set(c))
+    missed = len(set(range(1, steps + 1)) - set(c))
     return missed, sum(n - 1 for n in c.values() if n > 1)
 
 
@@ -628,7 +632,7 @@ def run(a: argparse.Namespace, seed: int, tmp: Path) -> dict[str, Any]:
             p.wait(60)
         res["state_changes"] = [ln.split(" ", 2)[2] for ln in (tmp / "watch.log").read_text().splitlines()
                                 if " JOB " in ln and "->" in ln]
-        lost, dup = compare_log(w)
+        lost, dup = compare_log([*w.rotated, w.log_path], w.spool_path)
         missed, sdup = check_steps(w)
         eps = episodes(w.spool_path.parent / "journal.jsonl")
         unended, doubled, n_eps = check_alerts(eps)
