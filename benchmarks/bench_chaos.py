@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -47,7 +48,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -463,23 +464,28 @@ def job_status(prof: Any, job_id: str) -> str:
 # --------------------------------------------------------------------------- the checks
 
 
-def split_lines(raw: bytes) -> list[bytes]:
-    """Lines on `\\n` only (tqdm lines hold `\\r`); a last line without its newline counts."""
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    return lines
+def _lines_of(paths: list[Path], skip_markers: bool) -> Iterator[bytes]:
+    """The files' lines in order, split on `\n` only (tqdm lines hold `\r`), streamed: a
+    full run's log is ~325 MB."""
+    marker = MARKER_PREFIX.encode()
+    for p in paths:
+        with p.open("rb") as f:
+            for line in f:
+                if not (skip_markers and line.startswith(marker)):
+                    yield line
 
 
 def compare_log(remote_files: list[Path], spool_path: Path) -> tuple[int, int]:
     """(lost, duplicated) lines: the spool, marker lines aside, against the remote log's
-    files in order (the rotated copies, then the current file), as multisets."""
-    remote = b"".join(p.read_bytes() for p in remote_files)
-    spool = [ln for ln in split_lines(spool_path.read_bytes()) if not ln.startswith(MARKER_PREFIX.encode())]
-    want = split_lines(remote)
-    if spool == want:
+    files in order (the rotated copies, then the current file). Equal line for line is
+    (0, 0), read as a stream; otherwise both are counted as multisets (a loss and a
+    duplicate are told apart, wherever they are)."""
+    same = all(a == b for a, b in itertools.zip_longest(_lines_of(remote_files, False),
+                                                        _lines_of([spool_path], True)))
+    if same:
         return 0, 0
-    have_c, want_c = collections.Counter(spool), collections.Counter(want)
+    want_c = collections.Counter(_lines_of(remote_files, False))
+    have_c = collections.Counter(_lines_of([spool_path], True))
     return sum((want_c - have_c).values()), sum((have_c - want_c).values())
 
 
