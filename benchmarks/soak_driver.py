@@ -51,6 +51,9 @@ def main() -> int:
     ap.add_argument("--ckpt-every", type=int, default=10)
     ap.add_argument("--tb", required=True)
     ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--pause-file", default=None,
+                    help="while this file exists the driver makes no step (alive, silent: a hang); "
+                         "bench_chaos plants it for a stall and to hold the log still while it rotates it")
     a = ap.parse_args()
 
     from tui.sim.tbwrite import ScalarWriter
@@ -102,6 +105,11 @@ def main() -> int:
         delay = t0 + s * a.step_s - time.time()
         if delay > 0:
             time.sleep(delay)
+        if a.pause_file:
+            paused = time.time()
+            while os.path.exists(a.pause_file):
+                time.sleep(0.05)
+            t0 += time.time() - paused  # the pace resumes; no burst of steps to catch up
     tb.close()
     return 0
 

@@ -312,6 +312,38 @@ async def test_one_dashboard_timeout_keeps_the_watched_job(node_server, ssh_kit,
         await mon.pool.close()
 
 
+async def test_an_unreachable_head_says_nothing_of_the_job(node_server, ssh_kit, dash: Dashboard, gcs: int) -> None:
+    """The head's sshd stops (bench_chaos's head-ssh fault): Ray could not be asked, which
+    is not "Ray does not know the job". It used to be: once the sshd was back, the node
+    probe saw the head reachable a refresh before Ray was polled again, and the console
+    took the stale "head unreachable" answer for NOT_ON_CLUSTER (the job's state flipped,
+    its stall episode ended early)."""
+    from tui.core.job.watcher import job_on_cluster
+    from tui.core.probes import ClusterMonitor
+
+    dash.answers[("GET", "/api/v0/nodes?detail=1")] = (200, NODES)
+    dash.answers[("GET", "/api/cluster_status")] = (200, b"{}")
+    dash.answers[("GET", "/api/jobs/")] = (200, JOBS)
+    srv = await node_server()
+    mon = ClusterMonitor(_one_node_profile(ssh_kit, srv, dash.port, gcs))
+    mon.pool.start()
+    try:
+        await mon.pool.head.wait_first_attempt(10)
+        await asyncio.wait_for(mon.poll_ray(allow_cli=False), 60)
+        assert job_on_cluster(mon.state.ray, "job-1") is True
+
+        await srv.stop()
+        deadline = asyncio.get_running_loop().time() + 60
+        while mon.pool.head.connected:
+            assert asyncio.get_running_loop().time() < deadline, "the pool never saw the head go"
+            await asyncio.sleep(0.05)
+        await asyncio.wait_for(mon.poll_ray(allow_cli=True), 60)
+        assert not mon.state.ray.available and "unreachable" in (mon.state.ray.error or "")
+        assert job_on_cluster(mon.state.ray, "job-1") is None
+    finally:
+        await mon.pool.close()
+
+
 async def test_failed_cli_fallback_ends_the_kept_state(node_server, ssh_kit, dash: Dashboard, gcs: int) -> None:
     """When the `ray status` fallback runs and fails too, Ray is unavailable at once:
     the keeping is for an unconfirmed miss only."""

@@ -261,7 +261,7 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
     """Ray as the head sees it: dashboard API through a port forward; if the
     dashboard is silent but the GCS listens, `ray status` over SSH (if `allow_cli`)."""
     if not session.connected:
-        return RayState(available=False, error=f"head {session.name} unreachable: {session.reason}")
+        return RayState(available=False, error=f"head {session.name} unreachable: {session.reason}", unasked=True)
     host, port = _dashboard_host(profile), profile.ray.dashboard_port
     api_error = None
     try:
@@ -278,7 +278,7 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
     try:
         gcs_up = await session.tcp_reachable(profile.head.address, profile.ray.head_port)
     except SshError as e:
-        return RayState(available=False, error=str(e))
+        return RayState(available=False, error=str(e), unasked=True)
     if not gcs_up:
         return RayState(available=False, error=f"Ray is not running (nothing listens on {gcs})")
     if not allow_cli:
@@ -286,7 +286,7 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
     try:
         r = await session.run([profile.ray.binary, "status", f"--address={gcs}"], container=True, timeout=60)
     except (NodeDown, CommandTimeout, SshError) as e:
-        return RayState(available=False, error=f"{api_error}; ray status: {e.message}")
+        return RayState(available=False, error=f"{api_error}; ray status: {e.message}", unasked=True)
     st = await asyncio.to_thread(parse_ray_status, r.stdout + r.stderr)  # off the event loop
     if not st.available and not st.error:
         st.error = api_error

@@ -175,6 +175,13 @@ class RayState:
     """Set with `available` False when only the dashboard missed an answer: Ray's GCS
     still listens and the `ray status` fallback was not run. Not proof that Ray (or its
     jobs) went away: the monitor keeps its last good answer over a few of these."""
+    unasked: bool = False
+    """Set with `available` False when Ray could not be asked at all: the head's SSH link
+    was down or failed mid-probe, or Ray's GCS listens but `ray status` did not answer. It
+    says nothing about Ray or its jobs: a running job must not read as "not on this
+    cluster" (after the head's sshd restarts, the node is reachable again a refresh before
+    Ray is polled again: this stale answer used to flip the watched job to NOT_ON_CLUSTER
+    and end its stall episode early; found by bench_chaos)."""
 
 
 @dataclass

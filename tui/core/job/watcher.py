@@ -32,9 +32,10 @@ AlertCallback = Callable[[Alert], None]
 
 def job_on_cluster(ray: Any, job_id: str) -> bool | None:
     """Whether the current Ray knows `job_id`: its job list says (dashboard API); no
-    Ray on a reachable head means no; the CLI fallback lists no jobs: not known."""
+    Ray on a reachable head means no; the CLI fallback lists no jobs, and a head that
+    could not be asked (`unasked`) says nothing: not known."""
     if not ray.available:
-        return False
+        return None if getattr(ray, "unasked", False) else False
     if ray.source == "api":
         return any(j.id == job_id for j in ray.jobs)
     return None
