@@ -210,12 +210,133 @@ def profile_run(out: Path, nodes: int, step_s: float | None, seconds: float, bus
         sim_down(state_dir=sim)
 
 
+def _console_refresh(profile: Path) -> None:
+    """The profile the console in tmux loads samples every `REFRESH_S`, as the headless
+    child sets in code (the sim writes 1 s)."""
+    import yaml
+
+    data = yaml.safe_load(profile.read_text())
+    data.setdefault("monitoring", {})["refresh_s"] = REFRESH_S
+    profile.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def measure_bare(argv: list[str], seconds: float, env: dict[str, str]) -> dict[str, float]:
+    r = subprocess.run([*argv, "--headless", str(seconds)], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=seconds + 240)
+    if r.returncode != 0:
+        raise SystemExit(f"bare console failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def measure(tree: Path, profile: Path, seconds: float, env: dict[str, str]) -> dict[str, float]:
     r = subprocess.run([sys.executable, __file__, "--child", str(tree), str(profile), str(seconds)],
                        capture_output=True, text=True, env=env, cwd=tree, timeout=seconds + 240)
     if r.returncode != 0:
         raise SystemExit(f"child on {tree} failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds of `pid` and of the children it has reaped (utime, stime, cutime,
+    cstime of /proc/<pid>/stat); 0 once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    f = stat[stat.rindex(")") + 2:].split()
+    return sum(int(x) for x in f[11:15]) / CLK_TCK
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid` (the console's own helpers; the sim is not among them:
+    its daemon was started before, by `sim up`)."""
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                st = (d / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(st[st.rindex(")") + 2:].split()[1])
+            kids.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def _tree_cpu(pid: int) -> float:
+    return _proc_cpu(pid) + sum(_proc_cpu(k) for k in _descendants(pid))
+
+
+def _hwm_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def measure_terminal(tree: Path, profile: Path, seconds: float, env: dict[str, str], tmp: Path,
+                     ready: str, argv: list[str] | None = None) -> dict[str, float]:
+    """The real console (`python -m tui.cli --profile P` from `tree`, or `argv`) in tmux at
+    160x50 on its own server (socket under `tmp`), measured from /proc like the headless
+    child measures itself: from the moment `ready` is on screen plus 3 s (the first
+    samples parsed, the screen settled), for `seconds`. The tmux server is killed by its
+    socket and pid at the end."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    sock = tmp / f"tmux-{os.getpid()}-{time.monotonic_ns()}.sock"
+    argv = argv or [sys.executable, "-m", "tui.cli", "--profile", str(profile), "--no-bell"]
+    pass_env = {k: v for k, v in env.items() if k.startswith(("XDG_", "RLCONSOLE_", "PYTHON"))}
+    pass_env["PYTHONPATH"] = str(tree)
+    cmd = "exec env " + " ".join(f"{k}={_q(v)}" for k, v in pass_env.items()) + " " + " ".join(_q(x) for x in argv)
+    tmux = ["tmux", "-S", str(sock), "-f", "/dev/null"]
+    run_env = {**env, "PYTHONPATH": str(tree)}
+    run_env.pop("TMUX", None)
+    subprocess.run([*tmux, "new-session", "-d", "-x", "160", "-y", "50", "-s", "bench", "-c", str(tree), cmd],
+                   check=True, env=run_env, timeout=30)
+    server_pid = None
+    try:
+        server_pid = int(subprocess.run([*tmux, "display-message", "-p", "#{pid}"], capture_output=True,
+                                        text=True, check=True, timeout=10).stdout.strip())
+        pid = int(subprocess.run([*tmux, "list-panes", "-t", "bench", "-F", "#{pane_pid}"], capture_output=True,
+                                 text=True, check=True, timeout=10).stdout.strip())
+        deadline = time.monotonic() + 120
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", "bench"], capture_output=True,
+                                    text=True, timeout=10).stdout
+            if ready in screen:
+                break
+            time.sleep(0.5)
+        else:
+            raise SystemExit(f"the console in tmux never showed {ready!r}:\n{screen}")
+        time.sleep(3.0)
+        c0, t0 = _tree_cpu(pid), time.monotonic()
+        time.sleep(seconds)
+        c1, t1 = _tree_cpu(pid), time.monotonic()
+        rss = _hwm_mb(pid)
+        return {"cpu_s": c1 - c0, "wall_s": t1 - t0, "rss_mb": rss, "samples": 0, "parsed": 0, "nodes_up": 0}
+    finally:
+        subprocess.run([*tmux, "send-keys", "-t", "bench", "q"], capture_output=True, timeout=10)
+        time.sleep(1.0)
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=10)
+        if server_pid is not None:
+            try:
+                os.kill(server_pid, 15)
+            except ProcessLookupError:
+                pass
+        sock.unlink(missing_ok=True)
+
+
+def _q(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
 
 
 LIMITS = {
@@ -238,6 +359,11 @@ def main() -> None:
     ap.add_argument("--busy-sizes", default="64",
                     help="sizes also measured with every card busy and changing every refresh (no trainer): "
                          "what a running job costs the console at scale, where 64 raylets do not fit")
+    ap.add_argument("--ways", default="baseline,rlconsole,terminal,bare,bare-terminal",
+                    help="what is measured on each cluster, alternately: baseline (the landed tree, headless), "
+                         "rlconsole (this checkout, headless), terminal (this checkout's `rlconsole` in tmux at "
+                         "160x50), bare / bare-terminal (benchmarks/bare_console.py: the same screen fed "
+                         "synthetic data, no core: the floor of drawing it), headless / in tmux")
     ap.add_argument("--child", nargs=3, metavar=("TREE", "PROFILE", "SECONDS"), help=argparse.SUPPRESS)
     ap.add_argument("--busy-loads", metavar="PROFILE", help=argparse.SUPPRESS)
     ap.add_argument("--profile", metavar="OUT.prof", dest="profile_out",
@@ -266,6 +392,9 @@ def main() -> None:
 
     old_tree = extract_baseline(base / "baseline-tree")
     trees = {"baseline": old_tree, "rlconsole": ROOT}
+    ways = [w.strip() for w in a.ways.split(",") if w.strip()]
+    if "rlconsole" not in ways:
+        raise SystemExit("--ways must include rlconsole (the headless figure)")
     env = {**os.environ, "XDG_STATE_HOME": str(base / "state"), "XDG_CONFIG_HOME": str(base / "config"),
            "XDG_CACHE_HOME": str(base / "cache")}
     for v in ("RLCONSOLE_PROFILE", "RLCONSOLE_STATE_DIR", "RLCONSOLE_SIM_DIR"):
@@ -294,10 +423,23 @@ def main() -> None:
                     start_job(profile, env, want_step=1 if with_job > 5 else 2)
                 if busy:
                     loads = start_busy(profile, env)
-                got: dict[str, list[dict[str, float]]] = {"baseline": [], "rlconsole": []}
+                _console_refresh(profile)
+                got: dict[str, list[dict[str, float]]] = {w: [] for w in ways}
+                ready = f"Nodes {nodes}/{nodes} up · {nodes * 8} cards"
+                bare_args = (["--job"] if with_job else ["--cards"] if busy else []) + \
+                    ["--step-s", f"{with_job or 1.0:g}", "--refresh-s", f"{REFRESH_S:g}"]
+                bare = [sys.executable, str(ROOT / "benchmarks" / "bare_console.py"), str(profile), *bare_args]
                 for _ in range(a.rounds):
-                    for mode in ("baseline", "rlconsole"):
-                        got[mode].append(measure(trees[mode], profile, a.seconds, env))
+                    for mode in ways:
+                        if mode in trees:
+                            got[mode].append(measure(trees[mode], profile, a.seconds, env))
+                        elif mode == "terminal":
+                            got[mode].append(measure_terminal(ROOT, profile, a.seconds, env, base / "tmux", ready))
+                        elif mode == "bare":
+                            got[mode].append(measure_bare(bare, a.seconds, env))
+                        else:  # bare-terminal
+                            got[mode].append(measure_terminal(ROOT, profile, a.seconds, env, base / "tmux", ready,
+                                                              argv=bare))
                         r = got[mode][-1]
                         tag = (f" job {with_job:g}s/step" if with_job else "") + (" busy" if busy else "")
                         print(f"{nodes}x8{tag} {mode}: {100 * r['cpu_s'] / r['wall_s']:.2f}% "
@@ -325,6 +467,8 @@ def main() -> None:
     for nodes, with_job, got in rows:
         def pct(rs: list[dict[str, float]]) -> float:
             return 100 * sum(r["cpu_s"] for r in rs) / sum(r["wall_s"] for r in rs)
+        if "baseline" not in got:
+            got["baseline"] = got["rlconsole"]
         b, n = pct(got["baseline"]), pct(got["rlconsole"])
         rss_b = max(r["rss_mb"] for r in got["baseline"])
         rss_n = max(r["rss_mb"] for r in got["rlconsole"])
