@@ -21,6 +21,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -37,7 +38,16 @@ def build(profile_path: str, job: bool, pace_s: float):  # noqa: ANN201 - (app, 
     backend = StaticBackend(profile=profile, state=demo_state(profile, step, busy=job),
                             log_lines=demo_log(step) if job else [], summary=summary if job else None,
                             series=series if job else {}, frame_pace_s=pace_s)
-    return RlconsoleApp(backend, bell=False), backend
+    class BareApp(RlconsoleApp):
+        CSS_PATH = str(ROOT / "tui" / "app.tcss")  # relative paths are the defining module's
+        feeder: Any = None
+
+        def on_ready(self) -> None:
+            """In a terminal: start feeding once the screen is up (headless, the caller feeds)."""
+            if self.feeder is not None:
+                self.run_worker(self.feeder, group="bare-feed")
+
+    return BareApp(backend, bell=False), backend
 
 
 async def feed(backend, job: bool, step_s: float, refresh_s: float, cards: bool = False) -> None:  # noqa: ANN001
@@ -57,9 +67,10 @@ async def feed(backend, job: bool, step_s: float, refresh_s: float, cards: bool 
             tick += 1
             st = base
             if job or cards:
-                nodes = [replace(n, gpus=[replace(c, util_pct=float(40 + (tick * 37 + c.index * 11) % 55),
-                                                  mem_used_mib=40000.0 + ((tick + c.index) % 50) * 300)
-                                          for c in n.gpus]) for n in base.nodes]
+                nodes = [replace(n, gpu=replace(n.gpu, cards=[
+                    replace(c, util_pct=float(40 + (tick * 37 + c.index * 11) % 55),
+                            mem_used_mib=40000.0 + ((tick + c.index) % 50) * 300) for c in n.gpus]))
+                    if n.gpu is not None else n for n in base.nodes]
                 st = replace(base, nodes=nodes, taken_at=time.time())
             backend.push_state(st)
         if job and now >= next_step:
@@ -83,13 +94,7 @@ def main() -> None:
     app, backend = build(a.profile, a.job or a.cards, pace)
 
     if not a.headless:
-        orig = app.on_mount
-
-        def on_mount() -> None:
-            orig()
-            app.run_worker(feed(backend, a.job, a.step_s, a.refresh_s, a.cards), group="bare-feed")
-
-        app.on_mount = on_mount  # type: ignore[method-assign]
+        app.feeder = feed(backend, a.job, a.step_s, a.refresh_s, a.cards)
         app.run()
         return
 
