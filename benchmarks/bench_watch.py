@@ -33,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 SECTION = "watch"
 TARGETS = {4: 1.0, 64: 5.0}  # % of one core (issue 16)
 REFRESH_S = 2.0
+TARGETS_NOW = {(4, "job"): 1.5}
+"""Issue 29's targets where they differ from issue 16's: 4 x 8 with a job at 1 s/step."""
 
 
 def child(tree: str, profile_path: str, seconds: float) -> None:
@@ -459,10 +461,18 @@ def main() -> None:
              f"running (busy cards, the log followed, scalars mirrored), {a.seconds:g} s per run after it "
              f"settled, {a.rounds} run(s) per way, alternating, each in its own process. CPU is the console "
              "process's user+system seconds per wall second (the sim's SSH servers and fake card tool, "
-             "which stand in for the nodes, are not counted).",
+             "which stand in for the nodes, are not counted). \"In tmux\" is the same checkout's `rlconsole` "
+             "(`python -m tui.cli --profile P`) in a tmux session of its own at 160x50, the way it is used: "
+             "its CPU is read from /proc/<pid>/stat (the console and its own children) over the same window, "
+             "from 3 s after its screen shows every node up. The floor is `benchmarks/bare_console.py`: the same "
+             "app, screen and widgets fed synthetic data at the same cadence (a state every refresh, with a "
+             "job a step, its log lines and metrics every second, every card changing), with no SSH, parsing "
+             "or polling, i.e. what drawing this screen costs in Textual. Ways run alternately in one run; "
+             f"load average at the start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+             "(other work shared the machine), so compare within a row.",
              "",
-             "| cluster | baseline CPU (as landed) | rlconsole CPU | ratio | target | met | RSS (baseline / now) | samples parsed (now) |",
-             "|---|---:|---:|---:|---:|---|---:|---:|"]
+             "| cluster | baseline CPU (as landed) | rlconsole CPU, headless | in tmux 160x50 | floor (bare screen), headless / tmux | ratio | target | met | RSS (baseline / headless / tmux) | samples parsed (now) |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     summary: list[dict[str, str]] = []
     for nodes, with_job, got in rows:
         def pct(rs: list[dict[str, float]]) -> float:
@@ -474,21 +484,32 @@ def main() -> None:
         rss_n = max(r["rss_mb"] for r in got["rlconsole"])
         parsed = sum(r["parsed"] for r in got["rlconsole"])
         samples = sum(r["samples"] for r in got["rlconsole"])
-        target = TARGETS.get(nodes)
+        t = pct(got["terminal"]) if got.get("terminal") else None
+        fl_h = pct(got["bare"]) if got.get("bare") else None
+        fl_t = pct(got["bare-terminal"]) if got.get("bare-terminal") else None
+        rss_t = max(r["rss_mb"] for r in got["terminal"]) if got.get("terminal") else None
+        worst = max(n, t) if t is not None else n  # the target holds where users watch, and headless
+        target = TARGETS_NOW.get((nodes, "job" if with_job == 1.0 else with_job), TARGETS.get(nodes))
         what = ("cards busy, changing every refresh (no trainer)" if with_job == "busy"
                 else f"job running, {with_job:g} s/step" if with_job else "idle")
-        summary.append({"figure": f"console CPU watching {nodes} x 8, {what} (bench_watch)",
-                        "baseline": f"{b:.2f}%", "rlconsole": f"{n:.2f}%", "ratio": f"{b / n:.1f}x" if n else "-",
+        summary.append({"figure": f"console CPU watching {nodes} x 8, {what}, headless / in tmux (bench_watch)",
+                        "baseline": f"{b:.2f}%",
+                        "rlconsole": f"{n:.2f}% / {f(t)}" + (f" (floor {f(fl_t)})" if fl_t is not None else ""),
+                        "ratio": f"{b / n:.1f}x" if n else "-",
                         "target": f"<= {target:g}%" if target else "-",
-                        "met": ("yes" if n <= target else f"no ({LIMITS[with_job == 'busy' or bool(with_job)]})")
+                        "met": ("yes" if worst <= target else f"no ({LIMITS[with_job == 'busy' or bool(with_job)]})")
                         if target else "-"})
         if nodes == 64 and with_job is None:
-            summary.append({"figure": "console RSS watching 64 x 8 (bench_watch)", "baseline": f"{rss_b:.0f} MB",
-                            "rlconsole": f"{rss_n:.0f} MB", "ratio": f"{rss_b / rss_n:.2f}x", "target": "<= 150 MB",
-                            "met": "yes" if rss_n <= 150 else "no"})
-        lines.append(f"| {nodes} x 8, {what} | {b:.2f}% | **{n:.2f}%** | {b / n if n else float('inf'):.1f}x | "
-                     f"{'<= %g%%' % target if target else '-'} | {'yes' if target and n <= target else 'no' if target else '-'} | "
-                     f"{rss_b:.0f} / {rss_n:.0f} MB | {parsed} of {samples} |")
+            summary.append({"figure": "console RSS watching 64 x 8, headless / in tmux (bench_watch)",
+                            "baseline": f"{rss_b:.0f} MB",
+                            "rlconsole": f"{rss_n:.0f} MB" + ("" if rss_t is None else f" / {rss_t:.0f} MB"), "ratio": f"{rss_b / rss_n:.2f}x", "target": "<= 150 MB",
+                            "met": "yes" if max(rss_n, rss_t or 0) <= 150 else "no"})
+        def f(x: float | None) -> str:
+            return "-" if x is None else f"{x:.2f}%"
+        lines.append(f"| {nodes} x 8, {what} | {b:.2f}% | **{n:.2f}%** | **{f(t)}** | {f(fl_h)} / {f(fl_t)} | "
+                     f"{b / n if n else float('inf'):.1f}x | "
+                     f"{'<= %g%%' % target if target else '-'} | {'yes' if target and worst <= target else 'no' if target else '-'} | "
+                     f"{rss_b:.0f} / {rss_n:.0f} / {'-' if rss_t is None else '%.0f' % rss_t} MB | {parsed} of {samples} |")
     if any(w == "busy" for _, w, _ in rows):
         lines += ["", "The \"cards busy\" row stands in for a running job at 64 x 8, where a real one cannot run "
                   "here (64 raylets, one per simulated node, do not fit on 2 cores and 23 GB). What a job changes "
@@ -521,6 +542,21 @@ def main() -> None:
               "screen costs about 19 ms here, so on this machine it cannot be met while something on the "
               "screen changes every second (busy cards change every refresh); it is met idle. The 1 s/step "
               "row is a stress pace (a step and its log lines every second).",
+              "", "In a real terminal (issue 29): the console in tmux costs about what it costs headless "
+              "(Textual skips only the final escape-sequence output when headless, a few % of a frame: "
+              "`ChopsUpdate.render_segments`, py-spy); the issue's \"twice\" is not reproduced here. With a job "
+              "at 1 s/step, py-spy on the console in tmux: 57% of its busy time is Textual's compositor "
+              "(`Screen._compositor_refresh`: re-rendering the dirty widgets' lines through the styles cache, "
+              "dividing them into chops, the ANSI colour filter), one frame a second, because every second the "
+              "log scrolls (its whole view is repainted), the metrics and their three sparklines change and half "
+              "the cards change. The bare screen with the same cadence costs about two thirds of the console "
+              "(the floor column): the rest is SSH, parsing and polling. Cuts in this round: the log's "
+              "scrollbar repaints only when its thumb moves by a drawn step (a long log's one-cell thumb sits "
+              "at the bottom: its repaint was a tenth of a frame), and the log's visible lines are kept as "
+              "shown (a scroll re-asked every line, each recomputing the widget's style over all ancestors, "
+              "cropping and offsetting anew). On this machine the 1.5% target for 4 x 8 at 1 s/step is under "
+              "the floor of drawing a changed screen every second; idle, nothing is drawn and the figure is "
+              "SSH and the samplers.",
               "", f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
               "shared with other work while measured."]
     body = "\n".join(lines)
