@@ -79,6 +79,23 @@ async def test_log_lines_shown_from_the_view_cache_follow_pruning_and_theme() ->
         h = log.size.height
         shown = [log.render_line(y).text.rstrip() for y in range(h)]
         assert shown[-1].endswith("first 49")
+        # asked again (a scroll repaints every visible line): the same strips, and the
+        # widget's style (a walk over every ancestor) is not computed again for each
+        again = [log.render_line(y) for y in range(h)]
+        styled = []
+        cls = type(log)
+        orig = cls.rich_style
+
+        def counting(self):  # noqa: ANN001, ANN202
+            styled.append(1)
+            return orig.fget(self)
+
+        cls.rich_style = property(counting)  # type: ignore[method-assign,assignment]
+        try:
+            assert all(a is b_ for a, b_ in zip(again, [log.render_line(y) for y in range(h)]))
+        finally:
+            cls.rich_style = orig  # type: ignore[method-assign]
+        assert styled == []
         # 20 more: the top 20 are pruned, every index moves; the view must show the new tail
         b.push_log([f"(TaskRunner pid=1) second {i}" for i in range(20)])
         await settle(pilot)
