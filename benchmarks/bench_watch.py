@@ -364,8 +364,11 @@ def main() -> None:
     ap.add_argument("--ways", default="baseline,rlconsole,terminal,bare,bare-terminal",
                     help="what is measured on each cluster, alternately: baseline (the landed tree, headless), "
                          "rlconsole (this checkout, headless), terminal (this checkout's `rlconsole` in tmux at "
-                         "160x50), bare / bare-terminal (benchmarks/bare_console.py: the same screen fed "
+                         "160x50), baseline-terminal (the baseline tree in tmux), bare / bare-terminal (benchmarks/bare_console.py: the same screen fed "
                          "synthetic data, no core: the floor of drawing it), headless / in tmux")
+    ap.add_argument("--baseline-rev", default="",
+                    help="the tree the baseline column runs (default: the code as first landed); e.g. `main` "
+                         "to compare a change with the tree it branched from")
     ap.add_argument("--child", nargs=3, metavar=("TREE", "PROFILE", "SECONDS"), help=argparse.SUPPRESS)
     ap.add_argument("--busy-loads", metavar="PROFILE", help=argparse.SUPPRESS)
     ap.add_argument("--profile", metavar="OUT.prof", dest="profile_out",
@@ -392,7 +395,8 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="rlc-bench-watch-"))
     from benchmarks.baseline import extract_baseline
 
-    old_tree = extract_baseline(base / "baseline-tree")
+    old_tree = extract_baseline(base / "baseline-tree", a.baseline_rev) if a.baseline_rev else \
+        extract_baseline(base / "baseline-tree")
     trees = {"baseline": old_tree, "rlconsole": ROOT}
     ways = [w.strip() for w in a.ways.split(",") if w.strip()]
     if "rlconsole" not in ways:
@@ -437,6 +441,8 @@ def main() -> None:
                             got[mode].append(measure(trees[mode], profile, a.seconds, env))
                         elif mode == "terminal":
                             got[mode].append(measure_terminal(ROOT, profile, a.seconds, env, base / "tmux", ready))
+                        elif mode == "baseline-terminal":
+                            got[mode].append(measure_terminal(old_tree, profile, a.seconds, env, base / "tmux", ready))
                         elif mode == "bare":
                             got[mode].append(measure_bare(bare, a.seconds, env))
                         else:  # bare-terminal
@@ -471,7 +477,7 @@ def main() -> None:
              f"load average at the start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
              "(other work shared the machine), so compare within a row.",
              "",
-             "| cluster | baseline CPU (as landed) | rlconsole CPU, headless | in tmux 160x50 | floor (bare screen), headless / tmux | ratio | target | met | RSS (baseline / headless / tmux) | samples parsed (now) |",
+             f"| cluster | baseline CPU ({'tree ' + a.baseline_rev if a.baseline_rev else 'as landed'}){', headless / tmux' if 'baseline-terminal' in ways else ''} | rlconsole CPU, headless | in tmux 160x50 | floor (bare screen), headless / tmux | ratio | target | met | RSS (baseline / headless / tmux) | samples parsed (now) |",
              "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     summary: list[dict[str, str]] = []
     for nodes, with_job, got in rows:
@@ -484,7 +490,10 @@ def main() -> None:
         rss_n = max(r["rss_mb"] for r in got["rlconsole"])
         parsed = sum(r["parsed"] for r in got["rlconsole"])
         samples = sum(r["samples"] for r in got["rlconsole"])
+        def f(x: float | None) -> str:
+            return "-" if x is None else f"{x:.2f}%"
         t = pct(got["terminal"]) if got.get("terminal") else None
+        bt = pct(got["baseline-terminal"]) if got.get("baseline-terminal") else None
         fl_h = pct(got["bare"]) if got.get("bare") else None
         fl_t = pct(got["bare-terminal"]) if got.get("bare-terminal") else None
         rss_t = max(r["rss_mb"] for r in got["terminal"]) if got.get("terminal") else None
@@ -493,7 +502,7 @@ def main() -> None:
         what = ("cards busy, changing every refresh (no trainer)" if with_job == "busy"
                 else f"job running, {with_job:g} s/step" if with_job else "idle")
         summary.append({"figure": f"console CPU watching {nodes} x 8, {what}, headless / in tmux (bench_watch)",
-                        "baseline": f"{b:.2f}%",
+                        "baseline": f"{b:.2f}%" + (f" / {f(bt)}" if bt is not None else ""),
                         "rlconsole": f"{n:.2f}% / {f(t)}" + (f" (floor {f(fl_t)})" if fl_t is not None else ""),
                         "ratio": f"{b / n:.1f}x" if n else "-",
                         "target": f"<= {target:g}%" if target else "-",
@@ -504,9 +513,7 @@ def main() -> None:
                             "baseline": f"{rss_b:.0f} MB",
                             "rlconsole": f"{rss_n:.0f} MB" + ("" if rss_t is None else f" / {rss_t:.0f} MB"), "ratio": f"{rss_b / rss_n:.2f}x", "target": "<= 150 MB",
                             "met": "yes" if max(rss_n, rss_t or 0) <= 150 else "no"})
-        def f(x: float | None) -> str:
-            return "-" if x is None else f"{x:.2f}%"
-        lines.append(f"| {nodes} x 8, {what} | {b:.2f}% | **{n:.2f}%** | **{f(t)}** | {f(fl_h)} / {f(fl_t)} | "
+        lines.append(f"| {nodes} x 8, {what} | {b:.2f}%{' / %s' % f(bt) if bt is not None else ''} | **{n:.2f}%** | **{f(t)}** | {f(fl_h)} / {f(fl_t)} | "
                      f"{b / n if n else float('inf'):.1f}x | "
                      f"{'<= %g%%' % target if target else '-'} | {'yes' if target and worst <= target else 'no' if target else '-'} | "
                      f"{rss_b:.0f} / {rss_n:.0f} / {'-' if rss_t is None else '%.0f' % rss_t} MB | {parsed} of {samples} |")

@@ -109,3 +109,54 @@ async def test_log_lines_shown_from_the_view_cache_follow_pruning_and_theme() ->
         assert [s.text for s in after] == [s.text for s in before]
         assert all(a is not b_ for a, b_ in zip(after, before))
         assert {seg.style for s in after for seg in s} != {seg.style for s in before for seg in s}
+
+
+async def test_sparkline_repaints_when_its_bars_change_and_skips_a_point_that_changes_none() -> None:
+    from widgets.metrics_pane import SteadySparkline
+
+    b = demo_backend()
+    app = RlconsoleApp(b)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        spark = app.screen.query_one("#spark-reward", SteadySparkline)
+        width = spark.size.width
+        assert width > 10
+        summary = b.summary
+        flat = [(s, 0.5) for s in range(1, 40 * width)]  # a long, flat series: one bar height
+        b.push_metrics(summary, {**b.series, "reward": flat})
+        await settle(pilot)
+
+        def drawn() -> str:
+            strip = spark.render_lines(Region(0, 0, width, 1))[0]
+            return strip.text + repr([seg.style for seg in strip])
+
+        def fresh() -> str:
+            spark._styles_cache.clear()
+            return drawn()
+
+        before = drawn()
+        assert before == fresh()
+        # a rise at the end: the last bar changes, and the screen must show it
+        rise = flat + [(len(flat) + 1, 0.9)]
+        b.push_metrics(summary, {**b.series, "reward": rise})
+        await settle(pilot)
+        assert drawn() != before and drawn() == fresh()
+        assert list(spark.data or []) == [v for _, v in rise]
+
+        # one more point equal to its bucket's max: no bar changes, no repaint, but the
+        # data stays current (a resize draws the latest)
+        calls = []
+        orig = spark._set_dirty
+
+        def dirty(*regions):  # noqa: ANN002, ANN202
+            calls.append(regions)
+            return orig(*regions)
+
+        spark._set_dirty = dirty  # type: ignore[method-assign]
+        more = rise + [(len(rise) + 1, 0.5)]
+        b.push_metrics(summary, {**b.series, "reward": more})
+        await settle(pilot)
+        del spark._set_dirty
+        assert calls == [], "an unchanged plot was repainted"
+        assert list(spark.data or []) == [v for _, v in more]
+        assert drawn() == fresh()
