@@ -356,3 +356,52 @@ async def test_monitor_notifications_are_bounded_per_interval() -> None:
     assert 2 <= len(seen) <= elapsed / 0.3 + 2, (len(seen), elapsed)
     assert all(b - a >= 0.3 - 0.02 for a, b in zip(seen, seen[1:])), seen
     assert seen[-1] >= start + elapsed - 0.05  # the changes at the end were told too
+
+
+async def test_an_unchanged_sample_is_compared_on_the_loop_and_a_changed_one_parsed_off_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: at 64 nodes an idle console's CPU was mostly a thread hop per sample just
+    to learn it was unchanged. An unchanged sample now costs a comparison on the loop (no
+    worker thread); a changed one is still parsed in a worker thread and reaches the
+    state. Nothing here connects: samples are handed to the monitor directly."""
+    import threading
+    from types import SimpleNamespace
+
+    from tui.core import probes
+    from tui.core.probes import ClusterMonitor
+    from tui.core.profile import load_profile
+
+    prof = load_profile(SEED_PROFILE)
+    mon = ClusterMonitor(prof, refresh_s=2.0)
+    sess = SimpleNamespace(name=prof.nodes[0].name, connected=True)
+    hops: list[int] = []
+    real = asyncio.to_thread
+
+    async def counting(fn, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        hops.append(1)
+        return await real(fn, *a, **k)
+
+    monkeypatch.setattr(probes.asyncio, "to_thread", counting)
+    parsed_in: list[int] = []
+    real_parse = probes.parse_sample
+    monkeypatch.setattr(probes, "parse_sample",
+                        lambda lines, p: (parsed_in.append(threading.get_ident()), real_parse(lines, p))[1])
+
+    def sample(util: int) -> str:
+        cs = gmi.cards(0, 8, {})
+        for c in cs:
+            c.util = util
+        return "\n".join(["@@sample-begin", "@@tool=mthreads-gmi", "@@cmd=mthreads-gmi -q --json",
+                          *gmi.render_json(cs).splitlines(), "@@rc=0", "@@end",
+                          "@@docker-begin", "Error: No such object: train-rl", "@@docker-rc=1"]) + "\n"
+
+    await mon._apply_sample(sess, sample(0))  # the first: parsed, in a thread
+    node = mon.state.nodes[0]
+    assert node.gpu is not None and node.gpu.parsed and len(hops) == 1 and len(parsed_in) == 1
+    assert threading.get_ident() not in parsed_in
+    for _ in range(3):  # unchanged: no hop, no parse
+        await mon._apply_sample(sess, sample(0))
+    assert len(hops) == 1 and len(parsed_in) == 1 and mon.samples == 4
+    await mon._apply_sample(sess, sample(77))  # changed: parsed off the loop, and shown
+    assert len(hops) == 2 and len(parsed_in) == 2 and threading.get_ident() not in parsed_in
+    assert mon.state.nodes[0].gpu is not None and mon.state.nodes[0].gpu.cards

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Awaitable, Callable, Iterable
+from math import ceil
+from typing import TYPE_CHECKING, Awaitable, Callable, Hashable, Iterable
 
 from rich.highlighter import Highlighter
 from rich.style import Style
@@ -24,12 +25,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import Reactive
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
 from tui.core.parsers.ansi import clean_line
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 """Colour/attribute sequences: the only escapes a line keeps (drawn, never executed)."""
@@ -54,6 +59,8 @@ def plain(line: str) -> str:
     """The text of a stored line without its colour sequences (search, filter, width)."""
     return _SGR.sub("", line) if "\x1b" in line else line
 
+VIEW_CACHE = 2_000
+"""Lines of the log kept as shown (a few screens): cleared whole when full."""
 KEEP_LINES = 50_000
 """Lines the widget holds (a few MB): enough scroll-back for the screen, bounded."""
 FLUSH_S = 0.08
@@ -100,6 +107,56 @@ def source_filter(source: str) -> str:
     return rf"^\({re.escape(actor)} pid=\d+" + (rf", ip={re.escape(ip)}\)" if ip else r"\)")
 
 
+class SteadyScrollBar(ScrollBar):
+    """The log's scrollbar, repainted only when its thumb moves by a drawn step.
+
+    Every flush grows the log and scrolls it to the end, which sets the bar's size and
+    position and repaints it (profiled: a tenth of a frame, the bar being drawn through
+    Rich line by line). While following a long log the thumb sits at the bottom, a cell
+    high, and looks the same after each flush: such a repaint is skipped. Anything else
+    (a resize, hover, a drag, a style change, an explicit region) repaints as before."""
+
+    _drawn: Hashable = None
+
+    def look(self) -> Hashable:
+        """What the bar's pixels depend on: its size and state, and the thumb's ends in
+        eighths of a cell, computed as `ScrollBarRender.render_bar` does."""
+        size = self.size.height if self.vertical else self.size.width
+        virtual = ceil(self.window_virtual_size)
+        window = ceil(self.window_size if self.window_size < self.window_virtual_size else 0)
+        thumb: tuple[int, int] | None = None
+        if window and size and virtual and size != virtual:
+            thumb_size = max(1, window / (virtual / size))
+            start = int((size - thumb_size) * (self.position / (virtual - window)) * 8)
+            thumb = (start, start + ceil(thumb_size * 8))
+        return (self.size, self.thickness, self.mouse_over, self.grabbed, thumb)
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
+                recompose: bool = False) -> Self:
+        if regions or layout or recompose or not repaint:
+            self._drawn = None
+            return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+        # A flush sets the size, then the position (each a repaint request): the look is
+        # compared once they are all set, not in between (where it differs both times).
+        if not self._check_pending:
+            self._check_pending = True
+            self.call_later(self._repaint_if_changed)
+        return self
+
+    _check_pending = False
+
+    def _repaint_if_changed(self) -> None:
+        self._check_pending = False
+        look = self.look()
+        if look != self._drawn:
+            self._drawn = look
+            super().refresh()
+
+    def notify_style_update(self) -> None:
+        self._drawn = None  # colours are not in `look`
+        super().notify_style_update()
+
+
 class SearchLog(Log):
     """A `Log` that highlights the current search match and binds n/N."""
 
@@ -134,6 +191,18 @@ class SearchLog(Log):
     def __init__(self, **kw) -> None:
         super().__init__(highlight=True, **kw)
         self.highlighter = LevelHighlighter()
+        self._view_cache: dict[int, tuple[Strip, int, int, Strip]] = {}
+        """Line index -> (its rendered strip, scroll x, width, the strip as shown)."""
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Textual's scrollbar, but one that repaints only when it would look different."""
+        if self._vertical_scrollbar is None:
+            bar = SteadyScrollBar(vertical=True, name="vertical", thickness=self.scrollbar_size_vertical)
+            bar.display = False
+            self._vertical_scrollbar = bar
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
 
     @classmethod
     def _process_line(cls, line: str) -> str:
@@ -165,6 +234,26 @@ class SearchLog(Log):
         strip = Strip(text.render(self.app.console), text.cell_len)
         self._render_line_cache[y] = strip
         return strip
+
+    def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:
+        """A line cropped to the view, from a cache while its rendered strip is the same
+        object: a flush scrolls the view, so every visible line is asked for again each
+        frame, and Textual's Log recomputes the widget's style (a walk over every
+        ancestor's background) and crops and offsets the strip anew for each (profiled:
+        most of the log's share of a frame). Textual drops a line's rendered strip when
+        the line, the styles or the selection change, so a new strip means a new line."""
+        if self.text_selection is None:
+            base = self._render_line_cache.get(y)
+            hit = self._view_cache.get(y)
+            if base is not None and hit is not None and hit[0] is base and hit[1] == scroll_x and hit[2] == width:
+                return hit[3]
+        line = super()._render_line(y, scroll_x, width)
+        base = self._render_line_cache.get(y) if self.text_selection is None else None
+        if base is not None:
+            if len(self._view_cache) > VIEW_CACHE:
+                self._view_cache.clear()
+            self._view_cache[y] = (base, scroll_x, width, line)
+        return line
 
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)

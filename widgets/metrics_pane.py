@@ -8,12 +8,13 @@ values), never from constants here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Hashable, Sequence
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import Label, Sparkline, Static
 
 from tui.core.job.metrics import MetricsSummary, fmt_range, fmt_step_time
@@ -142,6 +143,37 @@ def _summary(summary: MetricsSummary, mon: Monitoring, pct: bool = True) -> str:
     return "\n".join([head, tput, third, fourth])
 
 
+class SteadySparkline(Sparkline):
+    """Textual's Sparkline, repainted only when its bars would be drawn differently.
+
+    A long run's series gains a point per step, but a plot `w` cells wide draws the max
+    of each of `w` buckets: mostly the same bars, step after step. Each repaint renders
+    through Rich (profiled: a few ms per plot per frame), so `show` compares what the
+    drawing depends on (the width, the range, each bucket's max) and, when equal, only
+    keeps the data current (for a later resize) without a repaint."""
+
+    _drawn: Hashable = None
+
+    def look(self, values: Sequence[float]) -> Hashable:
+        """Everything the bars depend on for `values` at the current width (None before
+        the first layout: always drawn)."""
+        width = self.size.width
+        if width <= 0:
+            return None
+        if len(values) < 2:
+            return (width, tuple(values))
+        buckets = SparklineRenderable._buckets(list(values), num_buckets=width)
+        return (width, min(values), max(values), tuple(self.summary_function(b) for b in buckets))
+
+    def show(self, values: list[float]) -> None:
+        look = self.look(values)
+        if look is not None and look == self._drawn:
+            self.set_reactive(Sparkline.data, values)
+            return
+        self._drawn = look
+        self.data = values
+
+
 class MetricsPane(Vertical):
     """Summary lines and one sparkline per plotted series."""
 
@@ -166,7 +198,7 @@ class MetricsPane(Vertical):
         for key, label in PLOTS:
             with Horizontal(id=f"plot-{key}"):
                 yield Label(label)
-                yield Sparkline([], id=f"spark-{key}")
+                yield SteadySparkline([], id=f"spark-{key}")
                 yield Label("", classes="plot-last", id=f"last-{key}")
 
     COMPACT_BELOW = 100
@@ -208,7 +240,7 @@ class MetricsPane(Vertical):
         self._show_summary()
         for key, _ in PLOTS:
             pts = series.get(key) or []
-            self.query_one(f"#spark-{key}", Sparkline).data = [v for _, v in pts]
+            self.query_one(f"#spark-{key}", SteadySparkline).show([v for _, v in pts])
             last = pts[-1][1] if pts else None
             txt = "" if last is None else (f"{last:.3f}" if abs(last) < 10 else f"{last:,.0f}")
             if self._last_text.get(key) != txt:  # an unchanged value costs no layout pass
