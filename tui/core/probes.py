@@ -527,6 +527,8 @@ class ClusterMonitor:
     async def _apply_sample(self, sess: NodeSession, text: str) -> None:
         ns = self._by_name[sess.name]
         last_key = self._last_key.get(sess.name) if ns.reachable and ns.gpu is not None else None
+        key: str | None
+        parsed: Any
         if last_key is not None and len(text) <= INLINE_KEY_CHARS and sample_key(text) == last_key:
             # the usual sample, unchanged and a few KB: compared here; a thread hop per
             # sample was most of an idle console's CPU at 64 nodes (profiled: queue, wake-up)
