@@ -162,7 +162,10 @@ class SteadySparkline(Sparkline):
             return None
         if len(values) < 2:
             return (width, tuple(values))
-        buckets = SparklineRenderable._buckets(list(values), num_buckets=width)
+        bucketer = getattr(SparklineRenderable, "_buckets", None)  # Textual's own bucketing (private)
+        if bucketer is None:  # a Textual without it: always drawn, as before
+            return None
+        buckets = bucketer(list(values), num_buckets=width)
         return (width, min(values), max(values), tuple(self.summary_function(b) for b in buckets))
 
     def show(self, values: list[float]) -> None:
