@@ -292,8 +292,11 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
     except (NodeDown, CommandTimeout, SshError) as e:
         return RayState(available=False, error=f"{api_error}; ray status: {e.message}", unasked=True)
     st = await asyncio.to_thread(parse_ray_status, r.stdout + r.stderr)  # off the event loop
-    if not st.available and not st.error:
-        st.error = api_error
+    if not st.available:
+        # the GCS listens, so Ray is there: a `ray status` that failed says nothing of it
+        st.unasked = True
+        if not st.error:
+            st.error = api_error
     return st
 
 
@@ -594,7 +597,7 @@ class ClusterMonitor:
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001
-            st = RayState(available=False, error=f"ray probe failed: {e}")
+            st = RayState(available=False, error=f"ray probe failed: {e}", unasked=True)
         if st.source == "ray status" or (not st.available and allow_cli and "dashboard" in (st.error or "")):
             self._last_cli = time.monotonic()
         self._ray_misses = self._ray_misses + 1 if st.unconfirmed else 0

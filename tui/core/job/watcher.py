@@ -31,11 +31,16 @@ AlertCallback = Callable[[Alert], None]
 
 
 def job_on_cluster(ray: Any, job_id: str) -> bool | None:
-    """Whether the current Ray knows `job_id`: its job list says (dashboard API); no
-    Ray on a reachable head means no; the CLI fallback lists no jobs, and a head that
-    could not be asked (`unasked`) says nothing: not known."""
+    """Whether the current Ray knows `job_id`: its job list says (dashboard API). No
+    only when Ray positively says so: the job list omits it, or nothing listens on
+    Ray's GCS port. A head that could not be asked (`unasked`), a dashboard that missed
+    its answers while the GCS still listens (`unconfirmed`), and the CLI fallback (which
+    lists no jobs) say nothing: not known. A "no" from a slow dashboard flipped a running
+    job to NOT_ON_CLUSTER and back in bench_chaos's full run, with no fault near it."""
     if not ray.available:
-        return None if getattr(ray, "unasked", False) else False
+        if getattr(ray, "unasked", False) or getattr(ray, "unconfirmed", False):
+            return None
+        return False
     if ray.source == "api":
         return any(j.id == job_id for j in ray.jobs)
     return None
