@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -261,7 +260,6 @@ def test_memory_is_the_index_only(tmp_path: Path) -> None:
             f.write(block)
             written += len(block)
     n_lines = written // len(block) * 2000
-    t0 = time.perf_counter()
     tracemalloc.start()
     try:
         with LogSpool(path) as spool:
@@ -276,12 +274,10 @@ def test_memory_is_the_index_only(tmp_path: Path) -> None:
             _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    elapsed = time.perf_counter() - t0
     assert index <= 8 * (n_lines + got + 2) * 1.2  # 8 bytes a line (+ array over-allocation)
     # peak = index + one read chunk + one appended chunk's lines; nothing proportional to the file
     assert peak < index + 48 * 1024 * 1024, (peak, index)
     assert peak < 80 * 1024 * 1024
-    assert elapsed < 10, elapsed
     os.unlink(path)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tui.cli.metrics import MetricsSourceError, detect_kind, load_metrics, write_csv, write_json
-from tui.core.job.metrics import RunMetrics, downsample, judge, json_safe
+from tui.core.job.metrics import RunMetrics, downsample, json_safe, judge
 from tui.sim.tbwrite import ScalarWriter
 
 EXPECTED = {
@@ -278,3 +278,40 @@ def test_end_to_end_log_to_summary(tmp_path: Path) -> None:
     assert s["eta_s"] == 2708 * 1000.0
     assert s["throughput_tokens_per_s_per_node"] == 88.5 * 8
     assert math.isclose(s["reward_mean"], 0.2)
+
+
+def test_series_index_holds_a_point_in_c_doubles() -> None:
+    """A 20-hour run's series stay in memory for the console's life: the index holds a
+    point as two C numbers (and a sparkline's prefix sums as C doubles), not as a tuple of
+    Python objects in a list (~80 bytes a point, and 64 more for each prefix sum). Its
+    reads are what a plain list of the same points gives."""
+    import random
+    import tracemalloc
+
+    from tui.core.job.metrics import SeriesIndex
+
+    rng = random.Random(7)
+    keys = [f"actor/k{i}" for i in range(20)]
+    by_step = {s: {k: rng.random() for k in keys} for s in range(1, 3001)}
+    by_step[17]["actor/k3"] = float("nan")  # not finite: not a point
+    plain = {k: [(s, m[k]) for s, m in by_step.items() if math.isfinite(m[k])] for k in keys}
+    idx = SeriesIndex(by_step)
+    idx.sync()
+    idx.settled_step = 2990
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for k in keys:
+            idx.points(k)
+            idx.downsample(k, 60)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    points = sum(len(v) for v in plain.values())
+    assert held / points < 48, held / points  # 16 for the point, 16 for its prefix sums
+    for k in keys:
+        assert list(idx.points(k)) == plain[k]
+        assert idx.points(k)[5:9] == plain[k][5:9] and idx.points(k)[-1] == plain[k][-1]
+        got, want = idx.downsample(k, 60), downsample(plain[k], 60)
+        assert [s for s, _ in got] == [s for s, _ in want]
+        assert [v for _, v in got] == pytest.approx([v for _, v in want], rel=1e-12)

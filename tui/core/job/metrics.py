@@ -26,7 +26,8 @@ import bisect
 import itertools
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -159,7 +160,7 @@ class SeriesView(Sequence[tuple[int, float]]):
 
     __slots__ = ("_head", "_n", "_tail", "_off")
 
-    def __init__(self, head: list[tuple[int, float]], tail: list[tuple[int, float]], dropped: int = 0) -> None:
+    def __init__(self, head: PointList, tail: list[tuple[int, float]], dropped: int = 0) -> None:
         self._head, self._n, self._tail = head, len(head), tail
         self._off = dropped  # points before `head` a summary index does not hold
 
@@ -196,7 +197,39 @@ class SeriesView(Sequence[tuple[int, float]]):
         yield from self._tail
 
 
-def _two_sum_append(hs: list[float], ls: list[float], v: float) -> None:
+class PointList:
+    """A growing series of (step, value) points held as two C arrays (16 bytes a point;
+    a list of tuples costs ~80: 23 MB at the end of a 2710-step run with 130 tags).
+    Reads build the tuples they return, so it stands in for the list it replaced."""
+
+    __slots__ = ("_st", "_v")
+
+    def __init__(self, points: Iterable[tuple[int, float]] = ()) -> None:
+        self._st: array[int] = array("q")
+        self._v: array[float] = array("d")
+        for st, v in points:
+            self.append((st, v))
+
+    def __len__(self) -> int:
+        return len(self._st)
+
+    def append(self, p: tuple[int, float]) -> None:
+        self._st.append(p[0])
+        self._v.append(p[1])
+
+    def pop(self) -> tuple[int, float]:
+        return self._st.pop(), self._v.pop()
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(zip(self._st[i], self._v[i]))
+        return self._st[i], self._v[i]
+
+    def __iter__(self) -> Iterator[tuple[int, float]]:
+        return zip(self._st, self._v)
+
+
+def _two_sum_append(hs: array[float], ls: array[float], v: float) -> None:
     """Append the running sum plus `v` as a double-double (`hs` + `ls`: the rounded sum
     and what rounding lost, Knuth's two-sum), so differences of prefixes stay exact to
     about 1e-16 of a run's own sum however long the run."""
@@ -241,10 +274,13 @@ class SeriesIndex:
         self.settled_step: int | None = None
         """Set by the caller: steps up to this one are final (their series are cached)."""
         self.order: list[int] = []
-        self._series: dict[str, list[tuple[int, float]]] = {}
+        self._series: dict[str, PointList] = {}
         self._pos: dict[str, int] = {}
         self._sum: dict[str, float] = {}
-        self._prefix: dict[Any, tuple[list[float], list[float]]] = {}
+        self._prefix: dict[Any, tuple[array[float], array[float]]] = {}
+        """Per (key, scale): the double-double prefix sums, as C doubles (8 bytes a step,
+        not a float object and a list slot: 23 MB -> 6 MB at the end of a 2710-step run
+        with 130 tags)."""
         self._memo: dict[Any, tuple[Any, list[tuple[int, float]]]] = {}
         self._keys: set[str] = set()
         self._last: dict[str, tuple[float, int]] = {}
@@ -255,7 +291,7 @@ class SeriesIndex:
             self.dropped_steps = int(self._seed["steps"])
             for key, (n, total, pts) in self._seed["keys"].items():
                 self._keys.add(key)
-                self._series[key] = [(int(st), float(v)) for st, v in pts]
+                self._series[key] = PointList((int(st), float(v)) for st, v in pts)
                 self._sum[key] = float(total)
                 self._dropped[key] = int(n) - len(pts)
                 if pts:
@@ -279,7 +315,9 @@ class SeriesIndex:
 
     def points(self, key: str) -> SeriesView:
         """Every finite (step, value) of `key`, in step order, as a view (no copy)."""
-        lst = self._series.setdefault(key, [])
+        lst = self._series.get(key)
+        if lst is None:
+            lst = self._series[key] = PointList()
         end = self._settled()
         by = self.by_step
         pos = self._pos.get(key, 0)
@@ -326,10 +364,11 @@ class SeriesIndex:
         memo = self._memo.get(memo_key)
         if memo is not None and memo[0] == state:
             return list(memo[1])
-        hs, ls = self._prefix.setdefault((key, scale), ([0.0], [0.0]))
+        hs, ls = self._prefix.setdefault((key, scale), (array("d", [0.0]), array("d", [0.0])))
         head, nh = view._head, view._n
+        vals = head._v
         for i in range(len(hs) - 1, nh):
-            _two_sum_append(hs, ls, _scale1(head[i][1], scale))
+            _two_sum_append(hs, ls, _scale1(vals[i], scale))
         # the unsettled points go on for this call only (the lists are the index's own)
         for p in view._tail:
             head.append(p)
@@ -337,7 +376,8 @@ class SeriesIndex:
         try:
             body, buckets = n - 1, max_points - 1
             cut = [b * body // buckets for b in range(buckets + 1)]
-            out = [(head[hi - 1][0], ((hs[hi] - hs[lo]) + (ls[hi] - ls[lo])) / (hi - lo))
+            steps = head._st
+            out = [(steps[hi - 1], ((hs[hi] - hs[lo]) + (ls[hi] - ls[lo])) / (hi - lo))
                    for lo, hi in zip(cut, cut[1:]) if hi > lo]
         finally:
             for _ in view._tail:
