@@ -14,6 +14,7 @@ placeholder is `None` ("not reported"), never zero.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -115,6 +116,11 @@ def is_placeholder(value: str) -> bool:
 _NUMBER_RE = re.compile(r"^\s*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(?:\s*([A-Za-z%°]+))?\s*$")
 
 
+@functools.lru_cache(maxsize=64)
+def _folded(units: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(u.casefold() for u in units)
+
+
 def parse_number(value: object, allowed_units: tuple[str, ...] | None = None) -> float | None:
     """Parse "96.66W", "27C", "0%", "100 %", "3", 3.5 into a float.
 
@@ -127,15 +133,13 @@ def parse_number(value: object, allowed_units: tuple[str, ...] | None = None) ->
     if isinstance(value, (int, float)):
         result = float(value)
         return result if math.isfinite(result) else None
-    if not isinstance(value, str) or is_placeholder(value):
+    if not isinstance(value, str):
         return None
-    match = _NUMBER_RE.match(value)
+    match = _NUMBER_RE.match(value)  # no placeholder (`[N/A]`, `-`, ...) has a digit: no match
     if not match:
         return None
     unit = match.group(2) or ""
-    if unit and allowed_units is not None and unit.casefold() not in {
-        u.casefold() for u in allowed_units
-    }:
+    if unit and allowed_units is not None and unit.casefold() not in _folded(allowed_units):
         return None
     try:
         result = float(match.group(1))
@@ -167,7 +171,7 @@ def parse_mib(value: object) -> float | None:
     if not isinstance(value, str):
         return None
     match = _NUMBER_RE.match(value)
-    if not match or is_placeholder(value):
+    if not match:
         return None
     factor = _MIB_FACTORS.get((match.group(2) or "").casefold())
     if factor is None:

@@ -19,7 +19,6 @@ reports the tool's message when there is one.
 from __future__ import annotations
 
 import functools
-import functools
 import json
 import re
 from typing import Any
