@@ -216,11 +216,8 @@ _NON_ALNUM = re.compile(r"[^a-z0-9]")
 
 
 @functools.lru_cache(maxsize=1024)
-@functools.lru_cache(maxsize=2048)
 def _norm(key: str) -> str:
-    """Key normalisation: "Power Draw " -> "powerdraw", "GPU UUID" -> "gpuuuid".
-    Memoised (bounded): a busy node's every sample repeats the same few dozen keys, and
-    normalising them anew was a third of parsing one."""
+    """Key normalisation: "Power Draw " -> "powerdraw", "GPU UUID" -> "gpuuuid"."""
     return _NON_ALNUM.sub("", key.casefold())
 
 
