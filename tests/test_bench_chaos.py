@@ -78,3 +78,11 @@ def test_the_counts_count(tmp_path: Path) -> None:
     bodies = [{"key": "stall", "time": 10.5}, {"key": "stall", "time": 30.5},  # one per episode
               {"key": "node:n2", "time": 11.0}, {"key": "node:n2", "time": 14.0}]  # two in one
     assert check_notifications(eps, bodies) == 1
+    # two episodes of one key a second apart (a worker's sshd stopped, then the node
+    # away: seed 188939197), one notification each: nothing doubled; the second's
+    # notification is within the first's slack, but inside the second
+    eps = {"node:node2": [("open", 999.2), ("end", 1002.7), ("open", 1003.7), ("end", 1013.2)]}
+    bodies = [{"key": "node:node2", "time": 999.2}, {"key": "node:node2", "time": 1003.7}]
+    assert check_notifications(eps, bodies) == 0
+    bodies.append({"key": "node:node2", "time": 1004.0})
+    assert check_notifications(eps, bodies) == 1
