@@ -296,6 +296,29 @@ def sim_up(
     jump host; the nodes then accept SSH only from it and the profile says `ssh.jump`.
     `sshd="openssh"`: each node served by OpenSSH's own sshd instead of the built-in
     asyncssh server (opensshd.py); SimRequirementError when sshd is not installed."""
+    _check_shape(nodes, gpus, sshd)
+    d = _state_dir(state_dir)
+    replay = None
+    if replay_gpu is not None:
+        rp = Path(replay_gpu).expanduser()
+        if not rp.is_file():
+            raise SimError(f"--replay-gpu: no such file: {replay_gpu}")
+        replay = str(rp.resolve())
+    running = _running_profile(d, nodes, gpus, replay, bastion, sshd)
+    if running is not None:
+        return running
+    _prepare_state_dir(d)
+    config = {
+        "marker": MARKER, "nodes": nodes, "gpus": gpus, "replay_gpu": replay,
+        "docker": docker, "namespaces": namespaces, "python": sys.executable,
+        "created": time.time(), "bastion": bool(bastion), "sshd": sshd,
+    }
+    _write_json(d / "config.json", config)
+    return _wait_ready(d, _start_daemon(d), timeout)
+
+
+def _check_shape(nodes: int, gpus: int, sshd: str) -> None:
+    """The asked-for cluster is one the sim can serve here (before anything starts)."""
     if not 1 <= nodes <= MAX_NODES:
         raise SimError(f"--nodes must be 1..{MAX_NODES} (loopback addresses 127.0.0.2..), got {nodes}")
     if not 1 <= gpus <= 64:
@@ -308,41 +331,42 @@ def sim_up(
         if find_sshd() is None:
             raise SimRequirementError("--sshd openssh: OpenSSH's sshd is not installed "
                                       "(Debian/Ubuntu: apt-get install openssh-server)")
-    d = _state_dir(state_dir)
-    replay = None
-    if replay_gpu is not None:
-        rp = Path(replay_gpu).expanduser()
-        if not rp.is_file():
-            raise SimError(f"--replay-gpu: no such file: {replay_gpu}")
-        replay = str(rp.resolve())
+
+
+def _running_profile(d: Path, nodes: int, gpus: int, replay: str | None, bastion: bool, sshd: str) -> Path | None:
+    """The running sim's profile when it has the asked-for shape (`sim up` is
+    idempotent); None when none runs; an error when one of another shape does."""
     current = sim_status(d)
-    if current.running:
-        running_cfg = _read_json(d / "config.json") or {}
-        same_bastion = bool(running_cfg.get("bastion")) == bastion
-        same_sshd = running_cfg.get("sshd", "builtin") == sshd
-        if len(current.nodes) == nodes and current.gpus == gpus and current.replay_gpu == replay and current.profile \
-                and same_bastion and same_sshd:
-            return Path(current.profile)
-        raise SimError(f"a simulated cluster is already running in {d} ({len(current.nodes)} x {current.gpus}"
-                       f"{', replaying ' + str(current.replay_gpu) if current.replay_gpu else ''}"
-                       f"{', sshd ' + str(running_cfg.get('sshd', 'builtin')) if not same_sshd else ''}): "
-                       "run `rlconsole sim down` first")
-    if current.stale or (d / "state.json").exists():
+    if not current.running:
+        return None
+    running_cfg = _read_json(d / "config.json") or {}
+    same_bastion = bool(running_cfg.get("bastion")) == bastion
+    same_sshd = running_cfg.get("sshd", "builtin") == sshd
+    if len(current.nodes) == nodes and current.gpus == gpus and current.replay_gpu == replay and current.profile \
+            and same_bastion and same_sshd:
+        return Path(current.profile)
+    raise SimError(f"a simulated cluster is already running in {d} ({len(current.nodes)} x {current.gpus}"
+                   f"{', replaying ' + str(current.replay_gpu) if current.replay_gpu else ''}"
+                   f"{', sshd ' + str(running_cfg.get('sshd', 'builtin')) if not same_sshd else ''}): "
+                   "run `rlconsole sim down` first")
+
+
+def _prepare_state_dir(d: Path) -> None:
+    """A stale sim's leftovers stopped and removed; a directory that is not a sim's is
+    never adopted (sim down removes the whole state dir)."""
+    if sim_status(d).stale or (d / "state.json").exists():
         sim_down(d)
     if d.is_dir() and any(d.iterdir()) and (_read_json(d / "config.json") or {}).get("marker") != MARKER:
-        # sim down removes the whole state dir: never adopt a directory with other content
         raise SimError(f"{d} is not empty and is not a simulated cluster's state dir: choose another "
                        "(RLCONSOLE_SIM_DIR or --state-dir)")
     d.mkdir(parents=True, exist_ok=True)
     for stale in ("state.json", "profile.yaml", "daemon.pid"):
         with contextlib.suppress(FileNotFoundError):
             (d / stale).unlink()
-    config = {
-        "marker": MARKER, "nodes": nodes, "gpus": gpus, "replay_gpu": replay,
-        "docker": docker, "namespaces": namespaces, "python": sys.executable,
-        "created": time.time(), "bastion": bool(bastion), "sshd": sshd,
-    }
-    _write_json(d / "config.json", config)
+
+
+def _start_daemon(d: Path) -> subprocess.Popen[bytes]:
+    """The sim's daemon, in a session of its own (it outlives this command)."""
     logf = (d / "daemon.log").open("ab")
     env = dict(os.environ)
     env["PYTHONPATH"] = str(_repo_root()) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -351,6 +375,12 @@ def sim_up(
         stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True, env=env, cwd="/",
     )
     logf.close()
+    return proc
+
+
+def _wait_ready(d: Path, proc: subprocess.Popen[bytes], timeout: float) -> Path:
+    """The profile once the daemon says ready; on failure or timeout the half-started
+    sim is taken down and the daemon's own words are in the error."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         st = _read_json(d / "state.json") or {}
@@ -458,14 +488,31 @@ def sim_down(state_dir: str | Path | None = None, timeout: float = 20.0) -> bool
     if pid is None:
         with contextlib.suppress(OSError, ValueError):
             pid = int((d / "daemon.pid").read_text().strip())
-    # 1. The daemon cleans up its children itself on SIGTERM.
+    _stop_daemon(pid, timeout)  # 1. the daemon cleans up its children itself on SIGTERM
+    _stop_recorded(_read_json(d / "state.json") or st)  # 2. what it recorded and did not stop
+    _stop_referencing(sd, d)  # 3. anything still carrying the sim's paths (shims, orphans)
+    _unmount_below([d, sd])
+    shutil.rmtree(sd, ignore_errors=True)
+    shutil.rmtree(d, ignore_errors=True)
+    if d.exists():  # e.g. a busy mount: say so rather than pretend
+        leftovers = [str(p) for p in d.rglob("*")][:3]
+        raise SimError(f"could not remove {d} completely (left: {', '.join(leftovers)})")
+    return True
+
+
+def _stop_daemon(pid: int | None, timeout: float) -> None:
+    """SIGTERM to the sim's daemon (it stops its children), SIGKILL if it lingers."""
     if pid and _pid_alive(pid) and _is_daemon(_cmdline(pid)):
         _kill(pid, signal.SIGTERM)
         if _wait_gone([pid], timeout):
             _kill(pid, signal.SIGKILL)
             _wait_gone([pid], 2)
-    # 2. Whatever it recorded and did not stop (it was killed, or cleanup failed).
-    st = _read_json(d / "state.json") or st
+
+
+def _stop_recorded(st: dict[str, Any]) -> None:
+    """What the daemon recorded (it was killed, or its cleanup failed): the nodes'
+    namespaces, their OpenSSH servers, the private dockerd; each by PID, each checked to
+    be what it was before it is stopped."""
     for ns in (st.get("namespaces") or {}).values():
         for key in ("init", "unshare"):
             p = ns.get(key)
@@ -482,7 +529,9 @@ def sim_down(state_dir: str | Path | None = None, timeout: float = 20.0) -> bool
 
         sock = Path(st["docker_sock"]) if st.get("docker_sock") else None
         stop_dockerd(dpid, sock, st.get("docker_cli"), Path(st["docker_config"]) if st.get("docker_config") else None)
-    # 3. Anything still carrying the sim's paths (shims, orphans).
+
+
+def _stop_referencing(sd: Path, d: Path) -> None:
     for _ in range(3):
         left = _processes_referencing(sd, d)
         if not left:
@@ -490,13 +539,6 @@ def sim_down(state_dir: str | Path | None = None, timeout: float = 20.0) -> bool
         for p in left:
             _kill(p)
         _wait_gone(left, 3)
-    _unmount_below([d, sd])
-    shutil.rmtree(sd, ignore_errors=True)
-    shutil.rmtree(d, ignore_errors=True)
-    if d.exists():  # e.g. a busy mount: say so rather than pretend
-        leftovers = [str(p) for p in d.rglob("*")][:3]
-        raise SimError(f"could not remove {d} completely (left: {', '.join(leftovers)})")
-    return True
 
 
 # --------------------------------------------------------------------------- daemon
