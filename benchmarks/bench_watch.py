@@ -345,9 +345,17 @@ def measure_terminal(tree: Path, profile: Path, seconds: float, env: dict[str, s
         else:
             raise SystemExit(f"the console in tmux never showed {ready!r}:\n{screen}")
         time.sleep(3.0)
+        spy = None
+        if os.environ.get("RLC_BENCH_PYSPY"):  # where the time goes, sampled from outside (py-spy)
+            out = f"{os.environ['RLC_BENCH_PYSPY']}.{Path(argv[-1]).name if argv else 'console'}.{pid}.txt"
+            spy = subprocess.Popen(["py-spy", "record", "--nonblocking", "-r", "50", "-d", f"{seconds:g}",
+                                    "-f", "raw", "-o", out, "-p", str(pid)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         c0, t0 = _tree_cpu(pid), time.monotonic()
         time.sleep(seconds)
         c1, t1 = _tree_cpu(pid), time.monotonic()
+        if spy is not None:
+            spy.wait(60)
         rss = _hwm_mb(pid)
         return {"cpu_s": c1 - c0, "wall_s": t1 - t0, "rss_mb": rss, "samples": 0, "parsed": 0, "nodes_up": 0}
     finally:

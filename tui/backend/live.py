@@ -124,35 +124,12 @@ class LiveBackend:
 
     def _on_state(self, st: ClusterState) -> None:
         w = self.watcher
-        was = w.status if w is not None else None
         if w is not None:
-            ray_job = next((j for j in st.ray.jobs if j.id == w.job_id), None)
-            if ray_job is not None:
-                w.observe(ray_job.status, True)
-            elif time.monotonic() - self._attached_at > self.ATTACH_GRACE_S:
-                from tui.core.job.watcher import job_on_cluster
-
-                head = next((n for n in st.nodes if n.role == "head"), None)
-                if head is not None and head.reachable and job_on_cluster(st.ray, w.job_id) is False:
-                    w.observe(JobStatus.NOT_ON_CLUSTER, False)
-            # the job as of the last refresh (one RunMetrics a refresh serves both)
-            if self._job is not None and self._job.id == w.job_id:
-                self._job.status = w.status if w.on_cluster is not False else JobStatus.NOT_ON_CLUSTER
-                if w.on_cluster is not False and self._job.on_cluster is False:
-                    self._job = w.job_state()
-                st.job = self._job
-            else:
-                st.job = self._job = w.job_state()
-        if w is not None and w.status != was:
-            self._journal_state(w, self._job.step if self._job is not None else None)
-        if w is not None and w.status != was and w.status not in _ACTIVE:
-            # The job just ended: say so now, from this state, not at the job loop's next
-            # turn (which may be a refresh away, or never if that loop is wedged on a
-            # slow head); the alert rules fire once per episode either way.
-            try:
-                self.refresh_metrics(w)
-            except Exception as e:  # noqa: BLE001 - the state must still reach the screen
-                log.info("job end: %s", e)
+            was = w.status
+            self._observe_ray(w, st)
+            st.job = self._job_now(w)
+            if w.status != was:
+                self._job_changed(w)
         self._mark_stale(st)
         for a in self.rules.observe_state(st):
             self._alert(a)
@@ -160,6 +137,42 @@ class LiveBackend:
         for cb in self._state_cbs:
             with contextlib.suppress(Exception):
                 cb(st)
+
+    def _observe_ray(self, w: Any, st: ClusterState) -> None:
+        """What Ray says of the watched job, told to the watcher: its status when Ray
+        lists it; "not on this cluster" only when Ray positively says so, the head is up
+        and the grace after attaching is over (a job just submitted may not be listed)."""
+        ray_job = next((j for j in st.ray.jobs if j.id == w.job_id), None)
+        if ray_job is not None:
+            w.observe(ray_job.status, True)
+        elif time.monotonic() - self._attached_at > self.ATTACH_GRACE_S:
+            from tui.core.job.watcher import job_on_cluster
+
+            head = next((n for n in st.nodes if n.role == "head"), None)
+            if head is not None and head.reachable and job_on_cluster(st.ray, w.job_id) is False:
+                w.observe(JobStatus.NOT_ON_CLUSTER, False)
+
+    def _job_now(self, w: Any) -> JobState:
+        """The job as of the last refresh (one RunMetrics a refresh serves both), with
+        the status just observed."""
+        if self._job is not None and self._job.id == w.job_id:
+            self._job.status = w.status if w.on_cluster is not False else JobStatus.NOT_ON_CLUSTER
+            if w.on_cluster is not False and self._job.on_cluster is False:
+                self._job = w.job_state()
+        else:
+            self._job = w.job_state()
+        return self._job
+
+    def _job_changed(self, w: Any) -> None:
+        self._journal_state(w, self._job.step if self._job is not None else None)
+        if w.status not in _ACTIVE:
+            # The job just ended: say so now, from this state, not at the job loop's next
+            # turn (which may be a refresh away, or never if that loop is wedged on a
+            # slow head); the alert rules fire once per episode either way.
+            try:
+                self.refresh_metrics(w)
+            except Exception as e:  # noqa: BLE001 - the state must still reach the screen
+                log.info("job end: %s", e)
 
     def _mark_stale(self, st: ClusterState) -> None:
         """A node that is down keeps its last known container and cards, marked as such
