@@ -34,7 +34,7 @@ from tui.core.state import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, CardLimit
 if TYPE_CHECKING:
     from tui.core.diagnosis import Finding, Verdict
     from tui.core.profile import Monitoring, Profile
-    from tui.core.state import ClusterState, JobState
+    from tui.core.state import ClusterState, JobState, NodeState
 
 def _clip(text: str) -> str:
     text = " ".join(str(text).split())
@@ -131,43 +131,17 @@ class AlertRules:
     def observe_state(self, st: ClusterState, now: float | None = None) -> list[Alert]:
         """Node down/back, card hot / memory near full / missing, Ray node lost."""
         at = time.time() if now is None else now
-        out: list[Alert] = []
-
         down: dict[str, Condition] = {}
         cards: dict[str, Condition] = {}
         keep_cards: list[str] = []
         for n in st.nodes:
             if not n.reachable:
-                if n.error == "connecting":  # first contact still under way: not known yet
-                    keep_cards += [k for k in self.open if k.startswith(f"card:{n.name}:")]
-                    if f"node:{n.name}" in self.open:
-                        down[f"node:{n.name}"] = ("error", "probe", "", None)
-                    continue
-                down[f"node:{n.name}"] = ("error", "probe", f"node {n.name} is down: {n.error or 'unreachable'}", None)
-                # no card report from a down node: its card episodes stay as they were
+                self._node_down(n, down)
+            if not n.reachable or n.gpu is None or not n.gpu.parsed:
+                # no card report (a down node, an unparsed one): its card episodes stay as they were
                 keep_cards += [k for k in self.open if k.startswith(f"card:{n.name}:")]
                 continue
-            if n.gpu is None or not n.gpu.parsed:
-                keep_cards += [k for k in self.open if k.startswith(f"card:{n.name}:")]
-                continue
-            limits = self.t.cards
-            for c in n.gpus:
-                if limits.is_hot(c):
-                    cards[f"card:{n.name}:{c.index}:hot"] = (
-                        "warning", "probe", f"{n.name} card {c.index} at {c.temp_c:.0f}°C (hot >= {self.t.hot_c:g}°C)", None)
-                if limits.mem_full(c):
-                    cards[f"card:{n.name}:{c.index}:mem"] = (
-                        "warning", "probe",
-                        f"{n.name} card {c.index} memory {mem_pct(c):.0f}% of {(c.mem_total_mib or 0) / 1024:.0f} GiB "
-                        f"(near full >= {self.t.mem_full_pct:g}%)", None)
-            want = self.expected_cards.get(n.name)
-            if want:
-                have = {c.index for c in n.gpus}
-                missing = [i for i in range(want) if i not in have]
-                if missing:
-                    cards[f"card:{n.name}:missing"] = (
-                        "error", "probe",
-                        f"{n.name} reports {len(have)} of {want} cards (missing: {', '.join(map(str, missing))})", None)
+            self._card_conditions(n, cards)
 
         def node_end(key: str, a: Alert) -> str:
             return f"node {key.split(':', 1)[1]} is back"
@@ -179,27 +153,56 @@ class AlertRules:
             idx, kind = what.split(":")
             return f"{node} card {idx} " + ("cooled down" if kind == "hot" else "memory below the near-full mark")
 
-        out += self._settle("node:", down, at, node_end)
+        out = self._settle("node:", down, at, node_end)
         out += self._settle("card:", cards, at, card_end, keep=keep_cards)
-
-        # Ray: a node Ray lists as dead. When Ray does not answer, nothing is known.
-        if st.ray.available:
-            names = {n.address: n.name for n in st.nodes}
-            lost: dict[str, Condition] = {}
-            for rn in st.ray.nodes:
-                if not rn.alive:
-                    who = names.get(rn.address, rn.address)
-                    lost[f"ray-node:{rn.address}"] = (
-                        "error", "ray", f"Ray lost node {who} ({rn.address})", None)
-            alive = {rn.address for rn in st.ray.nodes if rn.alive}
-
-            def ray_end(key: str, a: Alert) -> str:
-                addr = key.split(":", 1)[1]
-                who = names.get(addr, addr)
-                return f"Ray node {who} is alive again" if addr in alive else f"Ray no longer lists node {who}"
-
-            out += self._settle("ray-node:", lost, at, ray_end)
+        if st.ray.available:  # when Ray does not answer, nothing is known of its nodes
+            out += self._ray_nodes(st, at)
         return out
+
+    def _node_down(self, n: NodeState, down: dict[str, Condition]) -> None:
+        if n.error == "connecting":  # first contact still under way: not known yet
+            if f"node:{n.name}" in self.open:
+                down[f"node:{n.name}"] = ("error", "probe", "", None)
+            return
+        down[f"node:{n.name}"] = ("error", "probe", f"node {n.name} is down: {n.error or 'unreachable'}", None)
+
+    def _card_conditions(self, n: NodeState, cards: dict[str, Condition]) -> None:
+        """A reachable node's cards: hot, memory near full, missing from its report."""
+        limits = self.t.cards
+        for c in n.gpus:
+            if limits.is_hot(c):
+                cards[f"card:{n.name}:{c.index}:hot"] = (
+                    "warning", "probe", f"{n.name} card {c.index} at {c.temp_c:.0f}°C (hot >= {self.t.hot_c:g}°C)", None)
+            if limits.mem_full(c):
+                cards[f"card:{n.name}:{c.index}:mem"] = (
+                    "warning", "probe",
+                    f"{n.name} card {c.index} memory {mem_pct(c):.0f}% of {(c.mem_total_mib or 0) / 1024:.0f} GiB "
+                    f"(near full >= {self.t.mem_full_pct:g}%)", None)
+        want = self.expected_cards.get(n.name)
+        if want:
+            have = {c.index for c in n.gpus}
+            missing = [i for i in range(want) if i not in have]
+            if missing:
+                cards[f"card:{n.name}:missing"] = (
+                    "error", "probe",
+                    f"{n.name} reports {len(have)} of {want} cards (missing: {', '.join(map(str, missing))})", None)
+
+    def _ray_nodes(self, st: ClusterState, at: float) -> list[Alert]:
+        """A node Ray lists as dead: an episode until Ray lists it alive, or not at all."""
+        names = {n.address: n.name for n in st.nodes}
+        lost: dict[str, Condition] = {}
+        for rn in st.ray.nodes:
+            if not rn.alive:
+                who = names.get(rn.address, rn.address)
+                lost[f"ray-node:{rn.address}"] = ("error", "ray", f"Ray lost node {who} ({rn.address})", None)
+        alive = {rn.address for rn in st.ray.nodes if rn.alive}
+
+        def ray_end(key: str, a: Alert) -> str:
+            addr = key.split(":", 1)[1]
+            who = names.get(addr, addr)
+            return f"Ray node {who} is alive again" if addr in alive else f"Ray no longer lists node {who}"
+
+        return self._settle("ray-node:", lost, at, ray_end)
 
     # ------------------------------------------------------------------ job
 
