@@ -348,7 +348,10 @@ def measure_terminal(tree: Path, profile: Path, seconds: float, env: dict[str, s
         spy = None
         if os.environ.get("RLC_BENCH_PYSPY"):  # where the time goes, sampled from outside (py-spy)
             out = f"{os.environ['RLC_BENCH_PYSPY']}.{Path(argv[-1]).name if argv else 'console'}.{pid}.txt"
-            spy = subprocess.Popen(["py-spy", "record", "--nonblocking", "-r", "50", "-d", f"{seconds:g}",
+            import shutil
+
+            exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+            spy = subprocess.Popen([exe, "record", "--nonblocking", "-r", "50", "-d", f"{seconds:g}",
                                     "-f", "raw", "-o", out, "-p", str(pid)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         c0, t0 = _tree_cpu(pid), time.monotonic()
@@ -571,6 +574,7 @@ def main() -> None:
               "parses a second at about 1 ms each, some 3% of a core on its own on this machine, before SSH; "
               "that is the margin by which 5% is missed here. This bench changes every card on every "
               "refresh, so parsing only a changed card's fields would not help it.",
+              "", "Sampled from outside with py-spy instead (`RLC_BENCH_PYSPY=PREFIX`, the console in tmux, 64 x 8 cards busy, 30 s at 50 Hz, 2026-12-05), so without cProfile's per-call overhead that inflates the parsers: of the console's busy samples, parsing the changed samples in the worker thread is about a quarter (the card tool's JSON about two thirds of that: 0.05 ms a card on this machine), waking the event loop when each parse is done (`call_soon_threadsafe`, its self-pipe write) a tenth, receiving and splitting the samplers' output a tenth, comparing unchanged samples 6%, asyncssh's keepalive requests 6% and Textual's compositor 7%. No one part is the missing margin to 5%: parsing on the event loop would save the wake-ups but let one odd node's output stall the screen, which the design refuses.",
               "", "Where a running job's cost goes (4 x 8, 60 s/step, `--profile-job --job-step-s 60`, "
               "cProfile): the console was busy 1.6 s of the 30 under the profiler: 0.74 s is Textual's "
               "compositor drawing 38 frames (about 19 ms each), 0.2 s the cards' samples (every card busy, "
