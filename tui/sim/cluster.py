@@ -304,10 +304,11 @@ def sim_up(
         if not rp.is_file():
             raise SimError(f"--replay-gpu: no such file: {replay_gpu}")
         replay = str(rp.resolve())
-    running = _running_profile(d, nodes, gpus, replay, bastion, sshd)
+    current = sim_status(d)
+    running = _running_profile(d, current, nodes, gpus, replay, bastion, sshd)
     if running is not None:
         return running
-    _prepare_state_dir(d)
+    _prepare_state_dir(d, current)
     config = {
         "marker": MARKER, "nodes": nodes, "gpus": gpus, "replay_gpu": replay,
         "docker": docker, "namespaces": namespaces, "python": sys.executable,
@@ -333,10 +334,10 @@ def _check_shape(nodes: int, gpus: int, sshd: str) -> None:
                                       "(Debian/Ubuntu: apt-get install openssh-server)")
 
 
-def _running_profile(d: Path, nodes: int, gpus: int, replay: str | None, bastion: bool, sshd: str) -> Path | None:
+def _running_profile(d: Path, current: SimStatus, nodes: int, gpus: int, replay: str | None, bastion: bool,
+                     sshd: str) -> Path | None:
     """The running sim's profile when it has the asked-for shape (`sim up` is
     idempotent); None when none runs; an error when one of another shape does."""
-    current = sim_status(d)
     if not current.running:
         return None
     running_cfg = _read_json(d / "config.json") or {}
@@ -351,10 +352,10 @@ def _running_profile(d: Path, nodes: int, gpus: int, replay: str | None, bastion
                    "run `rlconsole sim down` first")
 
 
-def _prepare_state_dir(d: Path) -> None:
+def _prepare_state_dir(d: Path, current: SimStatus) -> None:
     """A stale sim's leftovers stopped and removed; a directory that is not a sim's is
     never adopted (sim down removes the whole state dir)."""
-    if sim_status(d).stale or (d / "state.json").exists():
+    if current.stale or (d / "state.json").exists():
         sim_down(d)
     if d.is_dir() and any(d.iterdir()) and (_read_json(d / "config.json") or {}).get("marker") != MARKER:
         raise SimError(f"{d} is not empty and is not a simulated cluster's state dir: choose another "
