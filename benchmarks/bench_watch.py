@@ -22,6 +22,7 @@ import os
 import platform
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -319,6 +320,7 @@ def measure_terminal(tree: Path, profile: Path, seconds: float, env: dict[str, s
     socket and pid at the end."""
     tmp.mkdir(parents=True, exist_ok=True)
     sock = tmp / f"tmux-{os.getpid()}-{time.monotonic_ns()}.sock"
+    label = "bare" if argv else "console"  # what a py-spy profile's file is named after
     argv = argv or [sys.executable, "-m", "tui.cli", "--profile", str(profile), "--no-bell"]
     pass_env = {k: v for k, v in env.items() if k.startswith(("XDG_", "RLCONSOLE_", "PYTHON"))}
     pass_env["PYTHONPATH"] = str(tree)
@@ -347,9 +349,7 @@ def measure_terminal(tree: Path, profile: Path, seconds: float, env: dict[str, s
         time.sleep(3.0)
         spy = None
         if os.environ.get("RLC_BENCH_PYSPY"):  # where the time goes, sampled from outside (py-spy)
-            out = f"{os.environ['RLC_BENCH_PYSPY']}.{Path(argv[-1]).name if argv else 'console'}.{pid}.txt"
-            import shutil
-
+            out = f"{os.environ['RLC_BENCH_PYSPY']}.{label}.{pid}.txt"
             exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
             spy = subprocess.Popen([exe, "record", "--nonblocking", "-r", "50", "-d", f"{seconds:g}",
                                     "-f", "raw", "-o", out, "-p", str(pid)],
