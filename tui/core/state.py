@@ -177,7 +177,8 @@ class RayState:
     jobs) went away: the monitor keeps its last good answer over a few of these."""
     unasked: bool = False
     """Set with `available` False when Ray could not be asked at all: the head's SSH link
-    was down or failed mid-probe, or Ray's GCS listens but `ray status` did not answer. It
+    was down or failed mid-probe, or Ray's GCS listens but `ray status` did not answer (or
+    answered with no status it could be read from), or the probe itself raised. It
     says nothing about Ray or its jobs: a running job must not read as "not on this
     cluster" (after the head's sshd restarts, the node is reachable again a refresh before
     Ray is polled again: this stale answer used to flip the watched job to NOT_ON_CLUSTER
