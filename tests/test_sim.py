@@ -327,3 +327,20 @@ def test_sim_down_knows_a_daemon_started_before_the_layout_step() -> None:
     assert _is_daemon("/venv/bin/python -m tui.sim.cluster daemon /tmp/x/sim")
     assert not _is_daemon("/venv/bin/python -m tui.cli sim up")
     assert not _is_daemon("")
+
+
+def test_ray_ports_are_drawn_below_the_ephemeral_range() -> None:
+    """The sim's Ray ports are chosen at `sim up` and bound only later (at every
+    setup-ray): a port from the kernel's ephemeral range can meanwhile become some
+    outgoing connection's local port, and did (CI: Ray's GCS "Address already in
+    use"). They come from below that range, distinct, each free when drawn."""
+    import socket
+
+    from tui.sim.cluster import LISTEN_PORTS_FROM, _ephemeral_low, _free_ports
+
+    ports = _free_ports(27)
+    assert len(set(ports)) == 27
+    assert all(LISTEN_PORTS_FROM <= p < _ephemeral_low() for p in ports), ports
+    for p in ports[:3]:
+        with socket.socket() as s:
+            s.bind(("0.0.0.0", p))  # free: nothing else holds it

@@ -552,13 +552,42 @@ def _is_daemon(cmdline: str) -> bool:
     return "tui.sim.cluster" in cmdline or "tui.core.sim.cluster" in cmdline
 
 
-def _free_ports(n: int, host: str = "0.0.0.0") -> list[int]:
-    """n distinct free TCP ports (held open together so none repeats)."""
-    socks = []
+LISTEN_PORTS_FROM = 10000
+"""Lowest port the sim hands to a server (Ray's GCS, dashboard, agents)."""
+
+
+def _ephemeral_low() -> int:
+    """Where the kernel's range for outgoing connections' local ports starts."""
     try:
-        for _ in range(n):
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _free_ports(n: int, host: str = "0.0.0.0") -> list[int]:
+    """n distinct free TCP ports for servers that start later (Ray's, at setup-ray and
+    again at every restart), held open together so none repeats.
+
+    They are drawn below the kernel's ephemeral range: a port the kernel picks (bind to
+    0) is one it may give any outgoing connection's local end meanwhile, and on a busy
+    machine one did, minutes later (Ray's GCS failed with "Address already in use").
+    Random within the range, so two sims (two pytest-xdist workers) rarely draw alike;
+    each is checked free by binding it. The kernel's own pick is the fallback."""
+    import random
+
+    rng = random.SystemRandom()
+    low, high = LISTEN_PORTS_FROM, _ephemeral_low()
+    socks: list[socket.socket] = []
+    try:
+        tries = 0
+        while len(socks) < n:
             s = socket.socket()
-            s.bind((host, 0))
+            tries += 1
+            try:
+                s.bind((host, rng.randrange(low, high) if high - low > 4 * n and tries < 50 * n else 0))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:
