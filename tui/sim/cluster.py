@@ -552,8 +552,9 @@ def _is_daemon(cmdline: str) -> bool:
     return "tui.sim.cluster" in cmdline or "tui.core.sim.cluster" in cmdline
 
 
-LISTEN_PORTS_FROM = 10000
-"""Lowest port the sim hands to a server (Ray's GCS, dashboard, agents)."""
+LISTEN_PORTS_FROM = 20000
+"""Lowest port the sim hands to a server (Ray's GCS, dashboard, agents): above Ray's own
+default range for its workers (10002-19999), which it refuses to overlap."""
 
 
 def _ephemeral_low() -> int:
