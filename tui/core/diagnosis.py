@@ -82,6 +82,12 @@ class Signature:
     keywords: tuple[str, ...] = ()
     source: str = ""
     role: str = "cause"
+    whole: re.Pattern[str] | None = None
+    """`pattern` held to whole words (`whole_words`); filled in from `pattern` if not given."""
+
+    def __post_init__(self) -> None:
+        if self.whole is None:
+            object.__setattr__(self, "whole", whole_words(self.pattern))
 
     def render(self, text: str, groups: dict[str, str]) -> str:
         return text.format_map(_Blank(groups))
@@ -287,7 +293,8 @@ class Diagnoser:
                     continue
             if best is not None and _ROLE_RANK[sig.role] >= _ROLE_RANK[best[0].role]:
                 continue  # only a stronger role can still win this line
-            m = _search_whole(sig.pattern, line)
+            assert sig.whole is not None  # __post_init__ fills it
+            m = sig.whole.search(line)
             if m is not None:
                 best = (sig, m)
                 if sig.role == "cause":
@@ -369,25 +376,26 @@ class Verdict:
                 "also": list(self.also)}
 
 
-_WORD = re.compile(r"[^\W_]")
+_EDGE = r"(?:(?<![^\W_])|(?![^\W_]))"
+"""Not inside a word: no letter or digit on one side of this point (`_` separates words)."""
+_GLOBAL_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))+")
 
 
-def _search_whole(rx: re.Pattern[str], line: str) -> re.Match[str] | None:
-    """The first match of `rx` in `line` that does not start or end inside a word:
-    `ActorDiedError` is not found in `kActorDiedErrorContext`. Letters and digits make
-    words; `_` separates them (`IB_TIMEOUT` is a word of `MCCL_IB_TIMEOUT`)."""
-    pos = 0
-    while pos <= len(line):
-        m = rx.search(line, pos)
-        if m is None:
-            return None
-        a, b = m.start(), m.end()
-        inside_start = a > 0 and a < len(line) and _WORD.match(line[a - 1]) and _WORD.match(line[a])
-        inside_end = 0 < b < len(line) and b > a and _WORD.match(line[b - 1]) and _WORD.match(line[b])
-        if not inside_start and not inside_end:
-            return m
-        pos = a + 1
-    return None
+def whole_words(rx: re.Pattern[str]) -> re.Pattern[str]:
+    """`rx` held to matches that do not start or end inside a word: `ActorDiedError` is not
+    found in `kActorDiedErrorContext`. Letters and digits make words; `_` separates them
+    (`IB_TIMEOUT` is a word of `MCCL_IB_TIMEOUT`).
+
+    The edges are assertions inside the compiled regex, so the regex engine itself skips a
+    start inside a word before trying the rest of the pattern. (A search that found any
+    match and retried from the next character when it started inside a word scanned a
+    greedy group to the line's end once per such start: quadratic on one long line.)"""
+    src = rx.pattern
+    head = _GLOBAL_FLAGS.match(src)  # `(?i)` must stay first
+    flags_part = head.group(0) if head else ""
+    body = src[len(flags_part):]
+    end = "\n)" if rx.flags & re.VERBOSE else ")"  # a trailing `# comment` ends at the newline
+    return re.compile(f"{flags_part}{_EDGE}(?:{body}{end}{_EDGE}", rx.flags)
 
 
 _FRAME = re.compile(r'(?:File "[^"]*"|^\S*\.py"), line \d+, in ')
