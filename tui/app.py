@@ -51,7 +51,9 @@ class RlconsoleApp(App[int]):
         # and the backend refuses them (profile `console.read_only`, `--read-only`)
         self.read_only = backend.profile.console.read_only
         self.main_screen = MainScreen(backend)
-        self.sub_title = backend.profile.name + (" · SIMULATED" if backend.simulated else "") + \
+        sim_verl = backend.profile.sim_verl
+        self.sub_title = backend.profile.name + \
+            ((f" · SIMULATED ({sim_verl})" if sim_verl else " · SIMULATED") if backend.simulated else "") + \
             (" · READ-ONLY" if self.read_only else "")
 
     def get_default_screen(self) -> MainScreen:

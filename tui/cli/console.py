@@ -98,8 +98,14 @@ def run_demo(nodes: int = 4, gpus: int = 8, bell: bool | None = None) -> int:
     from tui.core.profile import load_profile
     from tui.sim.cluster import sim_down, sim_up
 
-    path = sim_up(nodes, gpus)
-    rc = run_app(load_profile(path), bell=bell)
+    notices: list[str] = []
+
+    def notice(text: str) -> None:  # said on stderr now, and as an alert in the console
+        print(f"rlconsole: warning: {text}", file=sys.stderr)
+        notices.append(text)
+
+    path = sim_up(nodes, gpus, notice=notice)
+    rc = run_app(load_profile(path), bell=bell, notices=notices)
     try:
         answer = input("Stop the simulated cluster? [Y/n] (n keeps it; `rlconsole sim down` stops it later) ")
     except EOFError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import secrets
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -347,25 +348,142 @@ print("@@rlconsole-done")
 """
 
 COMPOSE_SCRIPT = r"""
-import sys
+import difflib, json, os, sys
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 cfg_dir, name, *ov = sys.argv[1:]
 name = name[:-5] if name.endswith(".yaml") else name
-try:
-    with initialize_config_dir(config_dir=cfg_dir, version_base=None):
-        compose(config_name=name, overrides=ov)
-except Exception as e:
-    print("ERROR:", " ".join(x.strip() for x in str(e).splitlines() if x.strip()) or repr(e))
-    sys.exit(3)
-print("OK")
+
+
+def one_line(e):
+    return " ".join(x.strip() for x in str(e).splitlines() if x.strip()) or repr(e)
+
+
+def attempt(overrides):
+    try:
+        with initialize_config_dir(config_dir=cfg_dir, version_base=None):
+            return compose(config_name=name, overrides=overrides), None
+    except Exception as e:
+        return None, one_line(e)
+
+
+def key_of(o):
+    return o.split("=", 1)[0].lstrip("~+")
+
+
+def culprit(rest, err):
+    for i, o in enumerate(rest):
+        k = key_of(o)
+        if "'" + k + "'" in err or "'" + k + "." in err or "override " + o in err:
+            return i
+    return None
+
+
+def flat(node, prefix=""):
+    out = {}
+    if isinstance(node, dict):
+        for k, v in node.items():
+            path = prefix + "." + str(k) if prefix else str(k)
+            out[path] = v
+            out.update(flat(v, path))
+    return out
+
+
+def config_names():
+    try:
+        return sorted(f[:-5] for f in os.listdir(cfg_dir) if f.endswith(".yaml") and not f.startswith("_"))
+    except OSError:
+        return []
+
+
+def fix_for(o, err, keys):
+    k = key_of(o)
+    if "Could not append to config. An item is already at" in err:
+        return "drop the +: " + k + " exists in the config (write " + k + "=...)"
+    if "Could not override" not in err and "is not in struct" not in err:
+        return None
+    parts = k.split(".")
+    for n in range(len(parts) - 1, 0, -1):
+        tail = "." + ".".join(parts[-n:])
+        hits = [x for x in keys if x.endswith(tail) and x != k]
+        same_root = [x for x in hits if x.split(".")[0] == parts[0]]
+        hits = same_root or hits
+        if hits and (n > 1 or len(hits) == 1) and len(hits) <= 3:
+            return "moved to " + " or ".join(hits) + " in this VeRL: write " + hits[0] + "=..."
+    parent, leaf = k.rsplit(".", 1) if "." in k else ("", k)
+    siblings = [x for x in keys if (x.rsplit(".", 1)[0] if "." in x else "") == parent]
+    near = difflib.get_close_matches(leaf, [x.rsplit(".", 1)[-1] for x in siblings], n=3, cutoff=0.7)
+    if near:
+        return ("no such key in this VeRL (renamed or removed?); the nearest: "
+                + ", ".join((parent + "." if parent else "") + x for x in near))
+    if parent and isinstance(keys.get(parent), dict):
+        return ("not a key of " + parent + " in this VeRL: if it is meant to be a new key, prefix it with + "
+                "(write +" + k + " under its section); otherwise check its spelling")
+    return "no such key or section in this VeRL's config: check its spelling and the VeRL version"
+
+
+rest, rejected = list(ov), []
+for _ in range(len(ov) + 1):
+    cfg, err = attempt(rest)
+    if err is None:
+        break
+    if "Cannot find primary config" in err or "Primary config" in err:
+        names = config_names()
+        fix = "config names in " + cfg_dir + ": " + (", ".join(names) or "none")
+        if name.startswith("ppo_megatron_trainer") and "ppo_megatron_trainer" in names:
+            fix = (name + " is not in this VeRL tree (a vendor file, in no upstream release): use "
+                   "--config-name=ppo_megatron_trainer, or add " + name + ".yaml with defaults "
+                   "[ppo_megatron_trainer, _self_]; " + fix)
+        print("REJECTED:" + json.dumps({"override": None, "error": err, "fix": fix}))
+        rest = None
+        break
+    i = culprit(rest, err)
+    if i is None:
+        print("REJECTED:" + json.dumps({"override": None, "error": err, "fix": None}))
+        rest = None
+        break
+    rejected.append((rest[i], err))
+    del rest[i]
+if rejected:
+    base, _ = attempt([])
+    keys = flat(OmegaConf.to_container(base, resolve=False)) if base is not None else {}
+    for o, err in rejected:
+        print("REJECTED:" + json.dumps({"override": o, "error": err, "fix": fix_for(o, err, keys)}))
+if rest is not None and not rejected:
+    print("OK")
+print("DONE", len(ov), len(rejected))
 """
 
 TC_SCRIPT = r"""
-import dataclasses, sys
+import dataclasses, os, sys
+root, keys = sys.argv[1], sys.argv[2:]
+ver = ""
+try:
+    ver = open(os.path.join(root, "verl", "version", "version")).read().strip()
+except OSError:
+    try:
+        from importlib.metadata import version
+        ver = version("verl")
+    except Exception:
+        pass
+print("VERSION:" + ver.splitlines()[0][:40] if ver else "VERSION:", flush=True)
 from megatron.core.transformer.transformer_config import TransformerConfig
 names = {f.name for f in dataclasses.fields(TransformerConfig)}
-print("MISSING:" + ",".join(k for k in sys.argv[1:] if k not in names))
+print("MISSING:" + ",".join(k for k in keys if k not in names))
 """
+
+DROPS_UNKNOWN_TC_KEYS = (0, 5)
+"""From this VeRL release on, `override_transformer_config` keys Megatron's TransformerConfig
+lacks are dropped with a warning ("The following keys are not supported in the current
+Megatron version and will be removed: [...]", verl/models/mcore/config_converter.py
+`check_and_construct_configs`) and the run goes on; VeRL 0.4.x passes them to
+`TransformerConfig(...)`, a TypeError at start."""
+
+
+def _verl_version(text: str) -> tuple[int, ...] | None:
+    m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return tuple(int(x) for x in m.groups() if x is not None) if m else None
+
 
 PARQUET_SCRIPT = r"""
 import sys
@@ -782,35 +900,50 @@ async def check_debug_save(r: _Run, n: Node) -> list[CheckResult]:
 
 
 async def check_overrides(r: _Run, n: Node) -> list[CheckResult]:
-    """The overrides compose against the cluster's own Hydra config (the `+` rules)."""
+    """The overrides compose against the cluster's own Hydra config (the `+` rules): every
+    rejected override in one pass, each with its own fix (COMPOSE_SCRIPT, run on the head,
+    where VeRL's config is)."""
     from tui.core.render import entrypoint
 
     p = r.p
     ov = [a for a in entrypoint(p) if "=" in a and not a.startswith("--")]
     res = await r.remote.run(r.head, [*r.job_env(), r.py, "-c", COMPOSE_SCRIPT, p.training.config_path,
-                                      p.training.config_name, *ov], container=True, timeout=120)
-    if res.ok and "OK" in res.stdout.split():
+                                      p.training.config_name, *ov], container=True, timeout=180)
+    lines = res.stdout.splitlines()
+    if res.ok and "OK" in lines:
         return [CheckResult("code.overrides", PASS, f"{len(ov)} overrides compose against {p.training.config_name}",
                             node=r.head)]
-    mod = missing_module(res.output)
-    if mod is not None and not any(x.startswith("ERROR:") for x in res.output.splitlines()):
-        return [_dependency_failure("code.overrides", r, mod)]
-    msg = next((x for x in res.output.splitlines() if x.startswith("ERROR:")), r"ERROR: " + res.tail(1))[6:].strip() \
-        or res.tail(1)
-    fix = None
-    if "Could not override" in msg:
-        fix = ("the key is not in the config: if it is meant to be new, prefix it with + in the "
-               "profile (write it +key under its section); otherwise check its spelling")
-    elif "Could not append to config. An item is already at" in msg:
-        fix = "remove the + prefix: the key exists in the config"
-    return [CheckResult("code.overrides", FAIL, msg, fix, r.head)]
+    rejected = []
+    for x in lines:
+        if x.startswith("REJECTED:"):
+            try:
+                d = json.loads(x[9:])
+            except ValueError:
+                continue
+            if isinstance(d, dict):
+                rejected.append(d)
+    if not rejected:
+        mod = missing_module(res.output)
+        if mod is not None:
+            return [_dependency_failure("code.overrides", r, mod)]
+        return [CheckResult("code.overrides", FAIL, f"the composition did not finish: {res.tail(1)}", node=r.head)]
+    out = []
+    for d in rejected:
+        o, err, fix = d.get("override"), str(d.get("error") or ""), d.get("fix")
+        msg = f"{o}: {err}" if o else err
+        out.append(CheckResult("code.overrides", FAIL, msg, str(fix) if fix else None, r.head))
+    return out
 
 
 async def check_transformer_config(r: _Run, n: Node) -> list[CheckResult]:
-    """Every `override_transformer_config` key is a field of Megatron's TransformerConfig."""
+    """`override_transformer_config` keys Megatron's TransformerConfig lacks: what the head's
+    VeRL does with them decides the verdict (DROPS_UNKNOWN_TC_KEYS): dropped with a warning
+    (WARN: they have no effect, the run starts) or a TypeError at start (FAIL)."""
     keys = _tc_keys(r.p)
-    res = await r.remote.run(r.head, [*r.job_env(), r.py, "-c", TC_SCRIPT, *keys], container=True, timeout=120)
-    line = next((x for x in res.stdout.splitlines() if x.startswith("MISSING:")), None)
+    res = await r.remote.run(r.head, [*r.job_env(), r.py, "-c", TC_SCRIPT, r.p.paths.verl or "", *keys],
+                             container=True, timeout=120)
+    out = res.stdout.splitlines()
+    line = next((x for x in out if x.startswith("MISSING:")), None)
     if line is None:
         mod = missing_module(res.output)
         if mod is not None and mod.split(".")[0] == "megatron":
@@ -823,11 +956,31 @@ async def check_transformer_config(r: _Run, n: Node) -> list[CheckResult]:
         return [CheckResult("code.transformer_config", WARN,
                             f"cannot import Megatron's TransformerConfig on the head: {res.tail(1)}", node=r.head)]
     missing = [k for k in line[8:].split(",") if k]
-    return [CheckResult("code.transformer_config", FAIL if missing else PASS,
-                        f"override_transformer_config keys TransformerConfig lacks: {', '.join(missing)}"
-                        if missing else f"{len(keys)} override_transformer_config keys exist",
-                        "remove them: they are Megatron command-line flags, not TransformerConfig fields"
-                        if missing else None, r.head)]
+    if not missing:
+        return [CheckResult("code.transformer_config", PASS, f"{len(keys)} override_transformer_config keys exist",
+                            node=r.head)]
+    text = next((x[8:].strip() for x in out if x.startswith("VERSION:")), "")
+    return [transformer_config_verdict(missing, text, r.head)]
+
+
+def transformer_config_verdict(missing: list[str], verl_version: str, node: str | None = None) -> CheckResult:
+    """The verdict on `missing` (keys TransformerConfig lacks) for the head's VeRL version."""
+    ver = _verl_version(verl_version)
+    keys = ", ".join(missing)
+    fix = ("remove them from the profile: they are Megatron command-line flags, not TransformerConfig fields "
+           "(set the fields they stand for instead, e.g. gradient_accumulation_fusion: false for "
+           "no_gradient_accumulation_fusion)")
+    if ver is not None and ver >= DROPS_UNKNOWN_TC_KEYS:
+        return CheckResult("code.transformer_config", WARN,
+                           f"dropped with a warning by VeRL {verl_version}: {keys} "
+                           f"{'has' if len(missing) == 1 else 'have'} no effect", fix, node)
+    if ver is not None:
+        return CheckResult("code.transformer_config", FAIL,
+                           f"VeRL {verl_version} passes override_transformer_config to TransformerConfig, which "
+                           f"lacks {keys}: the run fails at start (TypeError)", fix, node)
+    return CheckResult("code.transformer_config", WARN,
+                       f"override_transformer_config keys TransformerConfig lacks: {keys}; the head's VeRL version is "
+                       "unknown: VeRL >= 0.5 drops them with a warning (no effect), 0.4.x fails at start", fix, node)
 
 
 async def check_ray(r: _Run, n: Node) -> list[CheckResult]:

@@ -234,6 +234,7 @@ class Profile:
     gpu_tool: str = "auto"
     simulated: bool = False
     description: str = ""
+    sim_verl: str = ""  # written by `rlconsole sim up`: which VeRL config the simulated trainer composes
 
     @property
     def head(self) -> Node:
@@ -788,6 +789,7 @@ def _parse_profile(data: Any, file: str) -> Profile:
     name = root.string("name", required=True)
     description = root.string("description", "", nonempty=False)
     simulated = root.boolean("simulated", False)
+    sim_verl = root.string("sim_verl", "", nonempty=False)
     gpu_tool = root.string("gpu_tool", "auto", choices=("auto", "mthreads-gmi", "nvidia-smi"))
     ssh, node_defaults = _ssh(root)
     nodes = _nodes(root, node_defaults)
@@ -808,7 +810,7 @@ def _parse_profile(data: Any, file: str) -> Profile:
         name=name, path=file, nodes=nodes, container=container, paths=paths,
         training=training, ssh=ssh, model=model, convert=convert, env=env, ray=ray,
         monitoring=monitoring, console=console, notify=notify, gpu_tool=gpu_tool, simulated=simulated,
-        description=description,
+        description=description, sim_verl=sim_verl,
     )
 
 

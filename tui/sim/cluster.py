@@ -46,7 +46,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tui.core.errors import RlconsoleError
 
@@ -176,6 +176,7 @@ class SimStatus:
     error: str | None = None
     stale: bool = False
     ssh_server: str | None = None  # "builtin" (asyncssh, in the daemon) / "openssh" (one sshd per node)
+    verl: str | None = None  # which VeRL config the stand-in trainer composes (a real release's, or the stand-in's)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -189,6 +190,7 @@ class SimStatus:
             f"simulated cluster: running (daemon pid {self.pid}), {len(self.nodes)} nodes x {self.gpus} cards",
             f"  profile:    {self.profile}",
             f"  docker:     {self.docker}",
+            f"  verl:       {self.verl or 'unknown'}",
             f"  namespaces: {'one PID namespace per node' if self.namespaces else 'off (shared PID space)'}",
         ]
         if self.replay_gpu:
@@ -240,7 +242,7 @@ def sim_status(state_dir: str | Path | None = None) -> SimStatus:
         state_dir=str(d), running=bool(alive and st.get("status") == "ready"), pid=pid,
         profile=st.get("profile"), gpus=st.get("gpus"), docker=st.get("docker"),
         namespaces=st.get("namespaces_enabled"), replay_gpu=st.get("replay_gpu"), error=st.get("error"),
-        ssh_server=st.get("ssh_server", "builtin"),
+        ssh_server=st.get("ssh_server", "builtin"), verl=(st.get("verl") or {}).get("label"),
         nodes=[SimNodeInfo(n["name"], n["address"], n["port"], "unknown", n.get("ns_pid")) for n in st.get("nodes", [])],
     )
     if not status.running:
@@ -286,6 +288,8 @@ def sim_up(
     timeout: float = 90.0,
     bastion: bool = False,
     sshd: str = "builtin",
+    verl: str | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> Path:
     """Start the simulated cluster in the background and return its profile's path.
 
@@ -295,7 +299,10 @@ def sim_up(
     its profile; a different shape is an error (run sim_down first). `bastion`: add a
     jump host; the nodes then accept SSH only from it and the profile says `ssh.jump`.
     `sshd="openssh"`: each node served by OpenSSH's own sshd instead of the built-in
-    asyncssh server (opensshd.py); SimRequirementError when sshd is not installed."""
+    asyncssh server (opensshd.py); SimRequirementError when sshd is not installed.
+    `verl`: the VeRL release whose config the trainer composes (default DEFAULT_VERL); when
+    the default cannot be had (offline, nothing cached) the stand-in config is used and
+    `notice` is told so in one line; a release asked for by name that cannot be had is an error."""
     _check_shape(nodes, gpus, sshd)
     d = _state_dir(state_dir)
     replay = None
@@ -305,17 +312,34 @@ def sim_up(
             raise SimError(f"--replay-gpu: no such file: {replay_gpu}")
         replay = str(rp.resolve())
     current = sim_status(d)
-    running = _running_profile(d, current, nodes, gpus, replay, bastion, sshd)
+    running = _running_profile(d, current, nodes, gpus, replay, bastion, sshd, verl)
     if running is not None:
         return running
+    verl_cfg = _verl_config(verl, notice)
     _prepare_state_dir(d, current)
     config = {
         "marker": MARKER, "nodes": nodes, "gpus": gpus, "replay_gpu": replay,
         "docker": docker, "namespaces": namespaces, "python": sys.executable,
-        "created": time.time(), "bastion": bool(bastion), "sshd": sshd,
+        "created": time.time(), "bastion": bool(bastion), "sshd": sshd, "verl": verl_cfg,
     }
     _write_json(d / "config.json", config)
     return _wait_ready(d, _start_daemon(d), timeout)
+
+
+def _verl_config(version: str | None, notice: Callable[[str], None] | None) -> dict[str, Any]:
+    """Which VeRL config the daemon lays out: a release's (fetched now, in the caller's
+    terminal, so that a slow or refused download is seen), else the stand-in's."""
+    from tui.sim.verl_release import DEFAULT_VERL, ReleaseUnavailable, fetch_release
+
+    try:
+        rel = fetch_release(version or DEFAULT_VERL)
+    except ReleaseUnavailable as e:
+        if version is not None:
+            raise SimError(f"--verl {version}: {e}") from None
+        why = f"VeRL {DEFAULT_VERL}'s config could not be had ({e})"
+        (notice or log.warning)(f"{why}: the simulated trainer composes rlconsole's stand-in config instead")
+        return {"version": None, "config_dir": None, "wheel": None, "why_standin": str(e)}
+    return {"version": rel.version, "config_dir": str(rel.config_dir), "wheel": rel.wheel, "why_standin": None}
 
 
 def _check_shape(nodes: int, gpus: int, sshd: str) -> None:
@@ -335,7 +359,7 @@ def _check_shape(nodes: int, gpus: int, sshd: str) -> None:
 
 
 def _running_profile(d: Path, current: SimStatus, nodes: int, gpus: int, replay: str | None, bastion: bool,
-                     sshd: str) -> Path | None:
+                     sshd: str, verl: str | None = None) -> Path | None:
     """The running sim's profile when it has the asked-for shape (`sim up` is
     idempotent); None when none runs; an error when one of another shape does."""
     if not current.running:
@@ -343,9 +367,15 @@ def _running_profile(d: Path, current: SimStatus, nodes: int, gpus: int, replay:
     running_cfg = _read_json(d / "config.json") or {}
     same_bastion = bool(running_cfg.get("bastion")) == bastion
     same_sshd = running_cfg.get("sshd", "builtin") == sshd
+    running_verl = (running_cfg.get("verl") or {}).get("version")
+    same_verl = verl is None or running_verl == verl
     if len(current.nodes) == nodes and current.gpus == gpus and current.replay_gpu == replay and current.profile \
-            and same_bastion and same_sshd:
+            and same_bastion and same_sshd and same_verl:
         return Path(current.profile)
+    if not same_verl:
+        raise SimError(f"a simulated cluster is already running in {d} on "
+                       f"{'VeRL ' + running_verl if running_verl else 'the stand-in config'}: "
+                       "run `rlconsole sim down` first")
     raise SimError(f"a simulated cluster is already running in {d} ({len(current.nodes)} x {current.gpus}"
                    f"{', replaying ' + str(current.replay_gpu) if current.replay_gpu else ''}"
                    f"{', sshd ' + str(running_cfg.get('sshd', 'builtin')) if not same_sshd else ''}): "
@@ -672,8 +702,9 @@ def _set(d: dict[str, Any], dotted: list[str], value: Any) -> None:
 
 def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known_hosts: Path, key: Path,
                   user: str, image: str, ray_ports: dict[str, Any], ray_tmp: Path, refresh_s: float = 1.0,
-                  name: str | None = None, jump: str | None = None) -> dict[str, Any]:
-    """The sim's profile: the seed's run with sim paths, loopback nodes and small sizes."""
+                  name: str | None = None, jump: str | None = None, verl: str = "") -> dict[str, Any]:
+    """The sim's profile: the seed's run with sim paths, loopback nodes and small sizes.
+    `verl`: a short label of the config the stand-in trainer composes (the header shows it)."""
     p = _seed_profile()
     p = _deep_replace(p, "/data/datapool", str(shared))
     p = _deep_replace(p, "/home/Megatron-LM", str(shared / "Megatron-LM"))
@@ -683,6 +714,8 @@ def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known
     p["description"] = (f"SIMULATED: the seed's Qwen3-8B GRPO run on {n_nodes} x {gpus} simulated "
                         "MTT S5000 cards (loopback SSH nodes, fake card telemetry, small sizes)")
     p["simulated"] = True
+    if verl:
+        p["sim_verl"] = verl
     p["ssh"] = {
         "known_hosts": str(known_hosts),
         "connect_timeout_s": 5,
@@ -914,7 +947,7 @@ class _Daemon:
             self.state["replay_copy"] = str(dst)
         shared = self.d / "shared"
         shared.mkdir(exist_ok=True)
-        _install_tree(shared)
+        self.state["verl"] = _install_tree(shared, self.cfg.get("verl") or {})
         self._keys(names)
         docker = self._start_docker()
         use_ns = self.cfg.get("namespaces")
@@ -999,7 +1032,7 @@ class _Daemon:
 
         prof = build_profile(nodes=self.state["nodes"], gpus=gpus, shared=shared, known_hosts=self.d / "known_hosts",
                              key=self.d / "keys" / "id_ed25519", user=getpass.getuser(), image=IMAGE,
-                             ray_ports=ray_ports, ray_tmp=ray_tmp,
+                             ray_ports=ray_ports, ray_tmp=ray_tmp, verl=_verl_short(self.state.get("verl") or {}),
                              jump=f"{getpass.getuser()}@{BASTION_ADDRESS}:{self.bastion.port}" if self.bastion else None)
         ppath = self.d / "profile.yaml"
         ppath.write_text(_profile_text(prof, self.d))
@@ -1111,15 +1144,26 @@ class _Daemon:
         self.save()
 
 
-def _install_tree(shared: Path) -> None:
+def _verl_short(source: dict[str, str]) -> str:
+    """`VeRL 0.7.0 config` / `stand-in VeRL config`: what the header says beside SIMULATED."""
+    if source.get("source") == "release":
+        return f"VeRL {source.get('version')} config"
+    return "stand-in VeRL config" if source else ""
+
+
+def _install_tree(shared: Path, verl: dict[str, Any]) -> dict[str, str]:
     """Lay out the stand-in VeRL tree, data and `modelscope` under the shared dir, where
-    the profile's paths point (`tree_install.install_sim_tree`, another module's)."""
-    try:
-        from tui.sim.tree_install import install_sim_tree
-    except ImportError:
-        log.warning("no sim tree installer: the shared dir stays empty")
-        return
-    install_sim_tree(shared)
+    the profile's paths point (`tree_install.install_sim_tree`), with the config `sim_up`
+    chose (`_verl_config`); return what it says of that config (label, version)."""
+    from tui.sim.tree_install import install_sim_tree, read_config_source
+    from tui.sim.verl_release import VerlRelease
+
+    release = None
+    if verl.get("config_dir"):
+        release = VerlRelease(str(verl["version"]), Path(verl["config_dir"]), str(verl.get("wheel") or ""))
+    paths = install_sim_tree(shared, verl_release=release,
+                             why_standin="offline" if verl.get("why_standin") else None)
+    return read_config_source(paths["config_path"]) or {}
 
 
 def _daemon_main(state_dir: str) -> int:

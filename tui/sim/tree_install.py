@@ -13,12 +13,20 @@ from.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["install_sim_tree", "set_debug_save", "TREE"]
+if TYPE_CHECKING:
+    from tui.sim.verl_release import VerlRelease
+
+__all__ = ["install_sim_tree", "read_config_source", "set_debug_save", "TREE", "CONFIG_SOURCE_FILE"]
+
+CONFIG_SOURCE_FILE = ".rlconsole-config-source.json"
+"""Written beside the installed config: which VeRL's config the sim runs (`sim status`, the badge)."""
 
 #: The stand-ins shipped with rlconsole.
 TREE = Path(__file__).resolve().parent / "tree"
@@ -140,8 +148,47 @@ def _copy_tree(src: Path, dst: Path) -> None:
             shutil.copy2(Path(root) / f, dst / rel / f)
 
 
+def _install_config(config_dir: Path, release: VerlRelease | None, why_standin: str | None) -> dict[str, str]:
+    """The trainer's Hydra config: the real release's files, else the stand-in's (labelled).
+
+    On the real release, the seed's vendor `ppo_megatron_trainer_demo.yaml` (defaults
+    `[ppo_megatron_trainer, _self_]` and its three keys; in no upstream release) is written
+    on top, as the seed's tree has it. Either way the directory holds one config only, never
+    a mix left by an earlier install of the other."""
+    from tui.sim.verl_release import STANDIN_CLAIMS
+
+    standin = TREE / "verl" / "trainer" / "config"
+    shutil.rmtree(config_dir, ignore_errors=True)
+    if release is not None:
+        shutil.copytree(release.config_dir, config_dir)
+        shutil.copy2(standin / "ppo_megatron_trainer_demo.yaml", config_dir / "ppo_megatron_trainer_demo.yaml")
+        source = {"source": "release", "version": release.version, "label": release.label}
+    else:
+        shutil.copytree(standin, config_dir, ignore=shutil.ignore_patterns("__pycache__"))
+        source = {"source": "stand-in", "version": STANDIN_CLAIMS,
+                  "label": f"stand-in config (a subset of VeRL {STANDIN_CLAIMS}'s keys)"
+                           + (f": {why_standin}" if why_standin else "")}
+    # VeRL's own version file, read by the preflight and by the stand-in's Megatron worker
+    # (what a release does with unknown override_transformer_config keys depends on it).
+    version_file = config_dir.parent.parent / "version" / "version"
+    version_file.parent.mkdir(parents=True, exist_ok=True)
+    version_file.write_text(source["version"] + "\n")
+    (config_dir / CONFIG_SOURCE_FILE).write_text(json.dumps(source))
+    return source
+
+
+def read_config_source(config_dir: Path) -> dict[str, str] | None:
+    """What `install_sim_tree` recorded of the config it installed (None: not a sim tree)."""
+    try:
+        data = json.loads((Path(config_dir) / CONFIG_SOURCE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+
+
 def install_sim_tree(shared_root: Path, *, plant_debug_save: bool = False,
-                     train_rows: int = 640, val_rows: int = 30) -> dict[str, Path]:
+                     train_rows: int = 640, val_rows: int = 30, verl_release: VerlRelease | None = None,
+                     why_standin: str | None = None) -> dict[str, Path]:
     """Lay out the stand-in code and data under `shared_root`; return the paths.
 
     Idempotent: running it again refreshes the stand-ins (and the planted/fixed state of the
@@ -149,7 +196,10 @@ def install_sim_tree(shared_root: Path, *, plant_debug_save: bool = False,
     keys: ``root``, ``verl``, ``verl_package``, ``config_path``, ``main_ppo``,
     ``converter``, ``megatron_actor``, ``ray_trainer``, ``data_dir``, ``train_file``,
     ``val_file_2024``, ``val_file_2025``, ``bin_dir``, ``modelscope``, ``megatron``,
-    ``transformer_config``.
+    ``transformer_config``, ``verl_source`` (the file naming the config's origin).
+
+    `verl_release`: the real VeRL release whose config the trainer composes; None lays out
+    the stand-in config, labelled with `why_standin` (e.g. "offline").
     """
     root = Path(shared_root).resolve()
     verl = root / "verl"
@@ -165,6 +215,8 @@ def install_sim_tree(shared_root: Path, *, plant_debug_save: bool = False,
     for exe in (bin_dir / "modelscope", verl / "scripts" / "converter_hf_to_mcore.py"):
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     set_debug_save(verl, planted=plant_debug_save)
+    config_dir = verl / "verl" / "trainer" / "config"
+    _install_config(config_dir, verl_release, why_standin)
 
     data_dir.mkdir(parents=True, exist_ok=True)
     wanted = {DATA_FILES[0]: (train_rows, "math", "train"),
@@ -186,7 +238,8 @@ def install_sim_tree(shared_root: Path, *, plant_debug_save: bool = False,
         "root": root,
         "verl": verl,
         "verl_package": verl / "verl",
-        "config_path": verl / "verl" / "trainer" / "config",
+        "config_path": config_dir,
+        "verl_source": config_dir / CONFIG_SOURCE_FILE,
         "main_ppo": verl / "verl" / "trainer" / "main_ppo.py",
         "converter": verl / "scripts" / "converter_hf_to_mcore.py",
         "megatron_actor": verl / ACTOR_FILE,

@@ -18,6 +18,18 @@ from typing import Any
 __all__ = ["WorkerDict"]
 
 
+
+def _verl_release() -> tuple[int, ...]:
+    """The VeRL release this tree stands in for (`verl/version/version`, as real VeRL ships it);
+    unknown reads as the newest behaviour."""
+    import verl
+
+    try:
+        text = (Path(verl.__file__).parent / "version" / "version").read_text().strip()
+        return tuple(int(x) for x in text.split(".")[:3])
+    except (OSError, ValueError):
+        return (99,)
+
 class WorkerDict:
     """The body of a GPU worker; `ray.remote` is applied by the trainer when placing it."""
 
@@ -121,27 +133,33 @@ class WorkerDict:
     def _check_transformer_config(self, mg: dict[str, Any]) -> None:
         """Compare `override_transformer_config` keys with Megatron's TransformerConfig.
 
-        Real VeRL passes them as keyword arguments to `TransformerConfig(...)`, so an unknown
-        key is a TypeError there. The simulation warns (or, with
-        RLCONSOLE_SIM_STRICT_TF_CONFIG=1, fails the same way) using the TransformerConfig it
-        finds on PYTHONPATH (the Megatron-LM stand-in on the simulated cluster).
+        What happens to a key TransformerConfig lacks depends on the VeRL release (its
+        `verl/version/version`, which the sim writes beside this tree): VeRL 0.4.x passes the
+        keys as keyword arguments to `TransformerConfig(...)`, a TypeError; VeRL >= 0.5
+        (`verl/models/mcore/config_converter.py:check_and_construct_configs`) warns "The
+        following keys are not supported in the current Megatron version and will be
+        removed: [...]" and drops them, and the run goes on. RLCONSOLE_SIM_STRICT_TF_CONFIG=1
+        fails as 0.4.x does whatever the version.
         """
         keys = list((mg.get("override_transformer_config") or {}).keys())
         if not keys or self.rank0 != 0:
             return
         import dataclasses
+        import warnings
 
         from megatron.core.transformer.transformer_config import TransformerConfig
         fields = {f.name for f in dataclasses.fields(TransformerConfig)}
         unknown = [k for k in keys if k not in fields]
         if not unknown:
             return
-        if os.environ.get("RLCONSOLE_SIM_STRICT_TF_CONFIG") == "1":
+        if os.environ.get("RLCONSOLE_SIM_STRICT_TF_CONFIG") == "1" or _verl_release() < (0, 5):
             raise TypeError(
                 f"TransformerConfig.__init__() got an unexpected keyword argument '{unknown[0]}'")
-        print(f"[sim] override_transformer_config keys that TransformerConfig does not have "
-              f"(a real Megatron run fails on the first): {', '.join(unknown)}",
-              file=sys.stderr, flush=True)
+        warnings.warn(
+            f"The following keys are not supported in the current Megatron version and will be removed: {unknown}",
+            stacklevel=2,
+        )
+        sys.stderr.flush()
 
     def set_phase(self, phase: str) -> None:
         if self.load is not None:
