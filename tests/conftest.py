@@ -34,6 +34,9 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[var] = str(base / var.lower())
     for var in _RLCONSOLE_VARS:
         os.environ.pop(var, None)
+    # Real VeRL wheels come from $RLCONSOLE_VERL_WHEELS (.ci/run downloads them before the
+    # tests); no test asks the package index itself.
+    os.environ["RLCONSOLE_VERL_OFFLINE"] = "1"
 
 
 @pytest.fixture(autouse=True)

@@ -783,8 +783,9 @@ def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known
     for k, v in small.items():
         _set(o, k.split("."), v)
     # The seed passes five Megatron *command-line flags* as override_transformer_config
-    # keys; TransformerConfig has no such fields, so a real run dies with a TypeError
-    # (`rlconsole check` reports it). The sim's profile is the corrected run.
+    # keys; TransformerConfig has no such fields. VeRL >= 0.5 drops them with a warning (no
+    # effect; `rlconsole check` WARNs and names them), 0.4.x fails at start with a TypeError.
+    # The sim's profile is the corrected run, so that a healthy demo raises no warning.
     tc = o.get("actor_rollout_ref", {}).get("actor", {}).get("megatron", {}).get("+override_transformer_config", {})
     for bad in ("no_gradient_accumulation_fusion", "accumulate_allreduce_grads_in_fp32",
                 "no_masked_softmax_fusion", "no_bias_swiglu_fusion", "swiglu"):
