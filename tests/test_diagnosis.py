@@ -108,6 +108,11 @@ REAL: list[tuple[str, str]] = [
     # CPython's TypeError for an unknown dataclass field
     ("transformer-config-unknown-key",
      "TypeError: TransformerConfig.__init__() got an unexpected keyword argument 'moe_router_fusion'"),
+    # VeRL >= 0.5 verl/models/mcore/config_converter.py check_and_construct_configs, through
+    # warnings.warn (the message format from the source; the keys are the seed's)
+    ("transformer-config-keys-dropped",
+     "/data/datapool/verl/verl/models/mcore/config_converter.py:152: UserWarning: The following keys are not "
+     "supported in the current Megatron version and will be removed: ['no_gradient_accumulation_fusion', 'swiglu']"),
     # Megatron-Core transformer_block.py / parallel_state.py / transformer_config.py and VeRL
     # megatron_workers.py / utils/config.py (message formats from the sources)
     ("megatron-pp-layers", "AssertionError: num_layers=36 should be divisible by config.pipeline_model_parallel_size=5"),
