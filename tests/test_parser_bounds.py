@@ -74,6 +74,19 @@ def assert_linear(fn: Callable[[str], Any], make: Callable[[int], str],
         prev = t
 
 
+def assert_linear_retried(fn: Callable[[str], Any], make: Callable[[int], str],
+                          sizes: tuple[int, ...] = SIZES, attempts: int = 3) -> None:
+    """`assert_linear`, passed if any of a few whole series is linear: a busy machine can
+    stall one size of one series (a parallel test run), a quadratic parser fails every one."""
+    for attempt in range(attempts):
+        try:
+            assert_linear(fn, make, sizes)
+            return
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
+
+
 _HDR = "======== Autoscaler status: 2024-01-01 00:00:00 ========\nNode status\n" + "-" * 40 + "\n"
 _UUID = "GPU-12345678-1234-1234-1234-123456789abc"
 
@@ -170,7 +183,7 @@ CATALOG_CASES: list[tuple[str, Callable[[str], Any], Callable[[int], str], Calla
 def test_catalog_search_grows_linearly_on_starts_inside_words(
         name: str, fn: Callable[[str], Any], make: Callable[[int], str],
         check: Callable[[Any], bool]) -> None:
-    assert_linear(fn, make, SIZES + (4 * SIZES[-1],))
+    assert_linear_retried(fn, make, SIZES + (4 * SIZES[-1],))
     assert check(fn(make(SIZES[-1])))
 
 

@@ -22,9 +22,10 @@ No Textual here: the core never imports it.
 
 from __future__ import annotations
 
+import importlib
 import re
-import string
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,13 @@ MAX_VERDICT_FINDINGS = 1000
 and lists is computed over all, so `rlconsole diagnose` on a 20-hour log stays small."""
 MAX_GROUP_CHARS = 200
 """Cap on a substituted group value, so a runaway match cannot flood the alert line."""
+USER_LINE_CHARS = 4096
+"""A user catalog's pattern is searched in a line's first this many characters only. Its
+patterns are checked when loaded (`pattern_risk`: no repeat inside a repeat), but a
+pattern can still be slower than linear (`\\S+x` started inside a run, `.*a.*b`): on 4096
+characters that stays in the tens of milliseconds, on a 64 KiB line it would be seconds.
+The packaged catalog is ours and linear (tests/test_parser_bounds.py), so it reads the
+whole line."""
 
 
 class CatalogError(ValueError):
@@ -62,11 +70,27 @@ class CatalogError(ValueError):
 
 
 
-class _Blank(dict):
-    """format_map mapping that leaves an unknown {name} as written instead of raising."""
+_TEMPLATE = re.compile(r"\{\{|\}\}|\{(\w+)\}|[{}]")
+"""The tokens of a title/explanation/fix: `{{` and `}}` (a literal brace), `{name}` (a
+named group), and any other brace (broken: refused when a catalog loads)."""
 
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+
+def render_template(text: str, groups: dict[str, str]) -> str:
+    """`text` with each `{name}` replaced by the named group's value, in one pass: a value
+    is never read again as a template (a `{` or `:>99999` in a log line stays text), and
+    there is no format spec at all (no `str.format` on anything holding log text). An
+    unknown `{name}` and a stray brace are left as written; `{{`/`}}` are one brace."""
+
+    def one(m: re.Match[str]) -> str:
+        tok = m.group(0)
+        if tok in ("{{", "}}"):
+            return tok[0]
+        name = m.group(1)
+        if name is not None and name in groups:
+            return groups[name]
+        return tok
+
+    return _TEMPLATE.sub(one, text)
 
 
 @dataclass(frozen=True)
@@ -76,21 +100,18 @@ class Signature:
     id: str
     level: AlertLevel
     pattern: re.Pattern[str]
+    """The catalog's pattern held to whole words (`whole_words`): what `find` searches."""
     title: str
     explanation: str
     fix: str
     keywords: tuple[str, ...] = ()
     source: str = ""
     role: str = "cause"
-    whole: re.Pattern[str] | None = None
-    """`pattern` held to whole words (`whole_words`); filled in from `pattern` if not given."""
-
-    def __post_init__(self) -> None:
-        if self.whole is None:
-            object.__setattr__(self, "whole", whole_words(self.pattern))
+    max_chars: int | None = None
+    """Search only a line's first this many characters (a user's pattern: USER_LINE_CHARS)."""
 
     def render(self, text: str, groups: dict[str, str]) -> str:
-        return text.format_map(_Blank(groups))
+        return render_template(text, groups)
 
 
 @dataclass
@@ -125,15 +146,208 @@ class Finding:
 
 
 def _fields(text: str) -> set[str]:
-    """Names of the {placeholders} in `text`; raises ValueError on broken braces."""
+    """Names of the {placeholders} in `text`; raises ValueError on anything but `{name}`,
+    `{{` and `}}` (a format spec or conversion, `{name:>{width}}`, `{name!r}`, a lone brace:
+    templates are filled by plain replacement, see `render_template`)."""
     names: set[str] = set()
-    for _, name, _, _ in string.Formatter().parse(text):
-        if name is not None:
-            names.add(name)
+    for m in _TEMPLATE.finditer(text):
+        if m.group(1) is not None:
+            names.add(m.group(1))
+        elif m.group(0) in ("{", "}"):
+            tail = text[m.start():m.start() + 20]
+            raise ValueError(f"only {{name}} is filled in (write {{{{ or }}}} for a brace), "
+                             f"at {tail!r}")
     return names
 
 
-def _entry(raw: Any, where: str) -> Signature:
+# Python's own regex parser: the one way to read a pattern exactly as `re` does. Private
+# (`re._parser` since 3.11, `sre_parse` before, which warns from 3.11 on), so it is only
+# used to refuse patterns; an unexpected shape is answered "not known to be safe".
+_SRE: Any = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
+_LONG_REPEAT = 16
+"""A repeat of more than this many times counts as unbounded for `pattern_risk`."""
+_ALPHABET = "".join(map(chr, range(0x250))) + "\u2028\u3000ж中€😀"
+"""The characters `pattern_risk` tries as a branch's first character: every ASCII and
+Latin one and a few from other classes (a line separator, a wide space, Cyrillic, CJK)."""
+
+
+def _first_chars(items: Any) -> set[str]:
+    """The characters of `_ALPHABET` a sequence of parsed regex items can start with
+    (everything when unsure or when the sequence can match the empty string)."""
+    every = set(_ALPHABET)
+    out: set[str] = set()
+    for op, av in items:
+        name = getattr(op, "name", str(op))
+        if name == "LITERAL":
+            c = chr(av)
+            return out | {c, c.lower(), c.upper()}
+        if name == "NOT_LITERAL":
+            return every
+        if name == "ANY":
+            return every
+        if name == "IN":
+            return out | _class_chars(av)
+        if name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            sub = av[-1] if name == "SUBPATTERN" else av
+            first = _first_chars(sub)
+            if _nullable(sub):
+                out |= first
+                continue
+            return out | first
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            lo, _hi, sub = av
+            out |= _first_chars(sub)
+            if lo == 0 or _nullable(sub):
+                continue
+            return out
+        if name == "BRANCH":
+            alts = av[1]
+            for alt in alts:
+                out |= _first_chars(alt)
+            if any(_nullable(alt) for alt in alts):
+                continue
+            return out
+        if name in ("AT", "ASSERT", "ASSERT_NOT"):
+            continue  # zero width: the next item gives the first character
+        return every  # a back reference, a conditional group: anything
+    return every  # can match nothing: then any next character is its first
+
+
+def _nullable(items: Any) -> bool:
+    """Whether a sequence of parsed regex items can match the empty string (True when unsure)."""
+    for op, av in items:
+        name = getattr(op, "name", str(op))
+        if name in ("AT", "ASSERT", "ASSERT_NOT"):
+            continue
+        if name in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            return False
+        if name == "SUBPATTERN":
+            if not _nullable(av[-1]):
+                return False
+        elif name == "ATOMIC_GROUP":
+            if not _nullable(av):
+                return False
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if av[0] > 0 and not _nullable(av[2]):
+                return False
+        elif name == "BRANCH":
+            if not any(_nullable(alt) for alt in av[1]):
+                return False
+        else:
+            return True
+    return True
+
+
+_CATEGORIES: dict[str, Callable[[str], bool]] = {
+    "CATEGORY_DIGIT": str.isdecimal, "CATEGORY_SPACE": str.isspace,
+    "CATEGORY_WORD": lambda ch: ch.isalnum() or ch == "_",
+}
+
+
+def _class_chars(items: Any) -> set[str]:
+    """The characters of `_ALPHABET` in a character class `[...]` (parsed), either case."""
+    every = set(_ALPHABET)
+    chars: set[str] = set()
+    negate = False
+    for op, av in items:
+        name = getattr(op, "name", str(op))
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            chars |= {chr(av), chr(av).lower(), chr(av).upper()}
+        elif name == "RANGE":
+            lo, hi = av
+            chars |= {ch for ch in _ALPHABET
+                      if any(lo <= ord(c) <= hi for c in (ch, ch.lower(), ch.upper()) if len(c) == 1)}
+        elif name == "CATEGORY":
+            cat = getattr(av, "name", str(av))
+            pred = _CATEGORIES.get(cat.replace("NOT_", ""))
+            if pred is None:
+                return every
+            chars |= {ch for ch in _ALPHABET if pred(ch) != ("NOT_" in cat)}
+        else:
+            return every
+    return every - chars if negate else chars
+
+
+def pattern_risk(pattern: str, flags: int = 0) -> str | None:
+    """Why `pattern` can take exponential time on one line, or None. Refused: a repeat of a
+    group that itself holds a repeat (`(a+)+`, `(.*)*`, `(\\w+\\s?)+`), and a repeated
+    alternation whose branches can start alike (`(x|x)*`, `(a|ab)+`, `(\\w|\\d)+`): on a line
+    that almost matches, the engine tries every way to split it. Bounded small repeats
+    (`(\\d{1,3}\\.){3}`) pass; a possessive repeat or an atomic group never backtracks into
+    itself, but is checked alike (kept simple: rewrite the pattern instead)."""
+    try:
+        parsed = _SRE.parse(pattern, flags)
+    except Exception:  # noqa: BLE001 - compiled fine by `re` already; unknown to the parser here
+        return None
+    return _risk(list(parsed), 0)
+
+
+def _repeats(items: Any) -> list[tuple[int, int, Any]]:
+    """The repeats (`lo, hi, items`) in a sequence, through plain groups."""
+    out: list[tuple[int, int, Any]] = []
+    for op, av in items:
+        name = getattr(op, "name", str(op))
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            out.append(tuple(av))
+        elif name == "SUBPATTERN":
+            out += _repeats(av[-1])
+    return out
+
+
+def _risk(items: Any, outer: int) -> str | None:
+    """`pattern_risk` on parsed items, inside repeats of at most `outer` times (0: none)."""
+    for op, av in items:
+        name = getattr(op, "name", str(op))
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            lo, hi, sub = av
+            if outer > 1 and hi > 1 and lo != hi and (hi > _LONG_REPEAT or outer > _LONG_REPEAT):
+                return "a repeat inside a repeated group (like `(a+)+` or `(.*)*`)"
+            found = _risk(list(sub), max(outer, hi))
+            if found:
+                return found
+            if hi > _LONG_REPEAT and _nullable(sub):
+                return "a repeat of something that can be empty (like `(a?)*`)"
+            if hi > _LONG_REPEAT:
+                optional = [_first_chars(x[2]) for x in _repeats(sub) if x[0] != x[1]]
+                if any(a & b for i, a in enumerate(optional) for b in optional[i + 1:]):
+                    return "a repeated group with two optional parts that can match alike (like `(a?a?)+`)"
+        elif name == "BRANCH":
+            alts = [list(a) for a in av[1]]
+            if outer > _LONG_REPEAT:
+                firsts = [_first_chars(a) for a in alts]
+                for i in range(len(firsts)):
+                    for j in range(i + 1, len(firsts)):
+                        if firsts[i] & firsts[j]:
+                            return ("a repeated alternation whose branches can start alike "
+                                    "(like `(x|x)*` or `(a|ab)+`)")
+            for a in alts:
+                found = _risk(a, outer)
+                if found:
+                    return found
+        elif name == "SUBPATTERN":
+            found = _risk(list(av[-1]), outer)
+            if found:
+                return found
+        elif name == "ATOMIC_GROUP":
+            found = _risk(list(av), outer)
+            if found:
+                return found
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            found = _risk(list(av[1]), outer)
+            if found:
+                return found
+        elif name == "GROUPREF_EXISTS":
+            for sub in av[1:]:
+                if sub is not None:
+                    found = _risk(list(sub), outer)
+                    if found:
+                        return found
+    return None
+
+
+def _entry(raw: Any, where: str, user: bool = False) -> Signature:
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: an entry must be a mapping, got {type(raw).__name__}")
     sid = raw.get("id")
@@ -157,6 +371,10 @@ def _entry(raw: Any, where: str) -> Signature:
         rx = re.compile(raw["pattern"], re.IGNORECASE if ignore_case else 0)
     except re.error as e:
         raise CatalogError(f"{where}: key 'pattern' is not a valid regex: {e}") from None
+    risk = pattern_risk(raw["pattern"], rx.flags)
+    if risk:
+        raise CatalogError(f"{where}: key 'pattern' can take exponential time on one log line: "
+                           f"{risk}; repeat a single character or a fixed text instead") from None
     role = raw.get("role", "cause")
     if role not in ROLES:
         raise CatalogError(f"{where}: key 'role' must be one of {', '.join(ROLES)}, got {role!r}")
@@ -174,14 +392,19 @@ def _entry(raw: Any, where: str) -> Signature:
         if missing:
             raise CatalogError(f"{where}: key {key!r} uses {{{missing[0]}}} but the pattern has "
                                f"no group (?P<{missing[0]}>...)")
-    return Signature(id=raw["id"], level=raw["level"], pattern=rx, title=raw["title"].strip(),
+    return Signature(id=raw["id"], level=raw["level"], pattern=whole_words(rx), title=raw["title"].strip(),
                      explanation=raw["explanation"].strip(), fix=raw["fix"].strip(),
-                     keywords=tuple(k.lower() for k in kws), source=where, role=role)
+                     keywords=tuple(k.lower() for k in kws), source=where, role=role,
+                     max_chars=USER_LINE_CHARS if user else None)
 
 
-def load_catalog(path: Path | str, text: str | None = None) -> list[Signature]:
-    """Parse and validate one catalog file (all or nothing). Raises CatalogError."""
+def load_catalog(path: Path | str, text: str | None = None, *, user: bool | None = None) -> list[Signature]:
+    """Parse and validate one catalog file (all or nothing). Raises CatalogError. A user's
+    catalog (any file but the packaged one, unless `user` says) searches only a line's
+    first USER_LINE_CHARS characters."""
     path = Path(path)
+    if user is None:
+        user = path.resolve() != PACKAGED_CATALOG.resolve()
     if text is None:
         try:
             text = path.read_text(encoding="utf-8")
@@ -209,7 +432,7 @@ def load_catalog(path: Path | str, text: str | None = None) -> list[Signature]:
     sigs: list[Signature] = []
     seen: set[str] = set()
     for n, raw in enumerate(entries, 1):
-        sig = _entry(raw, f"{path}: signatures[{n}]")
+        sig = _entry(raw, f"{path}: signatures[{n}]", user)
         if sig.id in seen:
             raise CatalogError(f"{sig.source}: duplicate id {sig.id!r}")
         seen.add(sig.id)
@@ -293,8 +516,10 @@ class Diagnoser:
                     continue
             if best is not None and _ROLE_RANK[sig.role] >= _ROLE_RANK[best[0].role]:
                 continue  # only a stronger role can still win this line
-            assert sig.whole is not None  # __post_init__ fills it
-            m = sig.whole.search(line)
+            if sig.max_chars is None:
+                m = sig.pattern.search(line)
+            else:
+                m = sig.pattern.search(line, 0, sig.max_chars)
             if m is not None:
                 best = (sig, m)
                 if sig.role == "cause":
