@@ -208,6 +208,12 @@ def test_corpus_matches_bash(script: Path, tmp_path: Path, capsys: pytest.Captur
         named = [_hydra([a]).popitem()[0] for a in re.findall(r"dropped by bash: (\S+)", summary)]
         assert named == [d.lstrip("+") for d in dropped]
         assert all(d.lstrip("+") not in got for d in dropped)
+    # Placeholder values: one `SCRIPT:LINE:` line each, exactly the ones the script's
+    # expect-placeholder comments name (none for the scripts with real values only).
+    flagged = re.findall(rf"^{re.escape(str(script))}:(\d+): placeholder in (.*): set it in the profile before running$",
+                         summary, re.M)
+    home = str(tmp_path / "home")
+    assert flagged == [tuple(e.replace("$HOME", home).split(" ", 1)) for e in exp.get("placeholder", [])]
     # check --static reads it (it may FAIL on the script's own choices, never on the profile)
     assert main(["check", "--static", "--profile", str(tmp_path / "imported.yaml")]) in (0, 1)
 

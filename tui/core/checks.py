@@ -20,11 +20,12 @@ import json
 import logging
 import re
 import secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Literal
 
 from tui.core.actions.events import ActionEvent
+from tui.core.placeholders import placeholder_reason
 from tui.core.profile import Node, Profile
 from tui.core.rayapi import dashboard_exposed
 from tui.core.secrets import mask_data, mask_secrets
@@ -303,10 +304,46 @@ def static_user_catalog(p: Profile, L: _Layout) -> list[CheckResult]:
     return [CheckResult("diagnosis.user_catalog", PASS, f"{len(sigs)} user failure signature(s) from {path}")]
 
 
+def _profile_values(p: Profile) -> list[tuple[str, Any, int]]:
+    """(profile key, value, line or 0) of every value a run takes from the profile: the
+    overrides (the loader keeps their lines), paths, env, container, training and convert
+    settings. Free text (name, description) and the nodes are not values a run is given."""
+    out: list[tuple[str, Any, int]] = [(f"training.overrides.{o.prefix}{o.key}", o.value, o.line)
+                                       for o in p.training.overrides]
+    out += [(f"paths.{f.name}", getattr(p.paths, f.name), 0) for f in fields(p.paths)]
+    out += [(f"env.{k}", v, 0) for k, v in p.env.items()]
+    out += [(f"training.env.{k}", v, 0) for k, v in p.training.env.items()]
+    out += [(f"container.{k}", getattr(p.container, k), 0) for k in ("name", "image")]
+    out += [(f"training.{k}", getattr(p.training, k), 0)
+            for k in ("module", "python", "python_args", "config_path", "config_name", "submission_prefix")]
+    out += [("model.source", p.model.source, 0)]
+    if p.convert is not None:
+        out += [(f"convert.{k}", getattr(p.convert, k), 0) for k in ("script", "python", "extra_args")]
+    return out
+
+
+def static_placeholders(p: Profile, L: _Layout) -> list[CheckResult]:
+    """A value still holding an example script's placeholder (`<path_to_model>`, `/path/to/`,
+    CHANGE-ME, YOUR_KEY, xxx: the rule is `tui.core.placeholders`): the run would start and
+    fail on it (or use it) minutes later. `rlconsole import` names them as it writes them."""
+    found = []
+    for key, value, line in _profile_values(p):
+        why = placeholder_reason(value)
+        if why:
+            shown = value if isinstance(value, str) else json.dumps(value, default=str)
+            at = f" ({p.path}:{line})" if line and p.path else (f" (line {line})" if line else "")
+            found.append(f"{key}={shown}{at}")
+    if found:
+        return [CheckResult("profile.placeholders", FAIL, f"{len(found)} placeholder value(s) left: "
+                            + "; ".join(found), "replace the placeholder with the real value")]
+    return [CheckResult("profile.placeholders", PASS, "no placeholder values (<...>, /path/to/, CHANGE-ME, "
+                        "TODO, YOUR_..., xxx)")]
+
+
 STATIC_CHECKS: tuple[StaticCheck, ...] = (
-    static_cards, static_rollout_parallel, static_actor_parallel, static_pipeline_layers, static_batch,
-    static_lengths, static_expert_parallel, static_paths_consistent, static_tensorboard, static_dashboard,
-    static_checkpoint_deletable, static_user_catalog,
+    static_placeholders, static_cards, static_rollout_parallel, static_actor_parallel, static_pipeline_layers,
+    static_batch, static_lengths, static_expert_parallel, static_paths_consistent, static_tensorboard,
+    static_dashboard, static_checkpoint_deletable, static_user_catalog,
 )
 """The checks that read the profile alone, in the order they print: each one small, named
 and testable on its own (`static_batch(profile, _layout(profile))`)."""

@@ -21,6 +21,7 @@ from tui.core.importer.interp import Walk, walk
 from tui.core.importer.launch import Launch, find_launches, parse_launch
 from tui.core.importer.limits import MAX_NODES, Refused, read_text_bounded, shown
 from tui.core.importer.shellexpand import has_placeholder
+from tui.core.placeholders import is_placeholder
 
 CHANGE_ME = "/CHANGE-ME"  # absolute, so the profile loads; obviously not a real path
 TEMPLATE_NET = "192.0.2"  # RFC 5737 TEST-NET-1: documentation-only, never routed
@@ -45,6 +46,7 @@ class Finding:
     line: int
     message: str
     unresolved: bool = False
+    placeholder: bool = False  # a script value left to fill in: `summary` prints it as SCRIPT:LINE: ...
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}" if self.line else self.message
@@ -201,6 +203,7 @@ def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
     module, verl, config_path, config_name = _training(launch, w, notes)
     paths = _paths(launch, w, verl, ov)
     _path_findings(launch, paths, all_items, config_path, config_name, notes)
+    _placeholder_findings(launch, paths, all_items, config_path, config_name, notes)
     _env_departures(launch, dropped, keep_dropped, notes)
     hosts, names, gpn, nn = _nodes(launch, ov, hostfile, notes)
     dport = _dashboard_port(launch, notes)
@@ -405,6 +408,30 @@ def _path_findings(launch: Launch, paths: dict[str, _Sourced], all_items: list[I
     for f, (v, _ln, src) in paths.items():
         if src == "placeholder":
             findings.append(Finding(0, f"paths.{f}: the script does not say; placeholder {v} (fill it in)", True))
+
+
+def _placeholder_findings(launch: Launch, paths: dict[str, _Sourced], all_items: list[Item],
+                          config_path: _Sourced, config_name: _Sourced, notes: _Notes) -> None:
+    """Every value the profile takes from a script line that is a placeholder (`<path_to_model>`,
+    `/path/to/`, `CHANGE_ME`, `YOUR_KEY`, `xxx`: `tui.core.placeholders`), one finding each, by
+    line. Left out: the importer's own placeholders (line 0, or a path under `/CHANGE-ME/`:
+    reported as "the script does not say"), `<unresolved: ...>` (reported as needing a
+    command), a path the profile takes from an override (the override is reported) and what
+    bash drops (not in the profile)."""
+    from_override = {it.key for it in all_items}
+    found: list[tuple[int, str]] = [(it.line, it.raw) for it in all_items if is_placeholder(it.value)
+                                    and not has_placeholder(it.value)]
+    sourced: list[tuple[str, _Sourced]] = [(f"paths.{f}", v) for f, v in paths.items() if v[2] not in from_override]
+    sourced += [(f"env.{n}", v) for n, v in launch.env.items()]
+    sourced += [("training.config_path", config_path), ("training.config_name", config_name),
+                ("training.python", (launch.python, launch.command.line, "launch"))]
+    own = CHANGE_ME + "/"  # a relative --config-path made absolute under the placeholder paths.verl
+    for key, (v, ln, _src) in sourced:
+        if ln and is_placeholder(v) and not has_placeholder(v) and not (isinstance(v, str) and v.startswith(own)):
+            found.append((ln, f"{key}={v}"))
+    for ln, what in sorted(found, key=lambda f: f[0]):
+        notes.findings.append(Finding(ln, f"placeholder in {what}: set it in the profile before running",
+                                      unresolved=True, placeholder=True))
 
 
 def _env_departures(launch: Launch, dropped: list[Item], keep_dropped: bool, notes: _Notes) -> None:

@@ -253,7 +253,10 @@ def summary(r: ImportResult, written: str | None) -> str:
     if r.departures:
         lines.append("departures (also in the profile's header):")
         lines += [f"  {shown(d)}" for d in r.departures]
-    if r.unresolved:
+    unresolved = [f for f in r.unresolved if not f.placeholder]
+    if unresolved:
         lines.append("not resolved / to check:")
-        lines += [f"  {shown(f)}" for f in r.unresolved]
+        lines += [f"  {shown(f)}" for f in unresolved]
+    # Placeholders last, as SCRIPT:LINE: (the form editors and `grep -n` jump to), one line each.
+    lines += [f"{shown(r.script)}:{f.line}: {shown(f.message)}" for f in r.findings if f.placeholder]
     return "\n".join(lines) + "\n"
