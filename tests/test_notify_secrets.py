@@ -187,3 +187,44 @@ async def test_command_target_authorization_header_masked_on_every_line(debug_lo
     assert "command exited 22" in text and "401 for token" in text
     for where, got in (("watch output", text), ("stdout", cap.out), ("stderr", cap.err), ("debug log", logged)):
         assert "Q6earerTOK7" not in got, (where, got)
+
+
+async def test_curl_users_api_key_headers_and_telegram_tokens_never_printed(
+        failing_server: Server, debug_log: Callable[[], Path], fast_retries: None, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39 N2: the forms round 3 left in clear on `watch`'s start line, its retry
+    lines and its log: `curl -u bot:X`, `curl --user bot:X`, a quoted `X-Api-Key` header,
+    a Telegram bot URL. The `curl` here is a stand-in on PATH that fails (exit 22) and
+    echoes its whole command line on stderr, as `curl -v` echoes a header."""
+    log_file = debug_log()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    curl = bin_dir / "curl"
+    curl.write_text(f"#!{sys.executable}\nimport sys\nsys.stdin.read()\n"
+                    "sys.stderr.write('curl: (22) 401 for ' + ' '.join(sys.argv[1:]) + '\\n')\nsys.exit(22)\n")
+    curl.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    url = f"http://127.0.0.1:{failing_server.port}"
+    secrets = ["QcurlUSER1x", "QcurlUSER2x", "QapiKEY3x", "QtgTOKEN4x-AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"]
+    targets = [
+        f"curl -sS -f -u bot:QcurlUSER1x -d @- {url}/u",
+        f"curl -sS -f --user bot:QcurlUSER2x -d @- {url}/user",
+        f"curl -sS -f -H 'X-Api-Key: QapiKEY3x' -d @- {url}/key",
+        f"{url}/bot123456789:QtgTOKEN4x-AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage",
+    ]
+    text = await _watch_until(targets, lambda t: t.count("giving up after 3 attempts") >= 8,
+                              "every target to be given up")
+    cap = capsys.readouterr()
+    logged = log_file.read_text()
+    for where, got in (("watch output", text), ("stdout", cap.out), ("stderr", cap.err), ("debug log", logged)):
+        leaked = [s for s in secrets if s in got or s[:9] in got]
+        assert not leaked, (where, leaked, got)
+    start = text.splitlines()[0]
+    assert "notifying" in start
+    for shown in ("curl -sS -f -u bot:*** -d @-", "curl -sS -f --user bot:*** -d @-",
+                  "curl -sS -f -H 'X-Api-Key: ***' -d @-", "/bot123456789:***/sendMessage"):
+        assert shown in start, start
+        assert text.count(f"{shown}") >= 1 + 4 + 2, (shown, text)  # start, 2x2 retries, 2 give-ups
+        assert f"{shown}" in logged
+    assert "command exited 22" in text and "Internal Server Error" in text
+    assert any("/bot123456789:" in r["path"] for r in failing_server.requests)  # sent as given

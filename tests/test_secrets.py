@@ -15,6 +15,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,71 @@ def test_alert_messages_are_masked_at_the_source() -> None:
     box.add(a)
     shown = " ".join(x.one_line() for x in box.current()) + json.dumps(a.to_json())
     assert not re.search(r"Q4[2-4]AB", shown), shown
+
+
+# --------------------------------------------------------------------------- issue 39 N2
+# the credential forms `watch --notify` targets are written in: curl's user:password, a
+# quoted credential header, a Telegram bot URL (each a secret marked Q42AB)
+
+N2_LINES = [
+    "curl -sS -u bot:Q42AB https://ntfy.example/alerts",
+    "curl -sS --user bot:Q42AB https://ntfy.example/alerts",
+    "curl --user=bot:Q42AB https://ntfy.example/alerts",
+    "curl -ubot:Q42AB https://ntfy.example/alerts",
+    "curl -u 'bot:Q42AB x'\"'\"'y' https://ntfy.example/alerts",
+    "curl -U proxy:Q42AB --proxy-user proxy:Q42AB https://x.example",
+    "curl -H 'X-Api-Key: Q42AB' https://api.example/notify",
+    "curl -H \"X-Api-Key: Q42AB\" https://api.example/notify",
+    "curl -H 'X-Api-Key: Q42AB with spaces' -d @- https://api.example/notify",
+    "curl --header 'Private-Token: Q42AB' https://gitlab.example/api",
+    "curl -H X-Auth-Token:Q42AB https://api.example/notify",
+    "curl -H 'Cookie: session=Q42AB' https://api.example/notify",
+    "curl --oauth2-bearer Q42AB https://api.example/notify",
+    "curl -d @- https://api.telegram.org/bot123456789:Q42AB-AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage",
+    "https://api.telegram.org/bot123456789:Q42AB_xyz/sendMessage?chat_id=42",
+    "https://api.telegram.org/file/bot123456789:Q42AB/documents/file_1.txt",
+    "notify curl -H 'X-Api-Key: Q42AB' http://127.0.0.1:9/x: attempt 1 failed (command exited 22)",
+]
+
+
+@pytest.mark.parametrize("line", N2_LINES)
+def test_curl_users_quoted_headers_and_telegram_tokens_are_masked(line: str) -> None:
+    out = mask_secrets(line)
+    assert "Q42AB" not in out, out
+    assert mask_secrets(out) == out  # masking twice changes nothing
+    assert "Q42AB" not in " ".join(mask_argv(shlex.split(line)))
+    assert "***" in out and ("curl" in out) == ("curl" in line)
+
+
+def test_the_parts_that_say_who_stay_readable() -> None:
+    assert mask_secrets("curl -u bot:Q42AB https://x") == "curl -u bot:*** https://x"
+    assert mask_secrets("curl -H 'X-Api-Key: Q42AB' https://x") == "curl -H 'X-Api-Key: ***' https://x"
+    assert (mask_secrets("https://api.telegram.org/bot123456:Q42AB/sendMessage?chat_id=7")
+            == "https://api.telegram.org/bot123456:***/sendMessage?chat_id=7")
+    assert mask_argv(["curl", "-u", "bot:Q42AB x", "-H", "X-Api-Key: Q42AB", "https://x"]) == [
+        "curl", "-u", "bot:***", "-H", "X-Api-Key: ***", "https://x"]
+
+
+@pytest.mark.parametrize("line", [
+    "sudo -u root python -u train.py",
+    "docker run -u 1000:1000 verl:latest",
+    "curl -u bot https://x.example",              # no password given: curl asks for it
+    "curl -H 'Content-Type: application/json' -H 'Accept: */*' https://x.example",
+    "ssh -L 8265:localhost:8265 -o 'ConnectTimeout: 5' head",
+    "https://example.org/robots/bot1:info",
+    "msg = 'step: 12 loss: 0.5'",
+])
+def test_lines_without_those_credentials_are_unchanged(line: str) -> None:
+    assert mask_secrets(line) == line
+
+
+def test_the_new_forms_stay_linear_on_hostile_lines() -> None:
+    """Runs of header starts without a closing quote, flags without a value: the same
+    code on n and 4n characters, compared in a ratio (tests/test_parser_bounds.py)."""
+    from tests.test_parser_bounds import assert_linear_retried
+
+    def runs_of(unit: str) -> Callable[[int], str]:
+        return lambda n: (unit * (n // len(unit) + 1))[:n]
+
+    for unit in ("'x-api-key:", '"api_key: \\', "-u a:", "-u 'a:", "-H k:", "/bot12345:", "'token: \"key: -u a:'"):
+        assert_linear_retried(mask_secrets, runs_of(unit))

@@ -14,6 +14,11 @@ What counts as a secret:
   flag (`--hf-token X`, `--api-key=X`);
 * the credential of an `Authorization:` header, whatever its scheme (`token X`,
   `Bearer X`, `Basic X`);
+* the value of any other header whose name says it is a credential (`X-Api-Key`,
+  `Private-Token`, `X-Auth-Token`; and `Cookie`) written in quotes (`-H 'X-Api-Key: X'`,
+  `"X-Api-Key: X"`: the value ends at the closing quote) or as curl's `-H Name:X`;
+* the password of curl's `-u`/`--user`/`-U`/`--proxy-user user:password` (the user stays);
+* a Telegram bot token in a URL path (`/bot123456:ABC.../sendMessage`, `/file/bot...`).
 * a PEM private key block;
 * a lower- or mixed-case name that ENDS with a credential word (`hf_token`,
   `wandb_api_key`, `accessToken`, `db_password`; `key`, `sig`, `signature` only as the
@@ -64,12 +69,28 @@ _NAME = r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]*)"
 _JSON_PAIR = re.compile(rf'(?<!\\)"([A-Za-z][A-Za-z0-9_]*)"(\s*:\s*){_JSON_STR}')
 _ASSIGN = re.compile(rf"{_NAME}=({_SHELL_WORD})")
 _COLON = re.compile(rf"(?<![\"']){_NAME}:[ \t]*({_JSON_STR}|'[^'\n]*'|[^\s,;}}][^\n,;}}]*)")
-_FLAG = re.compile(r"(?i)((?<!-)--(?:[a-z0-9][a-z0-9_-]{0,200}?)?(?:token|password|passwd|secret|key|pat)(?:=|[ \t]+))"
+_FLAG = re.compile(r"(?i)((?<!-)--(?:[a-z0-9][a-z0-9_-]{0,200}?)?(?:token|password|passwd|secret|key|pat|bearer)(?:=|[ \t]+))"
                    rf"(?!-)(?:{_SHELL_WORD})")
 _AUTH = re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:(?:token|bearer|basic|digest|negotiate)\s+)?)"
                    r"[^\s'\",;}]+")
 _URL_PW = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+):([^/\s@'\"]*)@")
 _URL_USER = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+)@")
+# curl's user:password (`-u bot:X`, `-ubot:X`, `--user=bot:X`, `--proxy-user`, `-U`): the
+# word after the flag, when it holds a colon (`sudo -u root`, `python -u` are not one)
+_CURL_USER = re.compile(rf"(?<![\w-])(-u|-U|--user|--proxy-user)(=|[ \t]+|(?=[^\s-]))({_SHELL_WORD})")
+# a header in quotes, `'Name: value'` / `"Name: value"`: the value up to the closing quote
+# (judged by name in the replacement); the same quote closes it, so a run of starts each
+# stops at the next quote (linear)
+_QUOTED_HEADER = re.compile(r"""(?<![A-Za-z0-9_.\-\\])(')([A-Za-z][A-Za-z0-9_\-]{0,100}):([ \t]*)([^'\n]*)(?=')|"""
+                            r"""(?<![A-Za-z0-9_.\-\\])(")([A-Za-z][A-Za-z0-9_\-]{0,100}):([ \t]*)((?:[^"\\\n]|\\.)*)(?=")""")
+# curl's `-H Name:value` / `--header=Name:value` unquoted: the value to the word's end
+_BARE_HEADER = re.compile(r"(?<![\w-])(-H|--header)(=|[ \t]+)([A-Za-z][A-Za-z0-9_\-]{0,100}):([ \t]*)([^\s'\"]+)")
+_SECRET_HEADERS = ("cookie",)
+"""Header names that are credentials without saying so (besides Authorization, which
+`_AUTH` masks keeping its scheme)."""
+# Telegram's Bot API: the token is a path segment, `/bot<id>:<secret>/method` (an id of
+# 5+ digits: `/bot1:info` is a path)
+_TELEGRAM = re.compile(r"(/(?:file/)?bot)(\d{5,20}):([^/\s?#'\"]+)")
 
 # A lower/mixed-case name (Hydra key, URL query parameter, JSON-ish config) is a secret
 # when it ENDS with a credential word: `hf_token`, `wandb_api_key`, `accessToken`;
@@ -166,6 +187,39 @@ def _hook_path(m: re.Match[str]) -> str:
     return m.group(1) + "/".join(segs)
 
 
+def _curl_user(m: re.Match[str]) -> str:
+    word = m.group(3)
+    colon = word.find(":")
+    if colon < 0 or word[colon + 1:].startswith(MASK) or re.fullmatch(r"\d+:\d+", word):
+        return m.group(0)  # no password, masked already, or a uid:gid (`docker run -u 0:0`)
+    user = word[:colon]
+    close = user[0] if user[:1] in ("'", '"') and user[0] not in user[1:] else ""
+    return f"{m.group(1)}{m.group(2)}{user}:{MASK}{close}"
+
+
+def is_secret_header(name: str) -> bool:
+    """A header whose value is a credential (`X-Api-Key`, `Private-Token`, `Cookie`),
+    Authorization aside (masked keeping its scheme)."""
+    low = name.lower()
+    if low.endswith("authorization"):
+        return False
+    return low in _SECRET_HEADERS or is_lower_secret_name(name)
+
+
+def _quoted_header(m: re.Match[str]) -> str:
+    q, name, gap, value = (m.group(1), m.group(2), m.group(3), m.group(4)) if m.group(1) else \
+        (m.group(5), m.group(6), m.group(7), m.group(8))
+    if not value or value.startswith(MASK) or not is_secret_header(name):
+        return m.group(0)
+    return f"{q}{name}:{gap}{MASK}"
+
+
+def _bare_header(m: re.Match[str]) -> str:
+    if m.group(5).startswith(MASK) or not is_secret_header(m.group(3)):
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}{m.group(3)}:{m.group(4)}{MASK}"
+
+
 def mask_secrets(text: str) -> str:
     """`text` with every credential value replaced by `***`; the names stay, so a log
     still says which variable was set."""
@@ -188,7 +242,16 @@ def mask_secrets(text: str) -> str:
         if ":" in text:
             text = _LOWER_COLON.sub(lambda m: f"{m.group(1)}: {MASK}" if is_lower_secret_name(m.group(1))
                                     else m.group(0), text)
-    if "--" in text and _LOWER_WORD.search(text):
+    if ":" in text:
+        if ("'" in text or '"' in text) and (lower or "ookie" in text or "OOKIE" in text):
+            text = _QUOTED_HEADER.sub(_quoted_header, text)
+        if "-H" in text or "--header" in text:
+            text = _BARE_HEADER.sub(_bare_header, text)
+        if "-u" in text or "-U" in text or "--user" in text or "--proxy-user" in text:
+            text = _CURL_USER.sub(_curl_user, text)
+        if "/bot" in text or "/file/bot" in text:
+            text = _TELEGRAM.sub(rf"\1\2:{MASK}", text)
+    if "--" in text and (_LOWER_WORD.search(text) or "earer" in text or "EARER" in text):
         text = _FLAG.sub(rf"\1{MASK}", text)
     if "uthorization" in text or "UTHORIZATION" in text:
         text = _AUTH.sub(rf"\1{MASK}", text)
