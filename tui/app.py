@@ -16,6 +16,7 @@ from textual.app import App
 
 from tui.commands import RlconsoleCommands
 from tui.core.alerts import Alert
+from tui.core.safetext import shown
 from tui.core.state import JobStatus
 from tui.messages import AlertRaised, LogLinesReceived, MetricsUpdated, StateUpdated
 from tui.screens.main import MainScreen
@@ -55,6 +56,13 @@ class RlconsoleApp(App[int]):
         self.sub_title = backend.profile.name + \
             ((f" · SIMULATED ({sim_verl})" if sim_verl else " · SIMULATED") if backend.simulated else "") + \
             (" · READ-ONLY" if self.read_only else "")
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast (the screens' `notify` lands here) through the one rule for outside
+        text: an action's failure or an exception quotes what a node or a peer sent."""
+        super().notify(shown(message, lines=True), title=shown(title), severity=severity, timeout=timeout,
+                       markup=markup)
 
     def get_default_screen(self) -> MainScreen:
         return self.main_screen

@@ -14,6 +14,7 @@ from textual.content import Content
 from textual.widgets import Log, Static
 
 from tui.core.actions.events import ActionEvent
+from tui.core.safetext import shown
 
 STATUS_MARK = {
     "pending": ("○ pending", "$text-muted"), "running": ("◐ running", "$text-primary"),
@@ -58,31 +59,32 @@ class ActionPanel(Vertical):
     def add_event(self, ev: ActionEvent) -> None:
         if ev.action != self.action:
             self.begin(ev.action)
+        msg = shown(ev.message, lines=True)  # made so at the source too (ActionEvent): the one rule
         if ev.node and ev.status:
-            self.nodes[ev.node] = (ev.status, ev.message if ev.kind != "node" else "")
+            self.nodes[ev.node] = (ev.status, msg if ev.kind != "node" else "")
         if ev.kind == "output":
             prefix = f"[{ev.node}] " if ev.node else ""
-            self.query_one(Log).write_lines([prefix + line for line in ev.message.splitlines() or [""]])
+            self.query_one(Log).write_lines([prefix + line for line in msg.splitlines() or [""]])
             if ev.node and ev.node in self.nodes:
                 st, _ = self.nodes[ev.node]
-                self.nodes[ev.node] = (st, ev.message.splitlines()[-1] if ev.message else "")
+                self.nodes[ev.node] = (st, msg.splitlines()[-1] if msg else "")
         elif ev.kind in ("step", "warn", "start"):
-            self.last_message = ev.message
+            self.last_message = msg
             if ev.kind != "start":
-                self.query_one(Log).write_line(f"{'! ' if ev.kind == 'warn' else '» '}{ev.message}")
+                self.query_one(Log).write_line(f"{'! ' if ev.kind == 'warn' else '» '}{msg}")
         elif ev.kind in ("done", "fail", "skip"):
             self.state = {"done": "done", "fail": "failed", "skip": "skipped"}[ev.kind]
-            self.last_message = ev.message
-            self.query_one(Log).write_line(f"{ev.kind}: {ev.message}")
+            self.last_message = msg
+            self.query_one(Log).write_line(f"{ev.kind}: {msg}")
         self._refresh_view()
 
     def finish(self, ok: bool | None, message: str = "") -> None:
         """The worker ended; an exception or cancellation may not have sent an event."""
         if self.state == "running":
             self.state = "cancelled" if ok is None else ("done" if ok else "failed")
-            if message:
-                self.last_message = message
-                self.query_one(Log).write_line(message)
+            if message:  # an exception's text may quote a node or a peer: the one rule
+                self.last_message = shown(message, lines=True)
+                self.query_one(Log).write_line(self.last_message)
         self._refresh_view()
 
     def _refresh_view(self) -> None:

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui.core.alerts import Alert, OpenAlerts
+from tui.core.safetext import shown
 
 ICON = {"info": "ℹ", "warning": "▲", "error": "✖"}
 
@@ -61,8 +62,8 @@ class AlertsBar(Static):
         where = f" (log line {top.line + 1})" if top.line is not None else ""
         t = Text()
         t.append(f"{ICON.get(top.level, '•')} ")
-        t.append(top.source, style="bold")
-        t.append(f": {top.message}{where}")
+        t.append(shown(top.source), style="bold")  # outside text: the one rule (tui/core/safetext.py)
+        t.append(f": {shown(top.message)}{where}")
         more = f" · {len(current) - 1} more open" if len(current) > 1 else ""
         t.append(f"  {more.lstrip(' ·') + ' · ' if more else ''}{history}", style="dim")
         self.update(t)

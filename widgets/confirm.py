@@ -15,6 +15,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from tui.core.safetext import shown
+
 
 class ConfirmationModal(ModalScreen[bool]):
     """Dismisses with True (confirm) or False (cancel, Escape, n)."""
@@ -39,8 +41,10 @@ class ConfirmationModal(ModalScreen[bool]):
     def __init__(self, title: str, message: str, confirm_label: str = "Confirm",
                  cancel_label: str = "Cancel", destructive: bool = True) -> None:
         super().__init__()
-        self.title_text = title
-        self.message = message
+        # a question may name a running job (its id from Ray's dashboard) or quote a check:
+        # the one rule for outside text (tui/core/safetext.py)
+        self.title_text = shown(title)
+        self.message = shown(message, lines=True)
         self.confirm_label = confirm_label
         self.cancel_label = cancel_label
         self.set_class(not destructive, "-safe")

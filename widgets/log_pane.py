@@ -31,28 +31,21 @@ from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
-from tui.core.parsers.ansi import clean_line
+from tui.core.safetext import shown_log
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 """Colour/attribute sequences: the only escapes a line keeps (drawn, never executed)."""
-_OTHER_ESC = re.compile(r"\x1b(?:\][^\x07\x1b]*(?:\x07|\x1b\\)?|\[[0-9;?]*[ -/]*[@-ln-~]|[@-Z\\-_])")
-"""Every other escape (cursor moves, OSC titles/links, ...): dropped."""
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
-"""Other control characters of a coloured line (bells, backspaces): dropped."""
 
 
 def keep_colour(line: str) -> str:
     """A raw log line as the pane stores it: what a terminal would show after carriage
-    returns (tqdm redraws), with its colour sequences kept and every other escape
-    dropped. Lines without ESC take the plain `clean_line` path (the flood's case)."""
-    if "\x1b" not in line:
-        return clean_line(line)
-    if "\r" in line:
-        line = line.rstrip("\r").rsplit("\r", 1)[-1]
-    return _CONTROL.sub("", _OTHER_ESC.sub("", line))
+    returns (tqdm redraws), with its colour sequences kept and every other escape and
+    control character (7- or 8-bit) dropped: the core's rule for a log shown on a terminal
+    (`safetext.shown_log`, also `rlconsole logs`). Lines without any take one C-level scan."""
+    return shown_log(line)
 
 
 def plain(line: str) -> str:

@@ -19,6 +19,7 @@ from textual.widgets import Label, Sparkline, Static
 
 from tui.core.job.metrics import MetricsSummary, fmt_range, fmt_step_time
 from tui.core.profile import Monitoring
+from tui.core.safetext import shown
 from tui.core.state import JobStatus
 
 PLOTS = (("reward", "reward"), ("throughput", "tok/s/node"), ("response_length", "resp len"))
@@ -55,8 +56,8 @@ def _job_head(summary: MetricsSummary, total: Any) -> str | None:
 def _content(markup: str, summary: MetricsSummary) -> Content:
     """Markup of our own with the remote-derived values (job id, status, checkpoint)
     as `$variables`: Textual inserts variables as plain text, never as markup."""
-    return Content.from_markup(markup, jid=str(summary.job_id or ""), status=str(summary.status or ""),
-                               ck=str(summary.last_checkpoint))
+    return Content.from_markup(markup, jid=shown(summary.job_id or ""), status=shown(summary.status or ""),
+                               ck=shown(summary.last_checkpoint))
 
 
 def verdict(summary: MetricsSummary, name: str) -> str:

@@ -36,6 +36,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tui.core.safetext import shown
 from tui.core.state import CardLimits, ClusterState, GpuCard, NodeState, RayNodeState
 
 HISTORY = 60
@@ -182,11 +183,13 @@ class NodeRow:
     def update(self, node: NodeState, ray: RayNodeState | None, ray_available: bool, spark: int) -> bool:
         """Apply one probe round. Returns True when what the node looks like changed."""
         self.down = not node.reachable
+        # the error, the container's state and the card tool's error are the node's (or the
+        # SSH peer's) words: drawn as segments straight to the terminal, so through the one rule
         self.header = HeaderInfo(
             name=node.name, address=node.address, head=node.role == "head", reachable=node.reachable,
-            error=node.error or "", container=node.container.status if node.container else "unknown",
+            error=shown(node.error or ""), container=shown(node.container.status) if node.container else "unknown",
             ray=("alive" if ray.alive else "dead") if ray is not None else ("absent" if ray_available else "none"),
-            unparsed_error=(node.gpu.error or "") if node.gpu is not None and not node.gpu.parsed else None,
+            unparsed_error=shown(node.gpu.error or "") if node.gpu is not None and not node.gpu.parsed else None,
             stale_age=fmt_age(time.time() - node.stale_since) if not node.reachable and node.stale_since else "")
         cards = {c.index: c for c in node.gpus}
         unparsed = bool(node.gpu is not None and not node.gpu.parsed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from tui.core.safetext import shown
 from tui.core.state import ClusterState, JobStatus
 
 STATUS_STYLE: dict[str, str] = {
@@ -22,10 +23,10 @@ MAX_JOBS = 6
 
 def ray_markup(state: ClusterState, expected_nodes: int, expected_gpus: int) -> Content:
     """The pane's text. The error and job ids come from the head, so they join as plain
-    Content pieces, never as markup."""
+    Content pieces, never as markup, through the one rule for outside text."""
     r = state.ray
     if not r.available:
-        why = r.error or "not started"
+        why = shown(r.error or "not started")
         return Content.assemble(("Ray not available", "$text-muted"), " ", (f"({why})", "dim"),
                                 f"\nexpected {expected_nodes} nodes, {expected_gpus} GPUs")
     n_style = "$text-success" if r.nodes_alive >= expected_nodes else "$text-error"
@@ -41,7 +42,7 @@ def ray_markup(state: ClusterState, expected_nodes: int, expected_gpus: int) -> 
         lines.append(Content.assemble(("no jobs", "dim")))
     for j in jobs:
         st = STATUS_STYLE.get(j.status, "$text")
-        lines.append(Content.assemble((f"{j.status:<9}", st), " ", j.id))
+        lines.append(Content.assemble((f"{shown(j.status):<9}", st), " ", shown(j.id)))
     return Content("\n").join(lines)
 
 

@@ -17,6 +17,7 @@ from tui.core.actions.events import ActionEvent
 from tui.core.actions.registry import SPECS, describe, read_only_refusal, run_action
 from tui.core.errors import RlconsoleError, UsageError
 from tui.core.profile import Profile
+from tui.core.safetext import shown
 
 if TYPE_CHECKING:
     from tui.core.actions.remote import PoolRemote
@@ -33,7 +34,7 @@ def _confirm(question: str, yes: bool) -> bool:
         return True
     _can_ask(question, yes)
     try:
-        answer = input(f"{question} [y/N] ")
+        answer = input(f"{shown(question, lines=True)} [y/N] ")  # it may name Ray's job: the one rule
     except EOFError:
         return False
     return answer.strip().lower() in ("y", "yes")
@@ -46,9 +47,9 @@ def _print(ev: ActionEvent, as_json: bool) -> None:
     mark = {"fail": "FAILED: ", "warn": "warning: ", "skip": "nothing to do: ", "done": "done: "}.get(ev.kind, "")
     where = f"[{ev.node}] " if ev.node else ""
     if ev.kind == "output":
-        print(f"  {where}{ev.message}", flush=True)
+        print(f"  {where}{shown(ev.message, lines=True)}", flush=True)
     else:
-        print(f"{ev.action}: {where}{mark}{ev.message}", flush=True)
+        print(f"{ev.action}: {where}{mark}{shown(ev.message, lines=True)}", flush=True)
 
 
 async def _plan_then_ask(profile: Profile, remote: PoolRemote, opts: dict, as_json: bool, yes: bool,
@@ -61,7 +62,7 @@ async def _plan_then_ask(profile: Profile, remote: PoolRemote, opts: dict, as_js
     if as_json:
         print(json.dumps({"plan": plan.to_json()}), flush=True)
     else:
-        print("\n".join(f"submit: {line}" for line in plan.lines()), flush=True)
+        print("\n".join(f"submit: {shown(line)}" for line in plan.lines()), flush=True)
     if dry_run:
         return 0 if plan.ok else 1
     if not plan.ok:  # what submit itself says of a failed preflight: each check, then the refusal

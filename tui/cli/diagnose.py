@@ -15,18 +15,16 @@ answer, not an error); 2 when LOG cannot be read. A broken user catalog is said 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterator
 from typing import IO, TextIO
 
 from tui.core.errors import UsageError
+from tui.core.safetext import shown
 
 MAX_LINE_CHARS = 400
 """The offending line is printed up to this many characters: a log line can be a 1 MB
 JSON blob or a `[repeated 7x]` wall, and the terminal is for the person reading it."""
-
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _lines(stream: IO[str]) -> Iterator[str]:
@@ -35,10 +33,12 @@ def _lines(stream: IO[str]) -> Iterator[str]:
 
 
 def _shown(line: str) -> str:
-    """The line as plain text: terminal escapes and control characters dropped (the log
-    is untrusted), bounded."""
-    text = _CONTROL.sub("", line).strip()
-    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " ..."
+    """The line as one line of text, bounded: its control characters (an ESC, a BEL, an
+    8-bit CSI) made visible by the one rule for outside text (tui/core/safetext.py); the
+    log is untrusted, and so is what the catalog's templates quote from it."""
+    text = line.strip()
+    text = text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " ..."
+    return shown(text)
 
 
 def run_diagnose(source: str, as_json: bool = False, out: TextIO | None = None,
@@ -49,7 +49,7 @@ def run_diagnose(source: str, as_json: bool = False, out: TextIO | None = None,
     err = err or sys.stderr
     d = Diagnoser()
     for a in d.take_problems():
-        err.write(f"rlconsole: warning: {a.message}\n")
+        err.write(f"rlconsole: warning: {shown(a.message)}\n")
     try:
         if source == "-":
             # a pasted log is any bytes: undecodable ones are replaced, never a traceback
@@ -69,15 +69,15 @@ def run_diagnose(source: str, as_json: bool = False, out: TextIO | None = None,
     name = "stdin" if source == "-" else source
     if f is None:
         out.write(f"no known failure in {name}")
-        out.write(" (known: " + ", ".join(verdict.also) + ")\n" if verdict.also else "\n")
+        out.write(" (known: " + shown(", ".join(verdict.also)) + ")\n" if verdict.also else "\n")
         out.write("unknown errors can be added to the catalog: <config dir>/diagnosis.yaml "
                   "(README: Alerts)\n")
         return 0
     out.write(f"{_shown(f.title)}\n")
     out.write(f"  line {f.line_no + 1}: {_shown(f.line)}\n")
-    out.write(f"  why: {f.explanation}\n")
-    out.write(f"  fix: {f.fix}\n")
+    out.write(f"  why: {shown(f.explanation, lines=True)}\n")
+    out.write(f"  fix: {shown(f.fix, lines=True)}\n")
     if verdict.also:
-        out.write(f"  also seen: {', '.join(verdict.also)}\n")
-    out.write(f"  [{f.signature.id}]\n")
+        out.write(f"  also seen: {shown(', '.join(verdict.also))}\n")
+    out.write(f"  [{shown(f.signature.id)}]\n")
     return 0

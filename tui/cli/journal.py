@@ -14,6 +14,7 @@ from tui.core.errors import UsageError
 from tui.core.job.history import last_run, runs
 from tui.core.job.journal import Journal
 from tui.core.profile import Profile
+from tui.core.safetext import shown
 
 
 def run_journal(profile: Profile, run: str | None, fmt: str, out: TextIO | None = None) -> int:
@@ -45,5 +46,6 @@ def run_journal(profile: Profile, run: str | None, fmt: str, out: TextIO | None 
         if not entries:
             print(f"rlconsole: run {run} has no journal entries", file=sys.stderr)
         for e in entries:
-            print("".join(ch if ch.isprintable() else " " for ch in e.one_line()), file=out)
+            # one line an entry; its text came from nodes and logs: the one rule for outside text
+            print(shown(e.one_line()), file=out)
     return 0

@@ -4,6 +4,13 @@ What the spool already holds is printed from disk; only what is new comes over S
 Interrupting and running it again resumes where it stopped: no line twice, none lost.
 With `--tail N` the spool is first brought up to date silently, then its last N lines
 are printed (and, with `--follow`, what arrives after them).
+
+Each line is printed as a terminal shows it, with the log's own colours: a line redrawn
+with carriage returns (tqdm) as its last state, colour sequences (SGR) kept, every other
+escape sequence (a window title, a clipboard write, a screen clear; 7- or 8-bit) and
+control character dropped (`safetext.shown_log`, the rule the console's log pane uses),
+whether stdout is a terminal or a pipe (a file is often read on a terminal next). The
+bytes as the job printed them stay in the spool, `<state dir>/spool/<job>/driver.log`.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import sys
 
 from tui.core.errors import ActionError
 from tui.core.profile import Profile
+from tui.core.safetext import shown_log
 from tui.core.secrets import mask_secrets
 
 
@@ -40,8 +48,9 @@ async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | 
             job_id = found[0]
 
         def out(lines: list[str]) -> None:
-            # a driver log echoes its command line and env (a token among them): masked
-            sys.stdout.write("".join(mask_secrets(line) + "\n" for line in lines))
+            # a driver log echoes its command line and env (a token among them): masked; and
+            # it is the job's text: no sequence but colour reaches the terminal
+            sys.stdout.write("".join(shown_log(mask_secrets(line)) + "\n" for line in lines))
             sys.stdout.flush()
 
         if tail is not None:

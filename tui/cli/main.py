@@ -517,7 +517,10 @@ def main(argv: list[str] | None = None) -> int:
         return fn(args)
     except RlconsoleError as e:
         log.error("%s", e)
-        print(mask_secrets(f"rlconsole: {e}" if not hasattr(e, "file") else str(e)), file=sys.stderr)
+        # an error may quote a node or a peer (an SSH server's disconnect text): the one rule
+        from tui.core.safetext import shown
+
+        print(shown(mask_secrets(f"rlconsole: {e}" if not hasattr(e, "file") else str(e)), lines=True), file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("rlconsole: interrupted", file=sys.stderr)

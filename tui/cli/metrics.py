@@ -21,6 +21,7 @@ from typing import IO, Any
 from tui.core.job.metrics import json_safe
 from tui.core.job.tbreader import EVENT_FILE_MARKER, ScalarReader
 from tui.core.job.verl_log import LogMetricsParser
+from tui.core.safetext import csv_cell
 
 __all__ = ["load_metrics", "write_json", "write_csv", "MetricsSourceError",
            "MetricsSourceNotFound", "detect_kind"]
@@ -150,13 +151,15 @@ def _cell(v: Any) -> str:
 def write_csv(rows: Iterable[Mapping[str, Any]], out: IO[str] | str | os.PathLike[str]
               ) -> None:
     """Wide CSV: ``step`` then the sorted union of metric keys; empty where a step has
-    no value for a key (validation keys appear every `test_freq` steps only)."""
+    no value for a key (validation keys appear every `test_freq` steps only). A key is a
+    log's or an event file's name: written as text a spreadsheet cannot run and a
+    terminal cannot obey (`safetext.csv_cell`); the values are numbers."""
     rows = list(rows)
     keys = sorted({k for row in rows for k in row["metrics"]})
     f, close = _open_out(out)
     try:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(["step", *keys])
+        w.writerow(["step", *(csv_cell(k) for k in keys)])
         for row in rows:
             m = row["metrics"]
             w.writerow([int(row["step"]), *(_cell(m.get(k)) for k in keys)])

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from tui.core.job.metrics import fmt_range, fmt_step_time, judge_range
 from tui.core.probes import snapshot
 from tui.core.profile import Profile
+from tui.core.safetext import shown
 from tui.core.secrets import mask_secrets
 from tui.core.state import ClusterState, JobState, JobStatus, NodeState
 
@@ -70,20 +71,21 @@ _HDR = (f"{'NODE':<10}{'ROLE':<7}{'SSH':<6}{'CONTAINER':<12}{'CARDS':<9}{'UTIL a
 
 def _node_notes(n: NodeState) -> list[str]:
     """Why a node's row is short: its SSH error, an unparsed card report, a container
-    that is not running."""
+    that is not running. Each is the node's (or its SSH server's) text: made safe to show
+    before it is wrapped (the one rule for outside text, tui/core/safetext.py)."""
     notes = []
     if n.error:
-        notes.append(n.error)
+        notes.append(shown(n.error))
     if n.gpu is not None and not n.gpu.parsed and n.gpu.error:
-        notes.append(f"cards: {n.gpu.error}")
+        notes.append(f"cards: {shown(n.gpu.error)}")
     if n.container is not None and n.container.error and n.container.status not in ("running",):
-        notes.append(f"container: {n.container.error}")
+        notes.append(f"container: {shown(n.container.error)}")
     return notes
 
 
 def _node_lines(n: NodeState, width: int) -> list[str]:
     cards, util, mem, temp, power = _cards_cells(n)
-    container = n.container.status if n.container else "-"
+    container = shown(n.container.status) if n.container else "-"
     row = (f"{n.name[:9]:<10}{n.role[:6]:<7}{'up' if n.reachable else 'DOWN':<6}{container[:11]:<12}"
            f"{cards:<9}{util:<14}{mem:<11}{temp:<6}{power:>5}")
     lines = [row.rstrip()]
@@ -97,7 +99,7 @@ def _ray_lines(st: ClusterState, width: int) -> list[str]:
     if r.available:
         return [f"Ray: {r.nodes_alive} nodes alive, {r.nodes_dead} dead; GPUs {r.gpus_used:g}/{r.gpus_total:g} "
                 f"used ({r.source})"]
-    return textwrap.wrap(f"Ray: not available: {r.error or 'unknown'}", width - 1, subsequent_indent="     ")
+    return textwrap.wrap(f"Ray: not available: {shown(r.error or 'unknown')}", width - 1, subsequent_indent="     ")
 
 
 def _job_figures(j: JobState) -> list[str]:
@@ -125,15 +127,17 @@ def _job_lines(st: ClusterState) -> list[str]:
     step = f" step {j.step}/{j.total_steps or '?'}" if j.step is not None else ""
     if j.on_cluster is False:
         ck = f", checkpoint step {j.last_checkpoint}" if j.last_checkpoint is not None else ""
-        return [f"Job: last run {j.id}: not on this cluster{step}{ck}"]
-    lines = [f"Job: {j.id} {j.status}{step}"]
+        return [f"Job: last run {shown(j.id)}: not on this cluster{step}{ck}"]
+    lines = [f"Job: {shown(j.id)} {shown(j.status)}{step}"]
     if bits := _job_figures(j):
         lines.append("     " + "  ".join(bits))
     return lines
 
 
 def render_table(st: ClusterState, width: int = WIDTH) -> str:
-    """The human form of a snapshot (fits `width` columns)."""
+    """The human form of a snapshot (fits `width` columns). What came from outside (node
+    and Ray errors, the job's id and status) is made safe to show piece by piece, and the
+    whole once more as it is printed (`run_status`)."""
     sim = " (SIMULATED)" if st.simulated else ""
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.taken_at or time.time()))
     title = f"{st.profile}{sim}"
@@ -229,6 +233,7 @@ def run_status(profile: Profile, json: bool = False, out: TextIO | None = None) 
     if json:
         out.write(_json.dumps(st.to_json(), indent=2) + "\n")
     else:
-        # node errors and Ray's job message are remote text: a credential in them masked
-        out.write(mask_secrets(render_table(st)))
+        # node errors and Ray's job message are remote text: a credential in them masked,
+        # and no control character (an SSH server's OSC title or clipboard write) printed
+        out.write(shown(mask_secrets(render_table(st)), lines=True))
     return 0

@@ -20,6 +20,7 @@ from tui.core.alerts import Alert
 from tui.core.job.metrics import MetricsSummary
 from tui.core.notify import Notifier
 from tui.core.profile import Profile
+from tui.core.safetext import shown
 from tui.core.secrets import mask_secrets
 from tui.core.state import ClusterState
 
@@ -45,9 +46,10 @@ class Watch:
         self.lines = 0
 
     def say(self, text: str, at: float | None = None) -> None:
-        # one line each; what a node sent is plain text here, control characters dropped;
-        # credentials (a target's token, one quoted by a log line) masked
-        clean = mask_secrets("".join(ch if ch.isprintable() else " " for ch in text))
+        # one line each; what a node sent is plain text here, its control characters made
+        # visible (the one rule for outside text, tui/core/safetext.py); credentials (a
+        # target's token, one quoted by a log line) masked
+        clean = shown(mask_secrets(text))
         print(f"{_stamp(at if at is not None else time.time())} {clean}", file=self.out, flush=True)
         self.lines += 1
 
@@ -81,7 +83,8 @@ async def watch(profile: Profile, targets: list[str], level: str, out: TextIO,
         from tui.backend.live import LiveBackend
 
         backend = LiveBackend(profile, who="watch")
-    notifier = Notifier(targets, level, report=lambda line: print(f"{_stamp(time.time())} {mask_secrets(line)}",
+    # a delivery's error may quote the receiver's answer: outside text too
+    notifier = Notifier(targets, level, report=lambda line: print(f"{_stamp(time.time())} {shown(mask_secrets(line))}",
                                                                    file=out, flush=True))
     w = Watch(profile, notifier, out)
     backend.subscribe_state(w.on_state)

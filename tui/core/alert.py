@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from tui.core.safetext import shown
 from tui.core.secrets import mask_secrets
 
 AlertLevel = Literal["info", "warning", "error"]
@@ -50,8 +51,10 @@ class Alert:
     def __post_init__(self) -> None:
         # masked at the source, like an ActionEvent: a message built from a log line or
         # an error's text may quote a credential, and every place an alert goes (the
-        # console's list, `status`, `watch`'s lines, a notification) shows this one
-        self.message = mask_secrets(self.message)
+        # console's list, `status`, `watch`'s lines, a notification) shows this one; for
+        # the same reason its control characters are made visible here (the one rule for
+        # outside text, tui/core/safetext.py): a log line's escapes reach no terminal
+        self.message = shown(mask_secrets(self.message))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -2,7 +2,10 @@
 
 Kept under the user's state directory so that after a bad night the user (or we) can
 see exactly which remote commands ran. Secrets never reach it: a filter masks values
-that look like credentials before any handler sees the record.
+that look like credentials before any handler sees the record. Nor do terminal escapes:
+a record quotes what nodes and SSH peers said, and the log is read with `tail` and
+`less` (and mirrored on stderr with --verbose), so the same filter writes its control
+characters as visible escapes (the one rule for outside text, tui/core/safetext.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from tui.core.locations import log_path
+from tui.core.safetext import shown
 
 # The one masking rule lives in secrets.py; re-exported here for the modules that
 # always imported it from the log.
@@ -26,16 +30,16 @@ class SecretMaskingFilter(logging.Filter):
             msg = record.getMessage()
         except Exception:  # noqa: BLE001 - a bad format string must not kill logging
             msg = str(record.msg)
-        record.msg = mask_secrets(msg)
+        record.msg = shown(mask_secrets(msg), lines=True)
         record.args = None
         # a traceback quotes the failing call's text (urllib's error, a command line):
         # formatted here and masked, so no handler formats the raw one
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = mask_secrets(record.exc_text)
+            record.exc_text = shown(mask_secrets(record.exc_text), lines=True)
         if record.stack_info:
-            record.stack_info = mask_secrets(record.stack_info)
+            record.stack_info = shown(mask_secrets(record.stack_info), lines=True)
         return True
 
 

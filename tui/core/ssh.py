@@ -40,6 +40,7 @@ from tui.core.debuglog import is_secret_name, mask_secrets
 from tui.core.errors import RlconsoleError
 from tui.core.linecap import LineCapper
 from tui.core.profile import Container, Node, Profile, SshEndpoint, SshSettings
+from tui.core.safetext import shown
 
 log = logging.getLogger("rlconsole.ssh")
 
@@ -94,8 +95,9 @@ class SshError(RlconsoleError):
 
     def __init__(self, node: str, message: str) -> None:
         self.node = node
-        self.message = message
-        super().__init__(f"{node}: {message}")
+        # it may quote the peer (a channel refused with its reason): the one rule for outside text
+        self.message = shown(message, lines=True)
+        super().__init__(f"{node}: {self.message}")
 
 
 class NodeDown(SshError):
@@ -252,7 +254,9 @@ def _describe_connect_error(exc: BaseException, node: Node, settings: SshSetting
     if isinstance(exc, ConnectionRefusedError):
         return f"connection refused by {where} (no SSH server listening?)"
     if isinstance(exc, asyncssh.DisconnectError):
-        return f"{where} disconnected: {exc.reason or exc}"
+        # the server's own words, sent before its host key is checked (no login needed):
+        # made visible, never obeyed by the terminal that shows them (tui/core/safetext.py)
+        return f"{where} disconnected: {shown(exc.reason or exc)}"
     if isinstance(exc, OSError):
         return f"cannot connect to {where}: {exc.strerror or exc}"
     return f"cannot connect to {where}: {exc}"
@@ -286,7 +290,7 @@ class _Client(asyncssh.SSHClient):
         self._session = session
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._session._lost_reason = f"connection lost: {exc}" if exc else "connection closed by the node"
+        self._session._lost_reason = f"connection lost: {shown(exc)}" if exc else "connection closed by the node"
 
 
 # --------------------------------------------------------------------------- session
@@ -405,6 +409,8 @@ class NodeSession:
                     await asyncio.wait_for(c.wait_closed(), 2)
 
     def _set_state(self, state: str, reason: str | None) -> None:
+        if reason is not None:  # every down reason is shown (grid, alerts, status): the one rule
+            reason = shown(reason, lines=True)
         if state == self.state and reason == self.reason:
             return
         if self.state == "closed" and state != "closed":

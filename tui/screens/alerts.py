@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Static
 
 from tui.core.alerts import Alert
 from tui.core.job.journal import Entry
+from tui.core.safetext import shown
 
 
 def fmt_time(at: float) -> str:
@@ -60,7 +61,8 @@ class AlertsScreen(ModalScreen["int | None"]):
             table.add_columns("time", "kind", "by", "what", "log line")
             for e in self.entries:
                 line = e.data.get("line")
-                table.add_row(fmt_time(e.at), e.kind, Text(e.who or "-"), Text(e.message),
+                # the journal is a file on disk, its text from nodes and logs: the one rule
+                table.add_row(fmt_time(e.at), Text(shown(e.kind)), Text(shown(e.who or "-")), Text(shown(e.message)),
                               str(line + 1) if isinstance(line, int) else "")
         else:
             v.border_title = f"Alerts ({len(self.alerts)})"
@@ -68,7 +70,8 @@ class AlertsScreen(ModalScreen["int | None"]):
             table.add_columns("time", "level", "source", "message", "log line")
             for a in self.alerts:
                 # Text, not str: a str cell is parsed as markup, and this text comes from nodes
-                table.add_row(fmt_time(a.at), "ended" if a.ends else a.level, Text(a.source), Text(a.message),
+                # (so through the one rule for outside text too: no control character drawn)
+                table.add_row(fmt_time(a.at), "ended" if a.ends else a.level, Text(shown(a.source)), Text(shown(a.message)),
                               "" if a.line is None else str(a.line + 1))
         empty = self.query_one("#alerts-empty", Static)
         empty.update("No journal entries for this run." if self.show_journal else "No alerts.")

@@ -36,6 +36,7 @@ from textual_plotext import PlotextPlot
 
 from tui.core.job.compare import STEP_TIME_KEYS, by_wall_time
 from tui.core.job.series import Point, ema, in_range, to_csv
+from tui.core.safetext import shown
 
 if TYPE_CHECKING:
     from tui.core.job.runs import RunSummary
@@ -66,7 +67,7 @@ def key_candidates(name: str) -> list[str]:
 
 def short_id(job_id: str) -> str:
     """A legend label that fits an 80-column plot: the id's distinctive tail."""
-    tail = job_id.rsplit("_", 1)[-1]
+    tail = shown(job_id.rsplit("_", 1)[-1])
     return tail if len(tail) <= 12 else "…" + tail[-11:]
 
 
@@ -165,7 +166,8 @@ class ComparePicker(ModalScreen["list[str] | None"]):
             label = f"{r.id}  {r.name or ''}  {r.status}  step {r.step if r.step is not None else '?'}"
             if r.resumed_text:
                 label += f"  ({r.resumed_text})"
-            rows.append(Selection(Content(label), r.id, r.id in self.picked))
+            # a run's id is Ray's, its name the run's: the one rule for outside text
+            rows.append(Selection(Content(shown(label)), r.id, r.id in self.picked))
         sl = PickList(*rows, id="compare-runs")
         sl.border_title = "Overlay runs (space picks, Enter overlays, Esc cancels)"
         yield sl
@@ -242,7 +244,9 @@ class GraphScreen(Screen[None]):
         self.selected = preselected(names)
         first = self.selected + [n for n in names if n not in self.selected]
         with Horizontal():
-            sl = PickList(*(Selection(Content(n), n, n in self.selected) for n in first), id="scalars")
+            # the names are TensorBoard tags and log keys (outside text): shown by the one rule,
+            # kept as they are as the values
+            sl = PickList(*(Selection(Content(shown(n)), n, n in self.selected) for n in first), id="scalars")
             sl.border_title = f"Scalars ({len(names)})"
             yield sl
             yield VerticalScroll(id="plots")
@@ -343,7 +347,7 @@ class GraphScreen(Screen[None]):
             pts = in_range(pts, *self.step_range)
         elif pts and self.window is not None:
             pts = in_range(pts, pts[-1][0] - self.window + 1, None)
-        title = name
+        title = shown(name)
         others: list[tuple[str, str, list[Point]]] = []
         for j, colour in zip(self.compare, OVERLAY_COLOURS):
             o = self.overlay.get((j, name), [])

@@ -6,7 +6,8 @@ power, the utilisation history the grid keeps, and the processes on the card wit
 memory. It follows the live state (re-read every second from the main screen), so a card
 that fills up or a container that dies shows here as it happens.
 
-Everything a node sent is drawn as Rich `Text`, never markup.
+Everything a node sent is drawn as Rich `Text`, never markup, and through the one rule for
+outside text (`shown`: its control characters made visible, never sent to the terminal).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tui.core.safetext import shown
 from tui.core.state import ClusterState, ContainerState, GpuCard, NodeState, RayNodeState
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ def _header_part(t: Text, node: NodeState) -> None:
     t.append(f"  {node.address}  {node.role}  ")
     t.append("reachable" if node.reachable else "DOWN", style="green" if node.reachable else "bold red")
     if node.error:
-        t.append(f"  {node.error}", style="red")
+        t.append(f"  {shown(node.error)}", style="red")
     t.append("\n\n")
 
 
@@ -54,12 +56,12 @@ def _container_part(t: Text, c: ContainerState | None) -> None:
     if c is None:
         t.append("not inspected\n", style="dim")
         return
-    t.append(f"{c.name}  ")
-    t.append(c.status, style="green" if c.status == "running" else "yellow")
+    t.append(f"{shown(c.name)}  ")
+    t.append(shown(c.status), style="green" if c.status == "running" else "yellow")
     if c.image:
-        t.append(f"  image {c.image}", style="dim")
+        t.append(f"  image {shown(c.image)}", style="dim")
     if c.started_at:
-        t.append(f"  started {c.started_at}", style="dim")
+        t.append(f"  started {shown(c.started_at)}", style="dim")
     t.append("\n           exit code ")
     t.append("—" if c.exit_code is None else str(c.exit_code),
              style="bold red" if c.exit_code not in (None, 0) else "")
@@ -67,7 +69,7 @@ def _container_part(t: Text, c: ContainerState | None) -> None:
     t.append({None: "—", True: "YES", False: "no"}[c.oom_killed],
              style="bold red" if c.oom_killed else "")
     if c.error:
-        t.append(f"  error: {c.error}", style="red")
+        t.append(f"  error: {shown(c.error)}", style="red")
     t.append("\n")
 
 
@@ -77,12 +79,12 @@ def _ray_part(t: Text, ray: RayNodeState | None, ray_available: bool) -> None:
         t.append("Ray not answering\n" if not ray_available else "not in the Ray cluster\n",
                  style="dim" if not ray_available else "yellow")
         return
-    t.append(ray.node_id or "?")
+    t.append(shown(ray.node_id or "?"))
     t.append("  ")
     t.append("ALIVE" if ray.alive else "DEAD", style="green" if ray.alive else "bold red")
     t.append(f"  GPUs {ray.gpus_used:.0f}/{ray.gpus_total:.0f}{'  head' if ray.is_head else ''}")
     t.append("\n           last error ")
-    t.append(ray.error or "—", style="red" if ray.error else "dim")
+    t.append(shown(ray.error or "—"), style="red" if ray.error else "dim")
     t.append("\n")
 
 
@@ -93,7 +95,7 @@ def _card_part(t: Text, g: GpuCard, marked: bool, hist: list[float], spark_width
              f"/{_num(None if g.mem_total_mib is None else g.mem_total_mib / 1024, '.0f')} GiB  "
              f"{_num(g.temp_c, '.0f', '°C')}  {_num(g.power_w, '.0f', 'W')}")
     if g.name:
-        t.append(f"  {g.name}", style="dim")
+        t.append(f"  {shown(g.name)}", style="dim")
     t.append("\n         history ")
     t.append(_spark(hist, spark_width) or "—", style="cyan")
     t.append(f"  ({len(hist)} samples)\n", style="dim")
@@ -102,7 +104,7 @@ def _card_part(t: Text, g: GpuCard, marked: bool, hist: list[float], spark_width
     for p in g.processes:
         mem = _num(None if p.mem_used_mib is None else p.mem_used_mib, '.0f', ' MiB')
         t.append(f"         pid {p.pid:<8} {mem:>10}  ")
-        t.append(p.name or "?")
+        t.append(shown(p.name or "?"))
         t.append("\n")
 
 
@@ -118,10 +120,10 @@ def node_detail_text(node: NodeState, ray: RayNodeState | None, ray_available: b
     t.append("\n")
     gpu = node.gpu
     if gpu is not None:
-        t.append(f"Cards ({gpu.tool}{', simulated telemetry' if gpu.simulated else ''}"
-                 f"{', driver ' + gpu.driver_version if gpu.driver_version else ''})\n", style="bold")
+        t.append(f"Cards ({shown(gpu.tool)}{', simulated telemetry' if gpu.simulated else ''}"
+                 f"{', driver ' + shown(gpu.driver_version) if gpu.driver_version else ''})\n", style="bold")
         if not gpu.parsed:
-            t.append(f"  unparsed: {gpu.error or ''}\n", style="red")
+            t.append(f"  unparsed: {shown(gpu.error or '')}\n", style="red")
     cards: list[GpuCard] = sorted(node.gpus, key=lambda g: (g.index != card, g.index))
     if not cards:
         t.append("  no card data\n", style="dim")

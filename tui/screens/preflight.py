@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Static
 
 from tui.core.actions.events import ActionEvent
 from tui.core.checks import CheckResult, CheckStatus, counts, result_of
+from tui.core.safetext import shown
 
 SEVERITY = {CheckStatus.FAIL: 0, CheckStatus.WARN: 1, CheckStatus.SKIP: 2, CheckStatus.PASS: 3}
 """Failures first, then warnings, then what was skipped (each names the failure it waits
@@ -56,7 +57,7 @@ class PreflightScreen(ModalScreen[None]):
             style = "$text-error" if fails else "$text-success"
             # Content, not markup: the summary and the messages quote what nodes printed
             yield Static(Content.assemble((f"{len(self.rows)} checks: {fails} failed, {warns} warnings", style),
-                                          ("  " + self.summary if self.summary else "", "dim")),
+                                          ("  " + shown(self.summary) if self.summary else "", "dim")),
                          id="preflight-summary")
             yield DataTable(cursor_type="row", zebra_stripes=True)
 
@@ -65,9 +66,11 @@ class PreflightScreen(ModalScreen[None]):
         table.add_columns("status", "check", "node", "message", "fix")
         for r in self.rows:
             why = f" (see {r.cause})" if r.cause else ""
-            # Text cells: a str cell is parsed as markup, and messages quote node output
-            table.add_row(Text(r.status.value.upper(), style=STYLE[r.status]), Text(r.id), Text(r.node or ""),
-                          Text(r.message + why), Text((r.fix or "") if r.status is not CheckStatus.PASS else ""))
+            # Text cells: a str cell is parsed as markup, and messages quote node output (so
+            # through the one rule for outside text too)
+            table.add_row(Text(r.status.value.upper(), style=STYLE[r.status]), Text(shown(r.id)), Text(shown(r.node or "")),
+                          Text(shown(r.message + why)),
+                          Text(shown(r.fix or "") if r.status is not CheckStatus.PASS else ""))
         table.focus()
 
     def action_close(self) -> None:

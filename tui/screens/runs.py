@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from tui.core.job.runs import RunSummary
+from tui.core.safetext import shown
 
 
 def _cell(x: object, fmt: str = "{}") -> str:
@@ -52,11 +53,12 @@ class RunsScreen(ModalScreen[None]):
         for s in self.runs:
             started = time.strftime("%m-%d %H:%M", time.localtime(s.started_at)) if s.started_at else "-"
             notes = "; ".join(n for n in (s.resumed_text, f"diagnosis: {s.diagnosis}" if s.diagnosis else None) if n)
-            # Text, not str: ids, names and diagnoses may come from a hand-edited history
-            table.add_row(Text(s.id), Text(str(s.status)), f"{_cell(s.step)}/{_cell(s.total_steps)}", started,
+            # Text, not str: ids, names and diagnoses may come from a hand-edited history, or
+            # from Ray's dashboard (the job id): the one rule for outside text
+            table.add_row(Text(shown(s.id)), Text(shown(s.status)), f"{_cell(s.step)}/{_cell(s.total_steps)}", started,
                           _cell(s.wall_s and s.wall_s / 3600, "{:.1f}h"), _cell(s.gpu_hours, "{:.1f}"),
                           _cell(s.last_reward, "{:.3f}"), _cell(s.best_reward, "{:.3f}"),
-                          _cell(s.mean_throughput, "{:.0f}"), Text(notes))
+                          _cell(s.mean_throughput, "{:.0f}"), Text(shown(notes)))
         table.focus()
 
     def action_close(self) -> None:

@@ -6,6 +6,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from tui.core.safetext import shown, shown_log
 from tui.core.secrets import mask_secrets
 
 EventKind = Literal["start", "step", "output", "node", "warn", "done", "fail", "skip"]
@@ -32,8 +33,14 @@ class ActionEvent:
 
     def __post_init__(self) -> None:
         # Every face (screen, headless CLI, --json) shows events, and messages carry what
-        # nodes printed (an `env`, a failing command line): masked here, once, at the source.
-        self.message = mask_secrets(self.message)
+        # nodes printed (an `env`, a failing command line): masked here, once, at the source,
+        # and made safe to show (the one rule, tui/core/safetext.py): a command's output
+        # lines as a terminal would show them without colour, any other message with its
+        # control characters made visible.
+        message = mask_secrets(self.message)
+        if self.kind == "output":
+            message = "\n".join(shown_log(line, colour=False) for line in message.split("\n"))
+        self.message = shown(message, lines=True)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 
 from tui.core.errors import UsageError
+from tui.core.safetext import shown  # the one rule for outside text; the importer's names go through it
 
 MAX_FILE_BYTES = 1 << 20  # a launch script, hostfile or runtime env is a few KB
 MAX_WORD_CHARS = 1 << 20  # one expanded word (or variable value)
@@ -32,21 +33,6 @@ class Refused(UsageError):
         self.line = line
         self.what = what
         super().__init__(f"line {line}: {what}" if line else what)
-
-
-def shown(text: object) -> str:
-    """`text` as one printable line: line breaks (`\\n`, `\\x85`, `\\u2028`..), control
-    characters, terminal escapes and lone surrogates written as Python escapes, so a name
-    from a script can neither end a YAML comment early nor drive the terminal."""
-    s = str(text)
-    return s if s.isprintable() else "".join(c if c.isprintable() else _escape(c) for c in s)
-
-
-def _escape(c: str) -> str:
-    o = ord(c)
-    if c in "\n\t\r":
-        return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}[c]
-    return f"\\x{o:02x}" if o < 0x100 else (f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
 
 
 def read_text_bounded(path: str | Path, cap: int = MAX_FILE_BYTES) -> str:

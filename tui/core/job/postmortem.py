@@ -8,19 +8,12 @@ reads as text, never as Markdown structure or HTML.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
 from tui.core.job.journal import Entry
 from tui.core.job.runs import RunSummary
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
-
-
-def md_text(text: object) -> str:
-    """Text as Markdown shows it literally: one line, specials escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+from tui.core.safetext import md_code, md_text
 
 
 def _when(at: float | None) -> str:
@@ -71,14 +64,15 @@ def markdown(s: RunSummary, entries: list[Entry], log_path: Path | None) -> str:
         out.append(f"**{md_text(e.data['diagnosis'])}**: {md_text(e.message)}"
                    + (f" (log line {line + 1})" if isinstance(line, int) else ""))
     elif s.status == "FAILED":
-        out.append(f"No known cause in the journal; try `rlconsole diagnose {md_text(log_path or 'LOG')}`.")
+        cmd = md_code(f"rlconsole diagnose {log_path or 'LOG'}")
+        out.append(f"No known cause in the journal; try {cmd}.")
     else:
         out.append("None: the run did not fail with a known cause.")
     out += ["", "## Log", ""]
     if log_path is not None and log_path.exists():
         lines = sorted({e.data["line"] + 1 for e in entries if isinstance(e.data.get("line"), int)})
         out.append(f"The driver log, spooled: [{md_text(log_path.name)}]({log_path.as_uri()}); "
-                   f"`rlconsole logs --job {s.id}` prints it.")
+                   f"{md_code(f'rlconsole logs --job {s.id}')} prints it.")
         if lines:
             out.append("Lines the timeline points at: "
                        + ", ".join(f"[{n}]({log_path.as_uri()}#L{n})" for n in lines[:50]))

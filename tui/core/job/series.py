@@ -13,6 +13,8 @@ import io
 import math
 from typing import Iterable, Mapping, Sequence
 
+from tui.core.safetext import csv_cell
+
 Point = tuple[int, float]
 
 
@@ -41,7 +43,9 @@ def in_range(points: Iterable[Point], lo: int | None, hi: int | None) -> list[Po
 
 def to_csv(series: Mapping[str, Sequence[Point]]) -> str:
     """All scalars as CSV: a `step` column and one column per scalar (sorted by name),
-    one row per step any scalar has; empty where a scalar has no value at that step."""
+    one row per step any scalar has; empty where a scalar has no value at that step. The
+    names are TensorBoard tags and log keys: written as text a spreadsheet cannot run
+    (`safetext.csv_cell`)."""
     names = sorted(series)
     rows: dict[int, dict[str, float]] = {}
     for name in names:
@@ -49,7 +53,7 @@ def to_csv(series: Mapping[str, Sequence[Point]]) -> str:
             rows.setdefault(int(step), {})[name] = v
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["step", *names])
+    w.writerow(["step", *(csv_cell(n) for n in names)])
     for step in sorted(rows):
         r = rows[step]
         w.writerow([step, *(repr(r[n]) if n in r else "" for n in names)])
