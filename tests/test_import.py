@@ -829,3 +829,22 @@ def test_runtime_env_alias_bomb_and_deep_json(tmp_path: Path) -> None:
     assert load_profile(tmp_path / "out.yaml").env == {"OK": "fine"}
     s.write_text("ray job submit --runtime-env-json='" + "[" * 100000 + "' -- " + LAUNCH + "\n")
     _refused(_import_bounded([str(s)], tmp_path), f"{s}: line 1: --runtime-env-json nested too deeply")
+
+
+def test_pwd_is_the_launch_directory_not_empty(tmp_path: Path) -> None:
+    """bash sets $PWD itself (even under `env -i`): the import cannot know it, so it writes a
+    placeholder that `check` fails on, never the empty string (VeRL 0.9.0's qwen3_30b_a3b
+    example builds its data paths from $PWD)."""
+    from tui.core.importer.shellexpand import PWD_PLACEHOLDER
+    from tui.core.placeholders import placeholder_reason
+
+    script = tmp_path / "run.sh"
+    script.write_text('DATA=$PWD/data\npython3 -m verl.trainer.main_ppo data.train_files=$DATA/train.parquet '
+                      'trainer.nnodes=1\n')
+    res = import_script(script, home="/h")
+    value = next(i.value for i in res.overrides if i.key == "data.train_files")
+    assert value == f"{PWD_PLACEHOLDER}/data/train.parquet"
+    assert placeholder_reason(value)
+    notes = [str(f) for f in res.findings]
+    assert any("$PWD is the directory the script is launched from" in n for n in notes), notes
+    assert not any("$PWD is never set" in n for n in notes)

@@ -20,7 +20,7 @@ from tui.core.importer.hydraval import parse_value, split_override
 from tui.core.importer.interp import Walk, walk
 from tui.core.importer.launch import Launch, find_launches, parse_launch
 from tui.core.importer.limits import MAX_NODES, Refused, read_text_bounded, shown
-from tui.core.importer.shellexpand import has_placeholder
+from tui.core.importer.shellexpand import PWD_PLACEHOLDER, has_placeholder
 from tui.core.placeholders import is_placeholder
 
 CHANGE_ME = "/CHANGE-ME"  # absolute, so the profile loads; obviously not a real path
@@ -262,6 +262,11 @@ def _walk_findings(w: Walk, launch: Launch, home: str, notes: _Notes) -> None:
         lines = sorted(set(w.state.home_used))
         findings.append(Finding(lines[0], f"$HOME/~ expanded to {home} (lines {', '.join(map(str, lines))}); "
                                           "pass --home DIR if the cluster's differs"))
+    if w.state.pwd_used:
+        lines = sorted(set(w.state.pwd_used))
+        findings.append(Finding(lines[0], f"$PWD is the directory the script is launched from (lines "
+                                          f"{', '.join(map(str, lines))}), which the import cannot know: written as "
+                                          f"{PWD_PLACEHOLDER}; set it in the profile", unresolved=True))
     if w.state.args_used:
         lines = sorted(set(w.state.args_used))
         findings.append(Finding(lines[0], "\"$@\"/$*/$1.. pass the script's own arguments (lines "

@@ -33,6 +33,12 @@ def has_placeholder(value: object) -> bool:
     return isinstance(value, str) and PLACEHOLDER_OPEN in value
 
 
+PWD_PLACEHOLDER = "<launch_dir_path>"
+"""What `$PWD` becomes: bash sets it to the directory the script is started from, which an
+import cannot know; a placeholder (`check` fails on it) rather than a guess or the empty string
+(no blank in it: an unquoted `$PWD` is split on blanks)."""
+
+
 @dataclass
 class ShellState:
     """Variables as bash would hold them at one point of the script."""
@@ -49,6 +55,7 @@ class ShellState:
     args_used: list[int] = field(default_factory=list)
     functions: set[str] = field(default_factory=set)
     home_used: list[int] = field(default_factory=list)  # lines where $HOME/~ was expanded
+    pwd_used: list[int] = field(default_factory=list)  # lines where $PWD was read
     frames: list[list[str]] = field(default_factory=list)  # arguments of the functions being run
     spent: int = 0  # characters expanded so far: bounds the whole walk's time and memory
     depth: int = 0  # expansions inside each other right now
@@ -68,6 +75,9 @@ class ShellState:
         if name == "HOME":
             self.home_used.append(line)
             return self.home
+        if name == "PWD":  # bash always sets it: the directory the script is launched from
+            self.pwd_used.append(line)
+            return PWD_PLACEHOLDER
         return None
 
     def note(self, line: int, msg: str) -> None:
