@@ -848,3 +848,15 @@ def test_pwd_is_the_launch_directory_not_empty(tmp_path: Path) -> None:
     notes = [str(f) for f in res.findings]
     assert any("$PWD is the directory the script is launched from" in n for n in notes), notes
     assert not any("$PWD is never set" in n for n in notes)
+
+
+def test_quoted_dollar_at_of_nothing_is_no_word(tmp_path: Path) -> None:
+    """`"$@"` with no arguments is no word at all in bash (VeRL's examples end their launch
+    line with it): no empty argument, no note about one."""
+    script = tmp_path / "run.sh"
+    script.write_text('python3 -m verl.trainer.main_ppo trainer.nnodes=1 "$@"\n')
+    res = import_script(script, home="/h")
+    assert [i.key for i in res.overrides] == ["trainer.nnodes"]
+    notes = [str(f) for f in res.findings]
+    assert not any("argument ''" in n for n in notes), notes
+    assert any("pass the script's own arguments" in n for n in notes)

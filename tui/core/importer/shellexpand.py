@@ -93,6 +93,7 @@ class _Fields:
         self.fields: list[str] = []
         self.cur: list[str] = []
         self.started = False  # the current field exists even if empty (quotes seen)
+        self.vanish = False  # a quoted "$@" of nothing was in it: empty, the field is not one
         self.st = st
         self.line = line
         self.size = 0
@@ -126,14 +127,17 @@ class _Fields:
                 self.started = True
 
     def end(self) -> None:
-        if self.started:
-            self.fields.append("".join(self.cur))
+        text = "".join(self.cur)
+        if self.started and not (self.vanish and not text):
+            self.fields.append(text)
         self.cur = []
         self.started = False
+        self.vanish = False
 
     def many(self, items: list[str]) -> None:
         """Quoted "${a[@]}" / "$@": one field per element, glued to the text around."""
         if not items:
+            self.vanish = True  # bash: "$@" with no arguments is no word at all
             return
         self._grow(sum(len(it) for it in items), len(items))
         for k, it in enumerate(items):
@@ -298,8 +302,9 @@ def _all_args(name: str, st: ShellState, line: int, quoted: bool, out: _Fields) 
     """${@}/${*}: inside a function its arguments; at the top, the script's (unknown)."""
     if st.frames:
         _spread(st.frames[-1], name == "@", quoted, out)
-    else:
+    else:  # imported as if the script got none: a quoted "$@" is then no field at all, as in bash
         st.args_used.append(line)
+        _spread([], name == "@", quoted, out)
 
 
 def _all_items(name: str, index: str, length: bool, st: ShellState, quoted: bool, out: _Fields) -> None:
