@@ -47,6 +47,25 @@ def test_table_fits_80_columns_and_says_simulated():
     assert "running" in row and "8" in row and "35%/70%" in row
 
 
+def test_a_failed_job_names_its_cause_and_fix_in_plain_status():
+    """Not only `--json`: the text form says why the job failed and what to do, wrapped in 80."""
+    from tui.core.state import JobState
+
+    st = _state()
+    st.job = JobState("raysubmit_1", "FAILED", step=25, total_steps=160, diagnosis={
+        "id": "musa-oom", "title": "A card ran out of memory (MUSA out of memory, tried to allocate 2.00 GiB)",
+        "fix": "Lower actor_rollout_ref.rollout.gpu_memory_utilization or the micro-batch size; " * 2,
+        "line": 106, "also": []})
+    text = render_table(st)
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Job: raysubmit_1 FAILED step 25/160"))
+    assert lines[at + 1].startswith("     cause: A card ran out of memory") and "(log line 107)" in text
+    assert any(ln.startswith("     fix: Lower actor_rollout_ref.rollout.gpu_memory_utilization") for ln in lines)
+    assert all(len(ln) <= 80 for ln in lines)
+    st.job.diagnosis = None
+    assert "cause:" not in render_table(st)
+
+
 @pytest.mark.integration
 def test_status_json_on_the_sim(sim_cluster, capsys):
     rc = run_status(sim_cluster.profile, json=True)

@@ -131,7 +131,25 @@ def _job_lines(st: ClusterState) -> list[str]:
     lines = [f"Job: {shown(j.id)} {shown(j.status)}{step}"]
     if bits := _job_figures(j):
         lines.append("     " + "  ".join(bits))
+    lines += _cause_lines(j)
     return lines
+
+
+def _cause_lines(j: JobState, width: int = WIDTH) -> list[str]:
+    """A FAILED job's cause and its fix, as `--json`'s job.diagnosis has them: what a user
+    asks first of a failed run, so the plain form says it too."""
+    d = j.diagnosis
+    if not d:
+        return []
+    line = d.get("line")  # 0-based in the log; -1: named by Ray's job message
+    where = f" (log line {line + 1})" if isinstance(line, int) and line >= 0 else \
+        (" (Ray's job message)" if line == -1 else "")
+    out = textwrap.wrap(f"cause: {shown(str(d.get('title') or d.get('id')))}{where}", width - 1,
+                        initial_indent="     ", subsequent_indent="       ")
+    if d.get("fix"):
+        out += textwrap.wrap(f"fix: {shown(str(d['fix']))}", width - 1, initial_indent="     ",
+                             subsequent_indent="       ")
+    return out
 
 
 def render_table(st: ClusterState, width: int = WIDTH) -> str:
