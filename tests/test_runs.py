@@ -110,3 +110,27 @@ def test_gpu_hours_follow_the_states_in_time_order_whoever_wrote_them_first() ->
                           state_entry("STOPPED", 3, "cli", at=200.0 + 1800)])
     (r,) = list_runs("qwen3-8b-grpo-32gpu")
     assert r.status == "STOPPED" and r.gpu_hours == pytest.approx(16 * 0.5) and r.ended_at == 2000.0
+
+
+def test_runs_rows_are_told_apart_in_one_unit_each(capsys: pytest.CaptureFixture[str]) -> None:
+    """Ids that share a long start keep their unique end; wall time is a duration; throughput
+    is per node (the seed's 8 cards a node), as the training pane shows it."""
+    ids = [f"Qwen3-8B_megatron_sglang-20261206-01{n}" for n in ("2538", "3112")]
+    for rid in ids:
+        base = _run(rid, 1000.0, {"cards": 32})
+        _log(base, {1: 0.5})
+        Journal(base).append([state_entry("RUNNING", None, "console", at=1000.0),
+                              state_entry("FAILED", 1, "console", at=1000.0 + 190)])
+    assert main(["runs", "-P", PROFILE]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [r.split()[0] for r in rows] == ids  # 40 characters: whole
+    assert all(" 3m10s " in r for r in rows), rows
+    assert all(" 4,808 " in r for r in rows), rows  # 601 tokens/s a card x 8 cards a node
+
+
+def test_a_long_id_keeps_its_end() -> None:
+    from tui.cli.runs import ID_WIDTH, _fit
+
+    rid = "a-very-long-experiment-name-for-a-sweep_lr1e-6_bs64-20261206-013112"
+    cut = _fit(rid, ID_WIDTH)
+    assert len(cut) == ID_WIDTH and cut.endswith("20261206-013112") and cut.startswith("a-very")

@@ -8,33 +8,36 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import TextIO
 
-from tui.core.job.runs import RunSummary, list_runs
+from tui.core.job.runs import RunSummary, list_runs, run_cells
 from tui.core.profile import Profile
 from tui.core.safetext import shown
 
+ID_WIDTH = 40
+"""Run ids (`<name>-<date>-<time>`, 40 characters for the seed's run) are told apart by their
+end: a longer one keeps its start and its end, cut in the middle."""
 
-def _cell(x: object, fmt: str = "{}") -> str:
-    return "-" if x is None else fmt.format(x)
+
+def _fit(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return text[: keep - keep * 2 // 3] + "…" + text[len(text) - keep * 2 // 3:]
 
 
-def table(rs: list[RunSummary]) -> list[str]:
-    """The runs as text rows (the console's `R` view shows the same columns). A run's id
-    is Ray's and its notes quote the history and the journal: outside text, made safe to
-    show (the one rule, tui/core/safetext.py) before it is cut to its column."""
-    head = f"{'RUN':<28} {'STATUS':<10} {'STEPS':>11} {'STARTED':<16} {'WALL':>7} {'GPU-H':>8} " \
-           f"{'REWARD':>8} {'BEST':>8} {'TOK/S':>7}  NOTES"
+def table(rs: list[RunSummary], cards_per_node: float | None = None) -> list[str]:
+    """The runs as text rows (the console's `R` view shows the same cells, `run_cells`). A
+    run's id is Ray's and its notes quote the history and the journal: outside text, made
+    safe to show (the one rule, tui/core/safetext.py) before it is fitted to its column."""
+    idw = min(ID_WIDTH, max([3, *(len(shown(s.id)) for s in rs)]))
+    head = f"{'RUN':<{idw}} {'STATUS':<10} {'STEPS':>11} {'STARTED':<16} {'WALL':>7} {'GPU-H':>8} " \
+           f"{'REWARD':>8} {'BEST':>8} {'TOK/S/NODE':>10}  NOTES"
     out = [head]
     for s in rs:
-        steps = f"{_cell(s.step)}/{_cell(s.total_steps)}"
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.started_at)) if s.started_at else "-"
-        notes = [shown(n) for n in (s.resumed_text, f"diagnosis: {s.diagnosis}" if s.diagnosis else None) if n]
-        out.append(f"{shown(s.id)[:28]:<28} {shown(s.status)[:10]:<10} {steps:>11} {started:<16} "
-                   f"{_cell(s.wall_s and s.wall_s / 3600, '{:.1f}h'):>7} {_cell(s.gpu_hours, '{:.2f}'):>8} "
-                   f"{_cell(s.last_reward, '{:.3f}'):>8} {_cell(s.best_reward, '{:.3f}'):>8} "
-                   f"{_cell(s.mean_throughput, '{:.0f}'):>7}  {'; '.join(notes)}")
+        rid, status, steps, started, wall, gpu_h, reward, best, tps, notes = run_cells(s, cards_per_node)
+        out.append(f"{_fit(shown(rid), idw):<{idw}} {shown(status)[:10]:<10} {steps:>11} {started:<16} "
+                   f"{wall:>7} {gpu_h:>8} {reward:>8} {best:>8} {tps:>10}  {shown(notes)}")
     return out
 
 
@@ -47,6 +50,6 @@ def run_runs(profile: Profile, as_json: bool, out: TextIO | None = None) -> int:
     if not rs:
         print(f"rlconsole: no runs of {profile.name} in the history or the spools", file=sys.stderr)
         return 0
-    for line in table(rs):
+    for line in table(rs, profile.total_gpus / len(profile.nodes) if profile.nodes else None):
         print(shown(line), file=out)
     return 0

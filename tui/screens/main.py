@@ -416,7 +416,8 @@ class MainScreen(Screen[None]):
 
         # the list may parse spooled logs: off the event loop
         runs = await asyncio.to_thread(self.backend.runs)
-        self.app.push_screen(RunsScreen(runs))
+        p = self.backend.profile
+        self.app.push_screen(RunsScreen(runs, p.total_gpus / len(p.nodes) if p.nodes else None))
 
     @work(group="dialogs", exclusive=True)
     async def action_quit(self) -> None:

@@ -4,8 +4,6 @@ run names the run and step it resumed from."""
 
 from __future__ import annotations
 
-import time
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,12 +11,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from tui.core.job.runs import RunSummary
+from tui.core.job.runs import RUN_COLUMNS, RunSummary, run_cells
 from tui.core.safetext import shown
-
-
-def _cell(x: object, fmt: str = "{}") -> str:
-    return "-" if x is None else fmt.format(x)
 
 
 class RunsScreen(ModalScreen[None]):
@@ -32,9 +26,10 @@ class RunsScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q,R", "close", "Close")]
 
-    def __init__(self, runs: list[RunSummary]) -> None:
+    def __init__(self, runs: list[RunSummary], cards_per_node: float | None = None) -> None:
         super().__init__()
         self.runs = list(reversed(runs))  # newest first
+        self.cards_per_node = cards_per_node  # throughput per node, as everywhere
 
     def compose(self) -> ComposeResult:
         with Vertical() as v:
@@ -49,16 +44,12 @@ class RunsScreen(ModalScreen[None]):
         if not self.runs:
             return
         table = self.query_one(DataTable)
-        table.add_columns("run", "status", "steps", "started", "wall", "GPU-h", "reward", "best", "tok/s", "notes")
+        table.add_columns(*RUN_COLUMNS)
         for s in self.runs:
-            started = time.strftime("%m-%d %H:%M", time.localtime(s.started_at)) if s.started_at else "-"
-            notes = "; ".join(n for n in (s.resumed_text, f"diagnosis: {s.diagnosis}" if s.diagnosis else None) if n)
+            rid, status, *figures, notes = run_cells(s, self.cards_per_node)
             # Text, not str: ids, names and diagnoses may come from a hand-edited history, or
             # from Ray's dashboard (the job id): the one rule for outside text
-            table.add_row(Text(shown(s.id)), Text(shown(s.status)), f"{_cell(s.step)}/{_cell(s.total_steps)}", started,
-                          _cell(s.wall_s and s.wall_s / 3600, "{:.1f}h"), _cell(s.gpu_hours, "{:.1f}"),
-                          _cell(s.last_reward, "{:.3f}"), _cell(s.best_reward, "{:.3f}"),
-                          _cell(s.mean_throughput, "{:.0f}"), Text(shown(notes)))
+            table.add_row(Text(shown(rid)), Text(shown(status)), *figures, Text(shown(notes)))
         table.focus()
 
     def action_close(self) -> None:

@@ -838,6 +838,18 @@ def fmt_seconds(s: float) -> str:
     return f"{s:.2g} s" if s < 10 else f"{s:.0f} s" if s < 120 else f"{s / 60:.3g} min"
 
 
+def fmt_duration(s: float) -> str:
+    """A wall time as a person reads it, one unit pair at a time: "45s", "3m10s", "2h05m", "3d04h"."""
+    s = max(0, int(round(s)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
 def fmt_range(name: str, low: float, high: float) -> str:
     """A judged range as text, in the unit of the value beside it: a step time's in
     seconds or minutes ("3 s-2 min", "15-20 min"), the others as numbers ("600-900")."""

@@ -22,6 +22,7 @@ from typing import Any
 
 from tui.core.job.history import RunRecord, runs
 from tui.core.job.journal import Entry, Journal
+from tui.core.job.metrics import fmt_duration
 from tui.core.state import JobStatus
 
 _TERMINAL = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}
@@ -169,3 +170,24 @@ def list_runs(profile_name: str | None, root: Path | None = None, now: float | N
             extra.append(s)
     extra.sort(key=lambda s: s.started_at or 0)
     return out + extra
+
+
+RUN_COLUMNS = ("run", "status", "steps", "started", "wall", "GPU-h", "reward", "best", "tok/s/node", "notes")
+"""The runs' columns, in `rlconsole runs` and the console's `R` view alike."""
+
+
+def run_cells(s: RunSummary, cards_per_node: float | None) -> list[str]:
+    """One run as the text of RUN_COLUMNS: the same units in every view (wall time as a
+    duration; throughput per node, as the training pane shows it: VeRL's perf/throughput is
+    per card). `-` where nothing recorded the figure. Not made safe to show: id, status and
+    notes are outside text, and each face applies the one rule as it shows them."""
+    def cell(x: object, fmt: str = "{}") -> str:
+        return "-" if x is None else fmt.format(x)
+
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.started_at)) if s.started_at else "-"
+    notes = "; ".join(n for n in (s.resumed_text, f"diagnosis: {s.diagnosis}" if s.diagnosis else None) if n)
+    per_node = s.mean_throughput * cards_per_node if s.mean_throughput is not None and cards_per_node else None
+    return [s.id, str(s.status), f"{cell(s.step)}/{cell(s.total_steps)}", started,
+            fmt_duration(s.wall_s) if s.wall_s is not None else "-", cell(s.gpu_hours, "{:.2f}"),
+            cell(s.last_reward, "{:.3f}"), cell(s.best_reward, "{:.3f}"), cell(per_node, "{:,.0f}"), notes]
+
