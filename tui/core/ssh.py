@@ -728,16 +728,28 @@ class NodeSession:
             if check and proc.exit_status != 0:
                 raise CommandFailed(self.name, command, Result(proc.exit_status or -1, "", ""))
 
-    async def tcp_reachable(self, host: str, port: int, timeout: float = 3.0) -> bool:
+    async def tcp_probe(self, host: str, port: int, timeout: float = 3.0) -> bool | None:
         """Whether something listens on host:port as seen from the node (a direct-tcpip
-        channel, no process on the node): is the Ray GCS up, without running `ray`."""
+        channel, no process on the node): is the Ray GCS up, without running `ray`.
+
+        True: the node connected. False: the node tried and the connection failed
+        ("Connection refused": nothing listens). None: no answer either way: the node's
+        sshd would not open the channel (`AllowTcpForwarding no`, or a `PermitOpen` that
+        leaves the address out: OpenSSH answers "administratively prohibited" before
+        trying), or nothing came back within `timeout`."""
         conn = await self._require_conn()
         try:
             reader, writer = await asyncio.wait_for(conn.open_connection(host, port), timeout)
-        except (asyncssh.ChannelOpenError, asyncio.TimeoutError, OSError):
-            return False
+        except asyncssh.ChannelOpenError as e:
+            return False if e.code == asyncssh.OPEN_CONNECT_FAILED else None
+        except (asyncio.TimeoutError, OSError):
+            return None
         writer.close()
         return True
+
+    async def tcp_reachable(self, host: str, port: int, timeout: float = 3.0) -> bool:
+        """`tcp_probe` as yes or no: "cannot tell" is no."""
+        return await self.tcp_probe(host, port, timeout) is True
 
     async def forward_local_port(self, remote_host: str, remote_port: int, local_port: int = 0) -> int:
         """Forward a local loopback port to `remote_host:remote_port` as seen from the

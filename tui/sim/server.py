@@ -99,7 +99,10 @@ class _Server(asyncssh.SSHServer):
     def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
         return username == self._owner.user and key.public_data in self._owner._authorized
 
-    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> Any:
+        if not self._owner.tcp_forwarding:
+            # what OpenSSH's sshd answers under `AllowTcpForwarding no`, before connecting
+            raise asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "open failed")
         # Local port forwarding (the Ray dashboard, a jump): loopback destinations only.
         if not (dest_host in ("localhost",) or dest_host.startswith("127.")):
             return False
@@ -163,8 +166,12 @@ class SimNodeServer:
         ns_pid: int | None = None,
         allowed_peers: set[str] | None = None,
         forward_from: str | None = None,
+        tcp_forwarding: bool = True,
     ) -> None:
         self.name = name
+        self.tcp_forwarding = tcp_forwarding
+        """False: every direct-tcpip channel is refused as "administratively prohibited",
+        as by an OpenSSH sshd with `AllowTcpForwarding no` (settable while running)."""
         self.allowed_peers = allowed_peers  # None: anyone; else only these peer addresses (behind a bastion)
         self.forward_from = forward_from  # a bastion: forwarded connections leave from this address
         self.address = address

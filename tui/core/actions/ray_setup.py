@@ -62,16 +62,30 @@ async def ray_state(profile: Profile, remote: Remote) -> RayState:
 
     When nothing listens on the GCS port, `ray status` retries for most of a minute
     before it gives up: a direct TCP probe through the SSH connection answers first.
-    When the port answers but `ray status` fails or times out, Ray's state is unknown
-    (`unconfirmed`): a Ray with a job on it may well be running."""
-    probe = getattr(remote, "tcp_reachable", None)
-    if probe is not None and not await probe(profile.head.name, profile.head.address, profile.ray.head_port):
-        return RayState(available=False, error=f"nothing listens on {gcs_address(profile)}: Ray is not running")
-    r = await remote.run(profile.head.name, [profile.ray.binary, "status", f"--address={gcs_address(profile)}"],
+    Ray is taken for down only when that probe was refused by the head itself (nothing
+    listens). When the port answers, or the probe could not tell (the head's sshd does
+    not forward TCP: `AllowTcpForwarding no`; no answer in time), `ray status` is asked;
+    if it fails or times out, Ray's state is unknown (`unconfirmed`): a Ray with a job on
+    it may well be running, and setup-ray asks before it stops anything."""
+    gcs = gcs_address(profile)
+    probe = getattr(remote, "tcp_probe", None)
+    listens: bool | None = None
+    if probe is not None:
+        listens = await probe(profile.head.name, profile.head.address, profile.ray.head_port)
+        if listens is False:
+            return RayState(available=False, error=f"nothing listens on {gcs}: Ray is not running")
+    r = await remote.run(profile.head.name, [profile.ray.binary, "status", f"--address={gcs}"],
                          container=True, timeout=STATUS_TIMEOUT_S)
     if not r.ok:
         why = " ".join((r.tail(1) or f"ray status exited {r.rc}").split())[:300]
-        return RayState(available=False, error=why, unconfirmed=probe is not None)
+        if probe is None:
+            return RayState(available=False, error=why)
+        if listens:
+            seen = f"something listens on {gcs} but `ray status` did not answer ({why})"
+        else:
+            seen = (f"{profile.head.name}'s sshd would not connect to {gcs} to see whether Ray listens "
+                    f"(TCP forwarding off there? AllowTcpForwarding no), and `ray status` did not answer ({why})")
+        return RayState(available=False, error=seen, unconfirmed=True)
     return parse_ray_status(r.stdout)
 
 
@@ -201,7 +215,8 @@ async def _missing_workers(profile: Profile, remote: Remote, st: RayState) -> li
 async def _stop_question(profile: Profile, remote: Remote, st: RayState) -> tuple[str, list[str]] | None:
     """What to ask before `ray stop --force` everywhere, with the running job ids it
     names; None when nothing may be running (nothing listens on Ray's port). A Ray whose
-    state is unknown (its port answers, `ray status` did not) counts as running."""
+    state is unknown (its port answers or cannot be probed, `ray status` did not answer)
+    counts as running."""
     want_nodes, want_gpus = len(profile.nodes), expected_gpus(profile)
     if not (st.available or state_unknown(st)):
         return None
@@ -211,8 +226,7 @@ async def _stop_question(profile: Profile, remote: Remote, st: RayState) -> tupl
         seen = (f"Ray is up ({st.nodes_alive}/{want_nodes} nodes, {st.gpus_total:g}/{want_gpus} GPUs), not as "
                 f"the profile wants.")
     else:
-        seen = (f"Ray's state is unknown: something listens on {gcs_address(profile)} but `ray status` did not "
-                f"answer ({st.error}); a job may be running.")
+        seen = f"Ray's state is unknown: {st.error}; a job may be running."
     return (f"{seen} Setting it up again runs `ray stop --force` on all {want_nodes} nodes: {what}.", jobs)
 
 

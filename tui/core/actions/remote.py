@@ -59,10 +59,15 @@ class PoolRemote:
 
     async def tcp_reachable(self, node: str, host: str, port: int) -> bool:
         """Whether something listens on host:port as seen from `node` (no process runs)."""
+        return await self.tcp_probe(node, host, port) is True
+
+    async def tcp_probe(self, node: str, host: str, port: int) -> bool | None:
+        """`SshSession.tcp_probe` from `node`: True listens, False refused, None cannot
+        tell (the node's sshd does not forward, no answer, the node not reachable)."""
         try:
-            return await self.pool.session(node).tcp_reachable(host, port)
+            return await self.pool.session(node).tcp_probe(host, port)
         except SshError:
-            return False
+            return None
 
     async def dashboard_url(self) -> str:
         """The head's dashboard, through the SSH connection: http://127.0.0.1:<forwarded>."""
