@@ -34,7 +34,8 @@ def _profile(sim_cluster):
 def test_sampler_script_is_one_shell_loop(sim_cluster):
     p = _profile(sim_cluster)
     loop = sampler_script(p, 2.0)
-    assert loop.startswith("while :; do") and "sleep 2 " in loop
+    assert loop.count("while :; do") == 1 and "sleep 2 " in loop
+    assert sampler_script(p, 2.0, deltas=False).startswith("while :; do")  # every sample in full
     assert "mthreads-gmi -q --json" in loop and "docker inspect --type container train-rl" in loop
     assert "-r" not in loop.split()  # never a guessed flag
     assert not sampler_script(p, 0).startswith("while")

@@ -1,11 +1,18 @@
 """Probes: SSH command output and the Ray dashboard API turned into typed state.
 
-* Cards and container: ONE long-lived `sh` loop per node (`sampler_script`) prints the
+* Cards and container: ONE long-lived `sh` loop per node (`sampler_script`) takes the
   card tool's output (`parsers.detect.GPU_PROBE_SCRIPT`, which finds mthreads-gmi or
   nvidia-smi and runs only their fixed queries) and `docker inspect` of the profile's
   container every refresh interval, between marker lines. A login shell per sample
   would cost 120-160 ms with a heavy ~/.bashrc (LAB.md); the loop starts one shell per
   node for the whole session. If it dies it is restarted.
+  The node sends only what changed (issue 37; the protocol is under `sampler_script`):
+  its first sample in full, then nothing for a sample that repeats but for the tools'
+  own timestamps (a heartbeat of one marker line every few such samples, so a silent
+  node is told from a hung one), and for a changed one only its changed lines
+  (`@@sample-delta`): a changed card is the lines of that card. The console keeps the
+  node's whole sample (the last full one plus the changes: `SampleStream`) and parses
+  it whole, as before; a new stream (a reconnect) starts with a full sample.
 * Ray: through the head's SSH connection, a local port forward to the dashboard (so it
   never needs to listen beyond the head's loopback) and its HTTP API
   (`/api/v0/nodes?detail=1`, `/api/cluster_status`, `/api/jobs/`), read with
@@ -29,6 +36,7 @@ import contextlib
 import dataclasses
 import logging
 import re
+import secrets
 import shlex
 import time
 from typing import Any, Callable
@@ -82,7 +90,7 @@ def container_probe_command(profile: Profile) -> str | None:
     return shlex.join([*c.docker, "inspect", "--type", "container", c.name])
 
 
-def _one_sample(profile: Profile) -> str:
+def _one_sample(profile: Profile, end: bool = True) -> str:
     parts = [f"echo '{SAMPLE_BEGIN}'", GPU_PROBE_SCRIPT.rstrip("\n")]
     docker = container_probe_command(profile)
     if docker:
@@ -92,17 +100,132 @@ def _one_sample(profile: Profile) -> str:
             '[ -n "$out" ] && printf \'%s\\n\' "$out"',
             f'echo "{DOCKER_RC}$rc"',
         ]
-    parts.append(f"echo '{SAMPLE_END}'")
+    if end:
+        parts.append(f"echo '{SAMPLE_END}'")
     return "\n".join(parts) + "\n"
 
 
-def sampler_script(profile: Profile, interval: float | None = None) -> str:
+SAMPLE_DELTA = "@@sample-delta "
+SPLICE = "@@splice "
+
+VOLATILE_ERES: tuple[str, ...] = (
+    "^[A-Z][a-z][a-z] [A-Z][a-z][a-z] [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9][0-9][0-9][0-9]$",
+    '^[ \t]*"Timestamp"[ \t]*:',
+)
+"""`_VOLATILE` (the card tools' own timestamps) as POSIX EREs for the node's awk, which
+decides there what `sample_key` decides here: a line matching one of these changes in
+every sample and is not a change of the node (tests/test_sampler_delta.py checks that
+both agree line by line on the tools' real output)."""
+
+DELTA_AWK = """
+function vol(s) { return s ~ /VOLATILE_0/ || s ~ /VOLATILE_1/ }
+function same(a, b) { return (a "") == (b "") || (vol(a) && vol(b)) }
+function add(a, d, b, k,   x) {
+    ns++; SA[ns] = a - 1; SD[ns] = d; SB[ns] = b; SN[ns] = k; size += 24
+    for (x = b; x < b + k; x++) size += length(C[x]) + 1
+}
+function run(a, b, len,   i, j) {
+    i = 0
+    while (i < len) {
+        if ((P[a + i] "") == (C[b + i] "")) { i++; continue }
+        j = i
+        while (j < len && (P[a + j] "") != (C[b + j] "")) { if (!same(P[a + j], C[b + j])) real = 1; j++ }
+        add(a + i, j - i, b + i, j - i)
+        i = j
+    }
+}
+function sec(a0, a1, b0, b1,   la, lb, p, s) {
+    la = a1 - a0; lb = b1 - b0
+    if (la == lb) { run(a0, b0, la); return }
+    real = 1
+    p = 0
+    while (p < la && p < lb && same(P[a0 + p], C[b0 + p])) p++
+    s = 0
+    while (s < la - p && s < lb - p && same(P[a1 - 1 - s], C[b1 - 1 - s])) s++
+    run(a0, b0, p)
+    add(a0 + p, la - p - s, b0 + p, lb - p - s)
+    run(a1 - s, b1 - s, s)
+}
+!cur && $0 == sep { cur = 1; next }
+!cur { P[++n] = $0; next }
+{ C[++m] = $0; full += length($0) + 1 }
+END {
+    np = 1; PS[1] = 1
+    for (i = 2; i <= n; i++) if (substr(P[i], 1, 2) == "@@") PS[++np] = i
+    nc = 1; CS[1] = 1
+    for (i = 2; i <= m; i++) if (substr(C[i], 1, 2) == "@@") CS[++nc] = i
+    if (np != nc) np = nc = 1
+    PS[np + 1] = n + 1; CS[nc + 1] = m + 1
+    for (k = 1; k <= np; k++) sec(PS[k], PS[k + 1], CS[k], CS[k + 1])
+    if (!real) exit 0
+    if (size >= full) { for (i = 1; i <= m; i++) print C[i]; exit 0 }
+    print "SAMPLE_DELTA" ns " " m
+    for (k = 1; k <= ns; k++) {
+        print "SPLICE" SA[k] " " SD[k] " " SN[k]
+        for (i = SB[k]; i < SB[k] + SN[k]; i++) print C[i]
+    }
+}
+""".replace("VOLATILE_0", VOLATILE_ERES[0]).replace("VOLATILE_1", VOLATILE_ERES[1]) \
+    .replace("SAMPLE_DELTA", SAMPLE_DELTA).replace("SPLICE", SPLICE)
+"""The node side of the delta protocol: POSIX awk (mawk, gawk, busybox and BWK awk alike:
+no extensions, string comparison forced with `""`), one run per sample. Its input is the
+sample last sent, a separator line, and the sample now; it prints nothing when the two
+differ only in the tools' timestamps, else the splices that make the one the other,
+section by section (a section starts at a `@@` marker line, so a card tool's changed
+card is its own lines, and a changed process table does not shift the JSON's lines),
+or the whole sample when that is no longer. Each splice replaces `SD` lines of the
+last sample from line `SA` (0-based) with the `SN` lines that follow its header."""
+
+
+def sampler_script(profile: Profile, interval: float | None = None, *, deltas: bool = True,
+                   heartbeat_every: int = 1) -> str:
     """The per-node loop: one sample (cards, then container) every `interval` s.
-    With interval 0, a single sample (for one-shot status)."""
+    With interval 0, a single sample (for one-shot status).
+
+    What the loop sends (`deltas`, the default; the console's side is `SampleStream`):
+
+    * its first sample in full: `@@sample-begin` ... `@@sample-end`, as a one-shot sample;
+    * for a sample that repeats the last one sent but for the tools' timestamps: nothing,
+      and after every `heartbeat_every` such samples in a row a heartbeat: the end marker
+      alone (`@@sample-end`, 13 bytes), i.e. an empty message;
+    * for a changed one: `@@sample-delta NS M`, NS splices (`@@splice A D N` and N lines:
+      replace D lines from line A of the last sample sent), the end marker; M is the
+      sample's line count after. Or the whole sample, when the splices would not be shorter.
+
+    The node keeps the last sample it sent (a shell variable) and runs awk (`DELTA_AWK`,
+    POSIX) once per sample to compare; a node without awk, or where awk fails, sends
+    every sample in full, as `deltas=False` does (the loop before issue 37)."""
     body = _one_sample(profile)
     if not interval:
         return body
-    return f"while :; do\n{body}sleep {interval:g} || exit 0\ndone\n"
+    if not deltas:
+        return f"while :; do\n{body}sleep {interval:g} || exit 0\ndone\n"
+    sep = f"@@sep-{secrets.token_hex(8)}"  # not a line any tool prints: it splits awk's input
+    return (
+        f"rlc_sample() {{\n{_one_sample(profile, end=False)}}}\n"
+        f"rlc_sep='{sep}'\n"
+        "rlc_p=\n"
+        "rlc_h=0\n"
+        "if command -v awk >/dev/null 2>&1; then rlc_awk=1; else rlc_awk=; fi\n"
+        "while :; do\n"
+        "rlc_c=$(rlc_sample)\n"
+        'if [ -n "$rlc_p" ] && [ -n "$rlc_awk" ]; then\n'
+        f'  rlc_o=$(printf \'%s\\n\' "$rlc_p" "$rlc_sep" "$rlc_c" | awk -v sep="$rlc_sep" \'{DELTA_AWK}\' 2>/dev/null)'
+        ' || rlc_o=$rlc_c\n'
+        "else\n"
+        "  rlc_o=$rlc_c\n"
+        "fi\n"
+        'if [ -n "$rlc_o" ]; then\n'
+        f"  printf '%s\\n%s\\n' \"$rlc_o\" '{SAMPLE_END}'\n"
+        "  rlc_p=$rlc_c\n"
+        "  rlc_h=0\n"
+        "else\n"
+        "  rlc_h=$((rlc_h + 1))\n"
+        f'  if [ "$rlc_h" -ge {max(1, int(heartbeat_every))} ]; then echo \'{SAMPLE_END}\'; rlc_h=0; fi\n'
+        "fi\n"
+        f"sleep {interval:g} || exit 0\n"
+        "done\n"
+    )
 
 
 def parse_sample(lines: list[str], profile: Profile) -> tuple[GpuReport, ContainerState]:
@@ -176,6 +299,96 @@ def split_samples(buf: str) -> tuple[list[str], str]:
         out.append(text.replace("\r\n", "\n") if "\r" in text else text)
         buf, start = buf[i + len(mark):], 0
     return out, buf
+
+
+class SampleProtocolError(ValueError):
+    """A sampler message that does not apply to the sample the console holds: the stream
+    is restarted, which starts with a full sample."""
+
+
+def apply_delta(lines: list[str], text: str) -> list[str]:
+    """The node's sample after the delta message `text` (`@@sample-delta NS M`, then NS
+    splices; see `sampler_script`), given its sample as `lines`. Raises
+    SampleProtocolError when the message is not a well-formed delta for `lines`: a
+    splice out of range or out of order, a count that does not add up."""
+    body = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+    head = body[0].split(" ")
+    if len(head) != 3 or not all(_COUNT.fullmatch(x) for x in head[1:]):
+        raise SampleProtocolError(f"bad delta header {body[0][:80]!r}")
+    n_splices, total = int(head[1]), int(head[2])
+    out: list[str] = []
+    at = 0  # lines of `lines` consumed so far
+    i = 1
+    for _ in range(n_splices):
+        if i >= len(body):
+            raise SampleProtocolError("delta ends before its splices do")
+        f = body[i].split(" ")
+        if len(f) != 4 or f[0] + " " != SPLICE or not all(_COUNT.fullmatch(x) for x in f[1:]):
+            raise SampleProtocolError(f"bad splice header {body[i][:80]!r}")
+        a, d, k = int(f[1]), int(f[2]), int(f[3])
+        if a < at or a + d > len(lines) or i + 1 + k > len(body):
+            raise SampleProtocolError(f"splice {a} {d} {k} out of range (sample of {len(lines)} lines)")
+        out += lines[at:a]
+        out += body[i + 1:i + 1 + k]
+        at, i = a + d, i + 1 + k
+    out += lines[at:]
+    if i != len(body) or len(out) != total:
+        raise SampleProtocolError(f"delta gives {len(out)} lines, says {total}")
+    return out
+
+
+_COUNT = re.compile(r"[0-9]{1,9}")
+
+
+class SampleStream:
+    """One sampler stream, as the console reads it: framing (messages end with the
+    `@@sample-end` marker line; an empty message is a heartbeat) and the node's sample
+    as last sent in full plus the deltas since, so that every message that is not a
+    heartbeat yields the node's whole sample text. A new stream holds nothing: the
+    node's first message on it is a full sample."""
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+        self.buf = ""
+        # a line longer than LINE_CAP is cut (with a mark) as it arrives: a node that
+        # never ends a line fills `buf` no faster than with short lines
+        self.capper = LineCapper()
+        self.lines: list[str] | None = None
+        self.received = 0  # characters received on the stream
+        self.full = 0      # full samples among its messages
+        self.deltas = 0    # deltas among them
+        self.heartbeats = 0
+
+    def feed(self, chunk: str) -> list[str | None]:
+        """The messages `chunk` completes: a whole sample's text, or None for a
+        heartbeat. Raises SampleProtocolError on a delta that does not apply."""
+        self.received += len(chunk)
+        chunk = self.capper.feed(chunk)
+        self.buf += chunk
+        buf = self.buf
+        if SAMPLE_END not in buf[-(len(chunk) + len(SAMPLE_END) + 1):] and len(buf) <= SAMPLE_CAP:
+            return []  # a sample arrives in a few chunks: frame it once it ends
+        texts, self.buf = split_samples(buf)
+        if len(self.buf) > SAMPLE_CAP:
+            log.warning("%s: %d characters of sampler output without an end marker; dropped",
+                        self.name, len(self.buf))
+            self.buf = ""
+        out: list[str | None] = []
+        for text in texts:
+            if not text:
+                self.heartbeats += 1
+                out.append(None)
+            elif text.startswith(SAMPLE_DELTA):
+                if self.lines is None:
+                    raise SampleProtocolError("a delta before any full sample")
+                self.lines = apply_delta(self.lines, text)
+                self.deltas += 1
+                out.append("\n".join(self.lines) + "\n")
+            else:
+                self.lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+                self.full += 1
+                out.append(text)
+        return out
 
 
 def _down_node(node: Node, reason: str | None) -> NodeState:
@@ -347,14 +560,24 @@ class ClusterMonitor:
     samplers drift out of phase, so without the second bound 64 nodes would mean a
     notification, and a frame of the UI, every few milliseconds; with it, one frame carries
     every node that changed in that window, and a change shows at most that much later.
+
+    A node's sampler sends only changes, and a heartbeat at least every `stale_after_s`/2
+    when nothing changes; a connected node that sends nothing at all for `stale_after_s`
+    (default 2.5 refresh intervals) gets a liveness check: no answer drops its connection
+    (down, then reconnect); an answer means its sampler is stuck (a hung card tool, a
+    stopped shell), and the node is shown down with its last cards kept, stale, until its
+    sampler speaks again.
     """
 
     def __init__(self, profile: Profile, pool: SessionPool | None = None, refresh_s: float | None = None,
                  ray_refresh_s: float | None = None, ray_cli_every_s: float = 15.0,
                  notify_delay_s: float = 0.05, skip_unchanged: bool = True,
-                 notify_every_s: float | None = None) -> None:
+                 notify_every_s: float | None = None, stale_after_s: float | None = None,
+                 deltas: bool = True) -> None:
         self.profile = profile
         self.refresh_s = refresh_s or profile.monitoring.refresh_s
+        self.stale_after_s = stale_after_s or 2.5 * self.refresh_s
+        self.deltas = deltas
         self.notify_every_s = min(1.0, self.refresh_s / 2) if notify_every_s is None else notify_every_s
         self._notified_at = 0.0
         # A down node is retried at least every two intervals: reconnecting is one TCP
@@ -375,6 +598,11 @@ class ClusterMonitor:
         self._wake: dict[str, asyncio.Event] = {n.name: asyncio.Event() for n in profile.nodes}
         self._last_sample: dict[str, float] = {}
         self._last_key: dict[str, str] = {}
+        self._silent: set[str] = set()  # connected, answering, but their samplers say nothing
+        self.received: dict[str, int] = {n.name: 0 for n in profile.nodes}
+        """Characters each node's samplers have sent, over every stream (`bench_watch`)."""
+        self.heartbeats = 0
+        self.deltas_applied = 0
         self.skip_unchanged = skip_unchanged
         self.parsed = 0
         self._notify_handle: asyncio.TimerHandle | None = None
@@ -469,6 +697,7 @@ class ClusterMonitor:
         ns = self._by_name.get(sess.name)
         if ns is None:
             return
+        self._silent.discard(sess.name)  # a new connection, a new sampler
         if sess.state == "connected":
             ns.reachable, ns.error = True, None
         else:
@@ -479,8 +708,15 @@ class ClusterMonitor:
         self._wake[sess.name].set()
         self._changed()
 
+    @property
+    def heartbeat_every(self) -> int:
+        """Unchanged samples in a row after which a node's sampler sends a heartbeat: as
+        many whole refresh intervals as fit in `stale_after_s`/2, at least one."""
+        return max(1, int(self.stale_after_s / 2 // self.refresh_s))
+
     async def _node_loop(self, sess: NodeSession) -> None:
-        script = sampler_script(self.profile, self.refresh_s)
+        script = sampler_script(self.profile, self.refresh_s, deltas=self.deltas,
+                                heartbeat_every=self.heartbeat_every)
         wake = self._wake[sess.name]
         while self.running:
             if not sess.connected:
@@ -488,26 +724,26 @@ class ClusterMonitor:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(wake.wait(), self.refresh_s)
                 continue
-            buf = ""
-            # a line longer than LINE_CAP is cut (with a mark) as it arrives: a node
-            # that never ends a line fills `buf` no faster than with short lines
-            capper = LineCapper()
+            # a new stream holds no sample: the node's first message on it is a full one
+            stream = SampleStream(sess.name)
             # the watchdog's clock starts with the sampler, so one that never prints is caught too
             self._last_sample[sess.name] = max(self._last_sample.get(sess.name, 0.0), time.time())
             try:
                 async with contextlib.aclosing(sess.stream_text(script)) as it:  # type: ignore[type-var]
                     async for chunk in it:
-                        chunk = capper.feed(chunk)
-                        buf += chunk
-                        if SAMPLE_END not in buf[-(len(chunk) + len(SAMPLE_END) + 1):] and len(buf) <= SAMPLE_CAP:
-                            continue  # a sample arrives in a few chunks: frame it once it ends
-                        samples, buf = split_samples(buf)
-                        for text in samples:
-                            await self._apply_sample(sess, text)
-                        if len(buf) > SAMPLE_CAP:
-                            log.warning("%s: %d characters of sampler output without an end marker; dropped",
-                                        sess.name, len(buf))
-                            buf = ""
+                        self.received[sess.name] += len(chunk)
+                        deltas = stream.deltas
+                        try:
+                            texts = stream.feed(chunk)
+                        except SampleProtocolError as e:
+                            log.warning("%s: sampler stream: %s; restarting it (a full sample first)", sess.name, e)
+                            break
+                        self.deltas_applied += stream.deltas - deltas
+                        for text in texts:
+                            if text is None:
+                                self._heartbeat(sess)
+                            else:
+                                await self._apply_sample(sess, text)
                 log.info("%s: sampler ended; restarting", sess.name)
             except NodeDown as e:
                 self._mark_down(sess.name, e.message)
@@ -544,6 +780,7 @@ class ClusterMonitor:
             # Same cards, same container: nothing for subscribers; only the age moves.
             ns.updated_at = self._last_sample[sess.name] = time.time()
             self.samples += 1
+            self._speaks(sess)
             return
         gpu, container = parsed
         self.parsed += 1
@@ -551,9 +788,28 @@ class ClusterMonitor:
             self._last_key[sess.name] = key
         ns.gpu, ns.container = gpu, container
         ns.reachable, ns.error = True, None
+        self._silent.discard(sess.name)
         ns.updated_at = self._last_sample[sess.name] = time.time()
         self.samples += 1
         self._changed()
+
+    def _heartbeat(self, sess: NodeSession) -> None:
+        """The node's sampler took a sample and found nothing changed since the last it
+        sent: the node's state stands, only its age moves."""
+        self.heartbeats += 1
+        self.samples += 1
+        if not sess.connected:
+            return
+        self._by_name[sess.name].updated_at = self._last_sample[sess.name] = time.time()
+        self._speaks(sess)
+
+    def _speaks(self, sess: NodeSession) -> None:
+        """A node the watchdog found silent (its link answering) has a sampler again."""
+        if sess.name in self._silent:
+            self._silent.discard(sess.name)
+            ns = self._by_name[sess.name]
+            ns.reachable, ns.error = True, None
+            self._changed()
 
     def _mark_down(self, name: str, reason: str) -> None:
         ns = self._by_name[name]
@@ -562,9 +818,11 @@ class ClusterMonitor:
             self._changed()
 
     async def _watchdog(self) -> None:
-        """A connected node that sends no sample for 2.5 intervals gets a liveness
-        check; no answer within one interval drops its connection (-> down, then
-        reconnect). Catches links that hang without closing."""
+        """A connected node that sends nothing (no sample, no change, no heartbeat) for
+        `stale_after_s` gets a liveness check; no answer within one interval drops its
+        connection (-> down, then reconnect): links that hang without closing. An answer
+        means the link is fine and the node's sampler is stuck: the node is shown down
+        (its last cards kept, stale) until its sampler speaks again."""
         checking: set[str] = set()
 
         async def check(sess: NodeSession) -> None:
@@ -572,15 +830,21 @@ class ClusterMonitor:
                 await sess.run("true", timeout=max(1.0, self.refresh_s))
             except (CommandTimeout, NodeDown, SshError):
                 sess.drop(f"no answer within {max(1.0, self.refresh_s):g}s (liveness check)")
+                return
             finally:
                 checking.discard(sess.name)
+            silent_s = time.time() - self._last_sample.get(sess.name, 0.0)
+            if sess.connected and silent_s > self.stale_after_s and sess.name not in self._silent:
+                self._silent.add(sess.name)
+                self._mark_down(sess.name, f"its sampler sent nothing for {silent_s:.0f}s; the node answers "
+                                           "over SSH (a card tool or the sampler's shell hangs?)")
 
         while self.running:
             await asyncio.sleep(self.refresh_s / 2)
             now = time.time()
             for sess in self.pool.sessions.values():
                 last = self._last_sample.get(sess.name)
-                if (sess.connected and last is not None and now - last > 2.5 * self.refresh_s
+                if (sess.connected and last is not None and now - last > self.stale_after_s
                         and sess.name not in checking):
                     checking.add(sess.name)
                     asyncio.ensure_future(check(sess))
