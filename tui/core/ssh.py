@@ -316,6 +316,7 @@ class NodeSession:
         backoff_initial_s: float = 0.5,
         backoff_max_s: float = 8.0,
         keepalive_count_max: int = 3,
+        connect_gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.node = node
         self.name = node.name
@@ -324,6 +325,7 @@ class NodeSession:
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
         self.keepalive_count_max = keepalive_count_max
+        self.connect_gate = connect_gate  # shared by a pool: connection attempts under way at once
         self.state = "connecting"
         self.reason: str | None = None
         self.changed_at = time.time()
@@ -503,11 +505,36 @@ class NodeSession:
         self._tunnels = tunnels
         return conn
 
+    async def _connect_paced(self) -> asyncssh.SSHClientConnection:
+        """`_connect` once a slot of the pool's `connect_gate` is free (see
+        CONNECT_CONCURRENCY). The slot is given back when the attempt ends, or after
+        CONNECT_SLOT_MAX_S if it is still under way: what lasts that long is a host that
+        does not answer (its SYNs dropped, counted by no sshd), and it must not hold the
+        healthy nodes back for its whole connect timeout."""
+        gate = self.connect_gate
+        if gate is None:
+            return await self._connect()
+        await gate.acquire()
+        held = True
+
+        def give_back() -> None:
+            nonlocal held
+            if held:
+                held = False
+                gate.release()
+
+        late = asyncio.get_running_loop().call_later(CONNECT_SLOT_MAX_S, give_back)
+        try:
+            return await self._connect()
+        finally:
+            late.cancel()
+            give_back()
+
     async def _maintain(self) -> None:
         attempt = 0
         while self.state != "closed":
             try:
-                conn = await self._connect()
+                conn = await self._connect_paced()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is a "down" reason
@@ -816,11 +843,27 @@ class _CappedText:
         return out
 
 
-class SessionPool:
-    """One NodeSession per node of a profile, opened concurrently."""
+CONNECT_CONCURRENCY = 8
+"""Connection attempts (TCP connect, key exchange, authentication) a pool has under way at
+once. OpenSSH's `MaxStartups` (default 10:30:100) drops new connections at random once 10
+are unauthenticated on one sshd: 200 nodes behind one jump host (each node's connection
+is also one to the jump host) or served by one sshd must not all knock at once. On two
+cores the handshakes are CPU-bound on the console's side anyway, so the bound costs the
+first connection of 200 nodes little."""
 
-    def __init__(self, profile: Profile, **session_kwargs: Any) -> None:
+CONNECT_SLOT_MAX_S = 2.0
+"""How long one attempt may hold its slot (see `NodeSession._connect_paced`)."""
+
+
+class SessionPool:
+    """One NodeSession per node of a profile, opened concurrently, at most
+    `connect_concurrency` connection attempts at once (CONNECT_CONCURRENCY; 0: no bound)."""
+
+    def __init__(self, profile: Profile, connect_concurrency: int = CONNECT_CONCURRENCY,
+                 **session_kwargs: Any) -> None:
         self.profile = profile
+        self.connect_gate = asyncio.Semaphore(connect_concurrency) if connect_concurrency > 0 else None
+        session_kwargs.setdefault("connect_gate", self.connect_gate)
         self.sessions: dict[str, NodeSession] = {
             n.name: NodeSession(n, profile.ssh, profile.container, **session_kwargs) for n in profile.nodes
         }
