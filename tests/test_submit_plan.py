@@ -272,3 +272,73 @@ def test_cli_submit_headless_without_yes_refuses_before_connecting(tmp_path: Pat
     err = capsys.readouterr().err
     assert "refusing without --yes (no terminal to ask on)" in err and len(err.strip().splitlines()) == 1
 
+
+
+# --------------------------------------------------------------------------- a finished run, --fresh
+
+
+def test_a_finished_run_is_said_and_fresh_overwrites_named() -> None:
+    """A checkpoint at the last step: a resume would end at once (issue 36 major 9)."""
+    from tui.core.actions.resume import fresh_profile
+    from tui.core.render import entrypoint
+
+    prof = demo_profile()
+    total = build_plan(prof, PASSING, None).total_steps
+    assert total
+    plan = build_plan(prof, PASSING, total)
+    assert plan.finished and plan.ok
+    assert any(ln.startswith(f"finished: the checkpoint is the run's last step ({total} of {total})")
+               and "submit --fresh" in ln for ln in plan.lines())
+    assert plan.to_json()["finished"] is True
+    assert not build_plan(prof, PASSING, total - 10).finished and not build_plan(prof, PASSING, None).finished
+
+    fresh = build_plan(prof, PASSING, total, fresh=True)
+    assert not fresh.finished and fresh.from_scratch and fresh.resume_run is None
+    assert fresh.resume == "from scratch (trainer.resume_mode=disable)"
+    assert any(ln.startswith(f"fresh:   the checkpoints in {prof.paths.checkpoint_dir} (up to step {total})")
+               for ln in fresh.lines())
+    argv = entrypoint(fresh_profile(replace(prof)))
+    assert argv[-1] == "trainer.resume_mode=disable"
+    assert not any(a.startswith(("trainer.resume_from_path", "+trainer.resume_mode")) for a in argv[:-1])
+    assert "trainer.resume_mode=disable" not in entrypoint(prof)  # the profile itself is unchanged
+
+
+async def test_s_on_a_finished_run_offers_a_fresh_start() -> None:
+    b = _idle_demo(PASSING)
+    total = build_plan(b.profile, PASSING, None).total_steps
+    b.state.job.last_checkpoint = total
+    app = RlconsoleApp(b)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmationModal))
+        modal = app.screen
+        assert modal.title_text == f"Qwen3-8B_megatron_sglang finished at step {total}"
+        assert "resuming would end at once" in modal.message and "overwritten" in modal.message
+        assert modal.confirm_label == "Start fresh" and modal.destructive
+        await pilot.press("y")
+        await until(pilot, lambda: b.calls != [])
+        assert b.calls == [("submit", {"fresh": True})]
+
+
+async def test_cli_submit_on_a_finished_run_refuses_without_fresh(node_server, ssh_kit, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Over a real SSH server: the tracker at the last step; --dry-run says finished (exit
+    1), --fresh --dry-run plans step 0 with VeRL's own switch."""
+    from tui.core.profile import load_profile
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    srv = await node_server()
+    p = _profile_file(tmp_path, srv.port, ssh_kit, ckpt)
+    total = build_plan(load_profile(p), [], None).total_steps
+    (ckpt / "latest_checkpointed_iteration.txt").write_text(f"{total}\n")
+    rc = await asyncio.wait_for(asyncio.to_thread(main, ["submit", "--profile", str(p), "--dry-run", "--json"]),
+                                WAIT_S)
+    doc = json.loads(capsys.readouterr().out.splitlines()[0])["plan"]
+    assert doc["finished"] is True and doc["resume_step"] == total and rc == 1
+    rc = await asyncio.wait_for(asyncio.to_thread(
+        main, ["submit", "--profile", str(p), "--dry-run", "--json", "--fresh"]), WAIT_S)
+    doc = json.loads(capsys.readouterr().out.splitlines()[0])["plan"]
+    assert doc["fresh"] is True and doc["finished"] is False
+    assert doc["resume"] == "from scratch (trainer.resume_mode=disable)"

@@ -400,7 +400,8 @@ class LiveBackend:
 
         submitted: str | None = None
         plan, self._plan = self._plan, None
-        if name == "submit" and plan is not None and plan.fresh() and "skip_checks" not in opts:
+        if name == "submit" and plan is not None and plan.fresh() and "skip_checks" not in opts \
+                and plan.from_scratch == bool(opts.get("fresh")):
             # The user just confirmed a plan whose preflight passed seconds ago (the same
             # checks, `before_submit`): running them again would only make them wait.
             # A stale or failed verdict is never reused.

@@ -58,20 +58,27 @@ async def _plan_then_ask(profile: Profile, remote: PoolRemote, opts: dict, as_js
     shows the same plan), then ask. An exit code to stop with, or None to submit."""
     from tui.core.actions.plan import submit_plan
 
-    plan = await submit_plan(profile, remote)
+    plan = await submit_plan(profile, remote, fresh=bool(opts.get("fresh")))
     if as_json:
         print(json.dumps({"plan": plan.to_json()}), flush=True)
     else:
         print("\n".join(f"submit: {shown(line)}" for line in plan.lines()), flush=True)
     if dry_run:
-        return 0 if plan.ok else 1
+        return 0 if plan.ok and not plan.finished else 1
     if not plan.ok:  # what submit itself says of a failed preflight: each check, then the refusal
         from tui.core.actions.plan import preflight_events
 
         for ev in preflight_events(list(plan.results)):
             _print(ev, as_json)
         return 1
-    if not await asyncio.to_thread(_confirm, f"Submit {plan.run_name} on {plan.cards} cards?", yes):
+    if plan.finished:  # a resume would end at once: said, and refused without --fresh
+        print(f"rlconsole: {plan.run_name} finished at step {plan.resume_step}: nothing to resume; "
+              "`rlconsole submit --fresh` starts it again from step 0", file=sys.stderr)
+        return 1
+    question = f"Submit {plan.run_name} on {plan.cards} cards?"
+    if plan.from_scratch:
+        question = describe("submit", profile, fresh=True)
+    if not await asyncio.to_thread(_confirm, question, yes):
         print("rlconsole: cancelled", file=sys.stderr)
         return 1
     # The checks just ran and passed (the same ones, `before_submit`); a verdict older

@@ -300,6 +300,18 @@ class MainScreen(Screen[None]):
                 results = list(plan.results)
                 self.app.push_screen(PreflightScreen([check_event(r) for r in results], summary(results)))
             return
+        if plan.finished:
+            # a resume would end at once: the one thing worth offering is a fresh start,
+            # which writes over the old run's checkpoints as it goes (so it asks as such)
+            from tui.core.actions.registry import describe
+
+            fresh = await self.app.push_screen_wait(ConfirmationModal(
+                f"{plan.run_name} finished at step {plan.resume_step}",
+                text + "\n\n" + describe("submit", self.backend.profile, fresh=True),
+                confirm_label="Start fresh", destructive=True))
+            if fresh:
+                self.start_action("submit", fresh=True)
+            return
         yes = await self.app.push_screen_wait(ConfirmationModal(
             f"Submit {plan.run_name}?", text, confirm_label="Submit", destructive=False))
         if yes:

@@ -108,10 +108,16 @@ def add_submit_hook(hook: SubmitHook) -> None:
         SUBMIT_HOOKS.append(hook)
 
 
-async def submit(profile: Profile, remote: Remote, force: bool = False) -> AsyncIterator[ActionEvent]:
+async def submit(profile: Profile, remote: Remote, force: bool = False,
+                 fresh: bool = False) -> AsyncIterator[ActionEvent]:
     """Submit the job, holding the head's submit reservation from before the list of
     running jobs until Ray has the new one: two consoles pressing `s` together cannot
-    both see "nothing running" and both submit."""
+    both see "nothing running" and both submit. `fresh`: from step 0 whatever checkpoint
+    the directory holds (`trainer.resume_mode=disable`, `resume.fresh_profile`)."""
+    if fresh:
+        from tui.core.actions.resume import fresh_profile
+
+        profile = fresh_profile(profile)
     job = render(profile)
     yield ActionEvent("submit", "start", f"submitting {job.submission_id}")
     for hook in SUBMIT_HOOKS:

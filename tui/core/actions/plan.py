@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tui.core.actions.base import Remote
 from tui.core.actions.events import ActionEvent
-from tui.core.actions.resume import TRACKER, resume_parent, resume_step
+from tui.core.actions.resume import TRACKER, fresh_profile, resume_parent, resume_step
 from tui.core.job.metrics import fmt_range
 from tui.core.profile import Profile
 from tui.core.state import ACTIVE_JOB_STATUSES, ClusterState
@@ -52,6 +52,15 @@ class SubmitPlan:
     resume_run: str | None = None  # the earlier run whose checkpoint it resumes (`resume_parent`)
     taken_at: float = field(default_factory=time.time)
     results: tuple[CheckResult, ...] = ()
+    from_scratch: bool = False  # `submit --fresh`: step 0 whatever the checkpoint dir holds
+    checkpoint_dir: str = ""
+
+    @property
+    def finished(self) -> bool:
+        """The checkpoint it would resume from is the run's last step: a resume would end at
+        once (VeRL stops when its step passes the total). Only a fresh start trains."""
+        return (not self.from_scratch and self.resume_step is not None and bool(self.total_steps)
+                and self.resume_step >= (self.total_steps or 0))
 
     @property
     def ok(self) -> bool:
@@ -77,6 +86,12 @@ class SubmitPlan:
                f"cards:   {self.cards} on {self.nodes} nodes, head {self.head}"]
         if self.total_steps:
             out.append(f"steps:   {self.total_steps}" + (f", {self.duration}" if self.duration else ""))
+        if self.finished:
+            out.append(f"finished: the checkpoint is the run's last step ({self.resume_step} of {self.total_steps}): "
+                       "resuming would end at once; start it fresh (`submit --fresh`) to train again from step 0")
+        if self.from_scratch and self.resume_step is not None:
+            out.append(f"fresh:   the checkpoints in {self.checkpoint_dir} (up to step {self.resume_step}) are "
+                       "overwritten as the new run reaches their steps")
         out.append(self.verdict())
         if self.running:
             out.append(f"running: {self.running}: submit will refuse (stop it first with x)")
@@ -91,7 +106,7 @@ class SubmitPlan:
                 "cards": self.cards, "head": self.head, "total_steps": self.total_steps,
                 "duration": self.duration, "passed": self.passed, "warnings": self.warnings,
                 "failed": list(self.failed_ids), "warning_ids": list(self.warning_ids),
-                "running": self.running, "ok": self.ok}
+                "running": self.running, "ok": self.ok, "fresh": self.from_scratch, "finished": self.finished}
 
 
 def running_job_text(state: ClusterState | None) -> str | None:
@@ -128,10 +143,13 @@ def _duration(profile: Profile, total: int | None) -> str | None:
 
 def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | None,
                running: str | None = None, now: float | None = None,
-               resume_run: str | None = None) -> SubmitPlan:
-    """The plan from what was read (pure: the console's demo and tests build it too)."""
+               resume_run: str | None = None, fresh: bool = False) -> SubmitPlan:
+    """The plan from what was read (pure: the console's demo and tests build it too).
+    `fresh`: as `submit --fresh` would launch it (`fresh_profile`)."""
     from tui.core.checks import CheckStatus
 
+    if fresh:
+        profile, resume_run = fresh_profile(profile), None
     total = profile.monitoring.total_steps or _int(profile.override_value("trainer.total_training_steps"))
     failed = tuple(dict.fromkeys(r.id for r in results if r.status is CheckStatus.FAIL))
     warned = tuple(dict.fromkeys(r.id for r in results if r.status is CheckStatus.WARN))
@@ -155,6 +173,8 @@ def build_plan(profile: Profile, results: list[CheckResult], resume_step: int | 
         resume_run=resume_run,
         taken_at=time.time() if now is None else now,
         results=tuple(results),
+        from_scratch=fresh,
+        checkpoint_dir=profile.paths.checkpoint_dir,
     )
 
 
@@ -186,12 +206,13 @@ def _int(v: Any) -> int | None:
         return None
 
 
-async def submit_plan(profile: Profile, remote: Remote, running: str | None = None) -> SubmitPlan:
+async def submit_plan(profile: Profile, remote: Remote, running: str | None = None,
+                      fresh: bool = False) -> SubmitPlan:
     """Read the checkpoint tracker and run the preflight (as `submit` would), then the
     plan. `running`: the job the caller knows is on the cluster (the console's watched
-    job); submit itself asks Ray again."""
+    job); submit itself asks Ray again. `fresh`: as `submit --fresh` launches it."""
     from tui.core.checks import run_checks
 
-    results = await run_checks(profile, remote=remote, before_submit=True)
+    results = await run_checks(fresh_profile(profile) if fresh else profile, remote=remote, before_submit=True)
     step = await resume_step(profile, remote)
-    return build_plan(profile, results, step, running=running, resume_run=resume_parent(profile, step))
+    return build_plan(profile, results, step, running=running, resume_run=resume_parent(profile, step), fresh=fresh)

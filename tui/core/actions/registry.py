@@ -116,19 +116,21 @@ async def _setup_ray(profile: Profile, remote: Remote, stop_first: bool | None =
 
 
 async def _submit(profile: Profile, remote: Remote, skip_checks: bool = False, force: bool = False,
-                  **_: Any) -> AsyncIterator[ActionEvent]:
+                  fresh: bool = False, **_: Any) -> AsyncIterator[ActionEvent]:
     if not skip_checks:
         from tui.core.actions.plan import preflight_events
+        from tui.core.actions.resume import fresh_profile
         from tui.core.checks import run_checks
 
         yield ActionEvent("submit", "step", "preflight checks")
-        for ev in preflight_events(await run_checks(profile, remote=remote, before_submit=True)):
+        checked = fresh_profile(profile) if fresh else profile
+        for ev in preflight_events(await run_checks(checked, remote=remote, before_submit=True)):
             yield ev
             if ev.kind == "fail":
                 return
     from tui.core.actions.jobs import submit
 
-    async for ev in submit(profile, remote, force=bool(force)):
+    async for ev in submit(profile, remote, force=bool(force), fresh=bool(fresh)):
         yield ev
 
 
@@ -193,7 +195,10 @@ def _q_setup_ray(profile: Profile, stop_first: bool | None = None, running_job: 
             + f"{pre} Ray on {len(profile.nodes)} nodes with head {profile.head.name}?")
 
 
-def _q_submit(profile: Profile, **_: Any) -> str:
+def _q_submit(profile: Profile, fresh: bool = False, **_: Any) -> str:
+    if fresh:
+        return (f"Start {profile.name} fresh from step 0 on Ray on {profile.head.name}? Its checkpoints in "
+                f"{profile.paths.checkpoint_dir} are overwritten as the new run reaches their steps.")
     return f"Submit the training job of {profile.name} to Ray on {profile.head.name}?"
 
 
@@ -226,6 +231,9 @@ ACTION_TABLE: tuple[ActionSpec, ...] = (
                (ActionKey("s", "submit", "Submit", "Submit the training job (ray job submit)"),),
                (ActionOption("--force", "force", "submit even if a job is running"),
                 ActionOption("--skip-checks", "skip_checks", "do not run preflight first (and show no plan)"),
+                ActionOption("--fresh", "fresh", "start from step 0 even where a checkpoint exists "
+                                                 "(trainer.resume_mode=disable; asks: the old checkpoints are "
+                                                 "overwritten as the new run reaches their steps)"),
                 ActionOption("--dry-run", None, "print what would be launched and the preflight's verdict, then "
                                                 "stop (exit 0: submit would go ahead, 1: it would refuse)"))),
     ActionSpec("stop", "stop the running job (and with --cluster, Ray itself)", _stop, _q_stop,

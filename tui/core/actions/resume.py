@@ -4,13 +4,26 @@ ask without importing the checks (the checks import the actions: a cycle)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from tui.core.actions.base import Remote
-from tui.core.profile import Profile
+from tui.core.profile import Override, Profile
 
 TRACKER = "latest_checkpointed_iteration.txt"
 """The file VeRL's trainer writes in its checkpoint directory after each save."""
+
+
+FRESH_OVERRIDE = Override("", "trainer.resume_mode", "disable")
+"""What `submit --fresh` adds: VeRL's own switch to start at step 0 whatever checkpoint its
+directory holds (the profile's resume_mode / resume_from_path give way to it)."""
+
+
+def fresh_profile(profile: Profile) -> Profile:
+    """The profile as `submit --fresh` launches it (the profile file is not changed)."""
+    keep = [o for o in profile.training.overrides if o.key not in ("trainer.resume_mode", "trainer.resume_from_path")]
+    training = dataclasses.replace(profile.training, overrides=[*keep, FRESH_OVERRIDE])
+    return dataclasses.replace(profile, training=training)
 
 
 def resume_parent(profile: Profile, step: int | None) -> str | None:
