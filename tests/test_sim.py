@@ -265,7 +265,7 @@ async def test_replay_gpu(tmp_path):
         assert node.reachable and node.gpu.parsed
         assert [c.name for c in node.gpus] == ["MTT S80"]
         assert node.gpus[0].mem_used_mib == 1016 and len(node.gpus[0].processes) == 4
-        assert node.container.status == "unavailable"  # docker=False: as without dockerd
+        assert node.container.status == "absent"  # docker=False: the sim's own runtime, no container yet
     finally:
         sim_down(state_dir=state)
 

@@ -52,9 +52,12 @@ class RlconsoleApp(App[int]):
         # and the backend refuses them (profile `console.read_only`, `--read-only`)
         self.read_only = backend.profile.console.read_only
         self.main_screen = MainScreen(backend)
-        sim_verl = backend.profile.sim_verl
+        # what is simulated besides the cards: the VeRL config, and the containers when no dockerd runs them
+        sim_parts = [backend.profile.sim_verl,
+                     f"containers: {backend.profile.sim_containers}" if backend.profile.sim_containers else ""]
+        sim_what = ", ".join(x for x in sim_parts if x)
         self.sub_title = backend.profile.name + \
-            ((f" · SIMULATED ({sim_verl})" if sim_verl else " · SIMULATED") if backend.simulated else "") + \
+            ((f" · SIMULATED ({sim_what})" if sim_what else " · SIMULATED") if backend.simulated else "") + \
             (" · READ-ONLY" if self.read_only else "")
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",

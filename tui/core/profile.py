@@ -235,6 +235,7 @@ class Profile:
     simulated: bool = False
     description: str = ""
     sim_verl: str = ""  # written by `rlconsole sim up`: which VeRL config the simulated trainer composes
+    sim_containers: str = ""  # written by `rlconsole sim up` when no dockerd runs the containers: "simulated (no dockerd)"
 
     @property
     def head(self) -> Node:
@@ -790,6 +791,7 @@ def _parse_profile(data: Any, file: str) -> Profile:
     description = root.string("description", "", nonempty=False)
     simulated = root.boolean("simulated", False)
     sim_verl = root.string("sim_verl", "", nonempty=False)
+    sim_containers = root.string("sim_containers", "", nonempty=False)
     gpu_tool = root.string("gpu_tool", "auto", choices=("auto", "mthreads-gmi", "nvidia-smi"))
     ssh, node_defaults = _ssh(root)
     nodes = _nodes(root, node_defaults)
@@ -810,7 +812,7 @@ def _parse_profile(data: Any, file: str) -> Profile:
         name=name, path=file, nodes=nodes, container=container, paths=paths,
         training=training, ssh=ssh, model=model, convert=convert, env=env, ray=ray,
         monitoring=monitoring, console=console, notify=notify, gpu_tool=gpu_tool, simulated=simulated,
-        description=description, sim_verl=sim_verl,
+        description=description, sim_verl=sim_verl, sim_containers=sim_containers,
     )
 
 

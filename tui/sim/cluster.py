@@ -12,9 +12,13 @@ its own session, PID file in the state dir) that runs, for N nodes:
   --fork --mount-proc`, init = tini or a tiny reaper) that every command of that node
   enters with `nsenter`, so `ray stop --force` or a crash on one node stays there
   (LAB.md), while the node's daemons (ray) outlive the SSH command that started them;
-* per-node bin dir first on PATH: the simulated `mthreads-gmi` (`gmi.py`) and, where a
-  `dockerd` exists, a `docker` wrapper onto ONE private dockerd for the sim that maps
-  the profile's container name to `<name>-<node>` (`dockerwrap.py`);
+* per-node bin dir first on PATH: the simulated `mthreads-gmi` (`gmi.py`) and a `docker`:
+  where a `dockerd` exists and the sim runs as root, a wrapper onto ONE private dockerd
+  for the sim that maps the profile's container name to `<name>-<node>` (`dockerwrap.py`);
+  elsewhere (no dockerd, not root, `docker=False`) the sim's own container runtime,
+  state in the node's dir, labelled "containers: simulated (no dockerd)" (`simdocker.py`);
+  without PID namespaces also a `ray` whose `ray stop` stops only that node's Ray
+  (`raywrap.py`);
 * a profile modelled on the seed's (`profiles/qwen3-8b-grpo-32gpu.yaml`): the same
   overrides with small sizes, sim paths under a shared dir standing in for
   /data/datapool, and Ray settings that let 4 raylets share one machine (own
@@ -170,7 +174,8 @@ class SimStatus:
     profile: str | None = None
     nodes: list[SimNodeInfo] = field(default_factory=list)
     gpus: int | None = None
-    docker: str | None = None  # "running" / "unavailable" / "off"
+    docker: str | None = None  # "running" (a private dockerd) / "simulated (no dockerd)" (simdocker.RUNTIME)
+    docker_why: str | None = None  # why the containers are simulated (no dockerd installed, not root, asked)
     namespaces: bool | None = None
     replay_gpu: str | None = None
     error: str | None = None
@@ -189,7 +194,7 @@ class SimStatus:
         lines = [
             f"simulated cluster: running (daemon pid {self.pid}), {len(self.nodes)} nodes x {self.gpus} cards",
             f"  profile:    {self.profile}",
-            f"  docker:     {self.docker}",
+            f"  docker:     {self.docker}" + (f" - {self.docker_why}" if self.docker_why else ""),
             f"  verl:       {self.verl or 'unknown'}",
             f"  namespaces: {'one PID namespace per node' if self.namespaces else 'off (shared PID space)'}",
         ]
@@ -240,7 +245,7 @@ def sim_status(state_dir: str | Path | None = None) -> SimStatus:
     alive = pid is not None and _pid_alive(pid) and _is_daemon(_cmdline(int(pid)))
     status = SimStatus(
         state_dir=str(d), running=bool(alive and st.get("status") == "ready"), pid=pid,
-        profile=st.get("profile"), gpus=st.get("gpus"), docker=st.get("docker"),
+        profile=st.get("profile"), gpus=st.get("gpus"), docker=st.get("docker"), docker_why=st.get("docker_why"),
         namespaces=st.get("namespaces_enabled"), replay_gpu=st.get("replay_gpu"), error=st.get("error"),
         ssh_server=st.get("ssh_server", "builtin"), verl=(st.get("verl") or {}).get("label"),
         nodes=[SimNodeInfo(n["name"], n["address"], n["port"], "unknown", n.get("ns_pid")) for n in st.get("nodes", [])],
@@ -293,10 +298,13 @@ def sim_up(
 ) -> Path:
     """Start the simulated cluster in the background and return its profile's path.
 
-    `docker=None`: use a private dockerd when one is installed; False: nodes report
-    Docker unavailable. `namespaces=None`: one PID namespace per node when root and
-    `unshare` allow. Idempotent: an already running sim with the same shape returns
-    its profile; a different shape is an error (run sim_down first). `bastion`: add a
+    `docker=None`: a private dockerd when one is installed and this runs as root (dockerd
+    needs root), else the sim's own container runtime (`simdocker.py`: "containers:
+    simulated (no dockerd)"); False: the sim's runtime; True: a private dockerd or an
+    error. `namespaces=None`: one PID namespace per node when root and `unshare` allow;
+    without them each node's `ray stop` is kept to that node (`raywrap.py`). Idempotent:
+    an already running sim with the same shape returns its profile; a different shape is
+    an error (run sim_down first). `bastion`: add a
     jump host; the nodes then accept SSH only from it and the profile says `ssh.jump`.
     `sshd="openssh"`: each node served by OpenSSH's own sshd instead of the built-in
     asyncssh server (opensshd.py); SimRequirementError when sshd is not installed.
@@ -702,9 +710,11 @@ def _set(d: dict[str, Any], dotted: list[str], value: Any) -> None:
 
 def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known_hosts: Path, key: Path,
                   user: str, image: str, ray_ports: dict[str, Any], ray_tmp: Path, refresh_s: float = 1.0,
-                  name: str | None = None, jump: str | None = None, verl: str = "") -> dict[str, Any]:
+                  name: str | None = None, jump: str | None = None, verl: str = "",
+                  containers: str = "") -> dict[str, Any]:
     """The sim's profile: the seed's run with sim paths, loopback nodes and small sizes.
-    `verl`: a short label of the config the stand-in trainer composes (the header shows it)."""
+    `verl`: a short label of the config the stand-in trainer composes (the header shows it);
+    `containers`: what runs the nodes' containers when it is not Docker (simdocker.RUNTIME)."""
     p = _seed_profile()
     p = _deep_replace(p, "/data/datapool", str(shared))
     p = _deep_replace(p, "/home/Megatron-LM", str(shared / "Megatron-LM"))
@@ -716,6 +726,8 @@ def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known
     p["simulated"] = True
     if verl:
         p["sim_verl"] = verl
+    if containers:
+        p["sim_containers"] = containers
     p["ssh"] = {
         "known_hosts": str(known_hosts),
         "connect_timeout_s": 5,
@@ -902,25 +914,62 @@ class _Daemon:
             _script(nd / "bin" / "docker", wrapper_script(name, docker["cli"], "unix://" + docker["sock"],
                                                           docker["config"], docker["privileged"], py, root))
         else:
-            _script(nd / "bin" / "docker", "#!/bin/sh\n# no dockerd on this machine: Docker is unavailable\n"
-                                           "echo \"sh: 1: docker: not found\" >&2\nexit 127\n")
+            from tui.sim.simdocker import runtime_script
+
+            _script(nd / "bin" / "docker", runtime_script(name, str(nd), py, root))
+        if not self.state.get("namespaces_enabled"):
+            # one process table for every node: a node's `ray stop` must stay on that node
+            from tui.sim.raywrap import wrapper_script as ray_wrapper
+
+            real_ray = Path(py).parent / "ray"
+            _script(nd / "bin" / "ray", ray_wrapper(name, str(nd), str(self.sd / "ray" / name), str(real_ray), py,
+                                                     root))
         return nd
 
     def _start_docker(self) -> dict[str, Any] | None:
+        """The nodes' container runtime: a private dockerd (returned: how the nodes' wrappers
+        reach it) where one is installed and this runs as root, else None: the sim's own
+        runtime (simdocker.py), with the reason in the state. `docker=True` insists on dockerd;
+        with the default a dockerd that fails to start leaves the sim's runtime, said why."""
         from tui.sim import dockerd as dk
+        from tui.sim.simdocker import RUNTIME
 
         want = self.cfg.get("docker")
-        exe = dk.find_dockerd()
-        if want is False:
-            self.state["docker"] = "off"
-            return None
-        if not exe:
-            self.state["docker"] = "unavailable"
-            return None
-        cli = dk.find_docker_cli()
-        if not cli:
-            self.state["docker"] = "unavailable"
-            return None
+        exe, cli = dk.find_dockerd(), dk.find_docker_cli()
+        why = ("sim up without dockerd" if want is False else
+               "no dockerd on this machine (Debian: apt-get install docker.io)" if not exe or not cli else
+               "dockerd needs root" if os.geteuid() != 0 else None)
+        if why is not None and want is True:
+            raise RuntimeError(f"dockerd requested, but {why}")
+        if why is None:
+            try:
+                return self._start_dockerd(exe, cli)  # type: ignore[arg-type]  # both found (why is None)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                if want is True:
+                    raise
+                log.warning("the private dockerd did not start (%s): the nodes get the sim's container runtime", e)
+                self._stop_own_dockerd()
+                why = f"the private dockerd did not start: {e}"
+        self.state.update(docker=RUNTIME, docker_why=why)
+        return None
+
+    def _stop_own_dockerd(self) -> None:
+        """A private dockerd that started but could not be used: stopped, forgotten."""
+        if self.dockerd is None:
+            return
+        from tui.sim.dockerd import stop_dockerd
+
+        with contextlib.suppress(Exception):
+            stop_dockerd(self.dockerd.pid, Path(self.state["docker_sock"]), self.state.get("docker_cli"),
+                         Path(self.state["docker_config"]))
+            self.dockerd.wait(5)
+        self.dockerd = None
+        for k in ("dockerd_pid", "docker_sock", "docker_cli", "docker_config", "image"):
+            self.state.pop(k, None)
+
+    def _start_dockerd(self, exe: str, cli: str) -> dict[str, Any]:
+        from tui.sim import dockerd as dk
+
         sock = self.sd / "docker.sock"
         cfgdir = self.d / "dockercfg"
         cfgdir.mkdir(exist_ok=True)
@@ -957,7 +1006,7 @@ class _Daemon:
         elif use_ns and not namespaces_supported():
             raise RuntimeError("namespaces requested but `unshare --pid --fork --mount-proc` does not work here "
                                "(needs root)")
-        self.state["namespaces_enabled"] = bool(use_ns)
+        self.state["namespaces_enabled"] = bool(use_ns)  # before the nodes' dirs: without, each gets its `ray`
         pub = self.d / "keys" / "id_ed25519.pub"
         sshd_exe = None
         self.state["ssh_server"] = self.cfg.get("sshd", "builtin")
@@ -1034,6 +1083,7 @@ class _Daemon:
         prof = build_profile(nodes=self.state["nodes"], gpus=gpus, shared=shared, known_hosts=self.d / "known_hosts",
                              key=self.d / "keys" / "id_ed25519", user=getpass.getuser(), image=IMAGE,
                              ray_ports=ray_ports, ray_tmp=ray_tmp, verl=_verl_short(self.state.get("verl") or {}),
+                             containers="" if docker else str(self.state["docker"]),
                              jump=f"{getpass.getuser()}@{BASTION_ADDRESS}:{self.bastion.port}" if self.bastion else None)
         ppath = self.d / "profile.yaml"
         ppath.write_text(_profile_text(prof, self.d))

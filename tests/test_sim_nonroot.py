@@ -1,0 +1,211 @@
+"""The simulated cluster without root or Docker (issue 36), as a new user on a laptop meets it.
+
+* `test_chain_as_an_unprivileged_user`: tests/nonroot_chain.py (the whole headless chain on
+  a 2 x 2 sim started with `sim up`'s defaults) run by pytest as an unprivileged user
+  (`rlci`, made by .ci/run; `RLCONSOLE_TEST_USER` names another) whose PATH has no dockerd,
+  docker or sshd. The user runs this venv's packages read-only through a venv of its own
+  (an interpreter it may run, this venv's site-packages, its scripts re-pointed). Needs root
+  (to switch user) and util-linux's `runuser`: skipped where they are missing, FAILED
+  under CI=true.
+* `test_ray_stop_stays_on_its_node`: without PID namespaces every simulated node shares
+  the machine's process table, and Ray's own `ray stop --force` would stop every node's
+  Ray (LAB.md); on the sim a node's `ray stop --force` (the product's own command, through
+  `docker exec`) stops that node's Ray only.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tui.cli import main
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parent.parent
+USER = os.environ.get("RLCONSOLE_TEST_USER", "rlci")
+HIDDEN = ("dockerd", "docker", "containerd", "runc", "docker-init", "docker-proxy", "ctr", "sshd")
+"""Left off the user's PATH: the machine has no Docker and no sshd, as far as it can tell."""
+SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+def _need(ok: bool, why: str) -> None:
+    """Skip where the machine cannot run the test; under CI=true that is a failure."""
+    if ok:
+        return
+    if os.environ.get("CI", "").strip().lower() == "true":
+        pytest.fail(f"{why}, and CI=true: .ci/run must provide it")
+    pytest.skip(why)
+
+
+def _as_user(argv: list[str], env: dict[str, str], timeout: float, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+    return subprocess.run([runuser, "-u", USER, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()], *argv],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def _path_without_docker(bin_dir: Path) -> str:
+    """A bin dir of links to every system command except Docker's and sshd."""
+    bin_dir.mkdir()
+    for d in SYSTEM_PATH:
+        if not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            if name in HIDDEN or name.startswith("containerd") or (bin_dir / name).exists():
+                continue
+            os.symlink(os.path.join(d, name), bin_dir / name)
+    return str(bin_dir)
+
+
+def _user_venv(dst: Path, base_env: dict[str, str]) -> tuple[Path | None, str]:
+    """A venv the user may run: an interpreter of this Python's version that the user can
+    start (this venv's own base, else the system's), this venv's site-packages (a link:
+    read-only, shared) and its scripts pointed at the new interpreter. (None, why) when the
+    user can start no such interpreter or read this venv."""
+    want = f"{sys.version_info.major}.{sys.version_info.minor}"
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    tried = []
+    for cand in (base, f"/usr/bin/python{want}", f"/usr/local/bin/python{want}"):
+        if not os.path.exists(cand):
+            continue
+        r = _as_user([cand, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], base_env, 60, cwd=Path("/"))
+        tried.append(f"{cand}: {(r.stdout + r.stderr).strip()[-200:]}")
+        if r.returncode == 0 and r.stdout.strip() == want:
+            break
+    else:
+        return None, f"no Python {want} that {USER} may run ({'; '.join(tried) or 'none found'})"
+    subprocess.run([cand, "-m", "venv", "--without-pip", str(dst)], check=True, capture_output=True, timeout=120)
+    site = dst / "lib" / f"python{want}" / "site-packages"
+    site.rmdir()
+    site.symlink_to(sysconfig.get_paths()["purelib"])
+    src_bin = Path(sys.executable).parent
+    for script in src_bin.iterdir():
+        if not script.is_file() or script.is_symlink() or script.name.startswith(("python", "activate", "Activate")):
+            continue
+        try:
+            first, _, rest = script.read_text().partition("\n")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if first.startswith("#!") and str(src_bin) in first:
+            (dst / "bin" / script.name).write_text(f"#!{dst / 'bin' / 'python'}\n{rest}")
+            (dst / "bin" / script.name).chmod(0o755)
+    r = _as_user([str(dst / "bin" / "python"), "-c", "import tui, ray, asyncssh, textual"], base_env, 120,
+                 cwd=Path("/"))
+    if r.returncode != 0:
+        return None, f"{USER} cannot import this venv's packages: {(r.stdout + r.stderr).strip()[-500:]}"
+    return dst, ""
+
+
+def test_chain_as_an_unprivileged_user() -> None:
+    _need(os.geteuid() == 0, "switching to an unprivileged user needs root")
+    _need(bool(shutil.which("runuser") or os.path.exists("/usr/sbin/runuser")), "runuser (util-linux) not found")
+    try:
+        pw = pwd.getpwnam(USER)
+    except KeyError:
+        _need(False, f"no user {USER} (useradd -m {USER}; .ci/run makes it)")
+        return
+    work = Path(tempfile.mkdtemp(prefix="rlconsole-nonroot-"))
+    work.chmod(0o755)
+    home = work / "home"
+    home.mkdir()
+    os.chown(home, pw.pw_uid, pw.pw_gid)
+    sim = home / "sim"
+    env = {"HOME": str(home), "LANG": "C.UTF-8", "PATH": _path_without_docker(work / "bin"),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        venv, why = _user_venv(work / "venv", env)
+        _need(venv is not None, why)
+        assert venv is not None
+        env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+        if os.environ.get("CI"):
+            env["CI"] = os.environ["CI"]
+        if os.environ.get("RLCONSOLE_VERL_WHEELS"):  # the real VeRL wheels, where the user may read them
+            wheels = work / "wheels"
+            shutil.copytree(os.environ["RLCONSOLE_VERL_WHEELS"], wheels)
+            env["RLCONSOLE_VERL_WHEELS"] = str(wheels)
+        env["RLCONSOLE_TEST_SIM_DIR"] = str(sim)
+        t0 = time.monotonic()
+        r = _as_user([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                      "-rs", f"--basetemp={home / 'pytest'}", "tests/nonroot_chain.py"], env, 700)
+        print(f"the chain as {USER}: {time.monotonic() - t0:.0f}s")
+        assert r.returncode == 0 and "1 passed" in r.stdout, (r.stdout + r.stderr)[-6000:]
+    finally:
+        if (sim / "state.json").exists():  # the inner test's sim, if it could not take it down itself
+            _as_user([str(work / "venv" / "bin" / "python"), "-c",
+                      f"from tui.sim.cluster import sim_down; sim_down({str(sim)!r})"], env, 120)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _raylets(ray_tmp: Path, names: list[str]) -> dict[str, list[int]]:
+    """Each node's raylet PIDs (its command line names the node's Ray temp dir)."""
+    found: dict[str, list[int]] = {n: [] for n in names}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if not cmd or not cmd[0].endswith(b"/raylet"):
+            continue
+        for n in names:
+            if f"--temp_dir={ray_tmp / n}".encode() in cmd:
+                found[n].append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+async def test_ray_stop_stays_on_its_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    from tui.core.actions.ray_setup import stop_argv
+    from tui.core.profile import load_profile
+    from tui.core.ssh import SessionPool
+    from tui.sim.cluster import sim_down, sim_status, sim_up
+    from tui.sim.simdocker import RUNTIME
+
+    monkeypatch.setenv("RLCONSOLE_STATE_DIR", str(tmp_path / "console"))
+    sim = tmp_path / "sim"
+    path = await asyncio.to_thread(sim_up, 3, 1, state_dir=sim, docker=False, namespaces=False)
+    try:
+        st = sim_status(sim)
+        assert st.docker == RUNTIME and st.docker_why == "sim up without dockerd" and st.namespaces is False
+        p = load_profile(path)
+        for action in ("containers", "setup-ray"):
+            rc = await asyncio.to_thread(main, [action, "--profile", str(path), "--yes"])
+            assert rc == 0, capsys.readouterr().out[-3000:]
+        names = [n.name for n in p.nodes]
+        ray_tmp = Path(next(a for a in p.nodes[0].ray_args if a.startswith("--temp-dir=")).split("=", 1)[1]).parent
+        before = _raylets(ray_tmp, names)
+        assert all(before.values()), before
+        async with SessionPool(p) as pool:
+            r = await asyncio.wait_for(pool.session("node2").run(stop_argv(p), container=True), 120)
+        assert r.rc == 0 and "Stopped all" in r.stdout + r.stderr, r.stdout + r.stderr
+        deadline = time.monotonic() + 30
+        while any(_alive(x) for x in before["node2"]) and time.monotonic() < deadline:  # noqa: ASYNC110 - polls /proc
+            await asyncio.sleep(0.1)
+        assert not any(_alive(x) for x in before["node2"]), "node2's raylet survived its own ray stop"
+        assert all(_alive(x) for n in ("node1", "node3") for x in before[n]), \
+            "a node's `ray stop --force` stopped another node's Ray"
+        rc = await asyncio.to_thread(main, ["stop", "--cluster", "--profile", str(path), "--yes"])
+        assert rc == 0, capsys.readouterr().out[-3000:]
+        assert not any(_alive(x) for xs in before.values() for x in xs)
+    finally:
+        await asyncio.to_thread(sim_down, state_dir=sim)
