@@ -47,6 +47,13 @@ def test_table_fits_80_columns_and_says_simulated():
     assert "running" in row and "8" in row and "35%/70%" in row
 
 
+def test_what_is_simulated_is_said():
+    text = render_table(_state(), sim_notes=("trainer on VeRL 0.7.0 config", "containers: simulated (no dockerd)"))
+    lines = text.splitlines()
+    assert "simulated cluster: trainer on VeRL 0.7.0 config" in lines
+    assert "simulated cluster: containers: simulated (no dockerd)" in lines
+
+
 def test_a_failed_job_names_its_cause_and_fix_in_plain_status():
     """Not only `--json`: the text form says why the job failed and what to do, wrapped in 80."""
     from tui.core.state import JobState

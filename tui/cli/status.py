@@ -152,7 +152,7 @@ def _cause_lines(j: JobState, width: int = WIDTH) -> list[str]:
     return out
 
 
-def render_table(st: ClusterState, width: int = WIDTH) -> str:
+def render_table(st: ClusterState, width: int = WIDTH, sim_notes: tuple[str, ...] = ()) -> str:
     """The human form of a snapshot (fits `width` columns). What came from outside (node
     and Ray errors, the job's id and status) is made safe to show piece by piece, and the
     whole once more as it is printed (`run_status`)."""
@@ -162,6 +162,7 @@ def render_table(st: ClusterState, width: int = WIDTH) -> str:
     lines = [f"{title:<{width - len(when) - 1}} {when}"]
     if st.simulated:
         lines.append("simulated cluster: card figures come from the sim, not from hardware")
+        lines += [f"simulated cluster: {n}" for n in sim_notes if n]
     rule = "-" * min(width, len(_HDR) + 1)
     lines += [_HDR, rule]
     for n in st.nodes:
@@ -253,5 +254,7 @@ def run_status(profile: Profile, json: bool = False, out: TextIO | None = None) 
     else:
         # node errors and Ray's job message are remote text: a credential in them masked,
         # and no control character (an SSH server's OSC title or clipboard write) printed
-        out.write(shown(mask_secrets(render_table(st)), lines=True))
+        notes = (f"trainer on {profile.sim_verl}" if profile.sim_verl else "",
+                 f"containers: {profile.sim_containers}" if profile.sim_containers else "")
+        out.write(shown(mask_secrets(render_table(st, sim_notes=notes)), lines=True))
     return 0
