@@ -125,3 +125,31 @@ def test_defaults() -> None:
     assert p.nodes[1].ssh.host == "127.0.0.3"
     assert p.training.module == "verl.trainer.main_ppo"
     assert p.ssh.max_channels <= 10
+
+
+def test_slurm_profile_nodes_come_from_the_allocation() -> None:
+    """`cluster.scheduler: slurm`: no node list needed; before an allocation is known the
+    nodes are `slurm1`..`slurmN` (the first the head) with no address; `nodes:` may give
+    ray_args to a Slurm host name; the walltime is read in Slurm's forms."""
+    text = (DATA / "good_profile.yaml").read_text()
+    i, j = text.index("nodes:"), text.index("container:")
+    slurm = ("cluster:\n  scheduler: slurm\n  partition: gpu\n  nodes: 3\n  gpus_per_node: 8\n"
+             "  time: 1-02:00:00\n  account: proj\n  extra_sbatch: [--mem=200G]\n  jobid: 42\n"
+             "nodes:\n  - name: node7\n    ray_args: [--temp-dir=/tmp/r7]\n")
+    p = load_profile_text(text[:i] + slurm + text[j:], "s.yaml")
+    assert [(n.name, n.role, n.gpus, n.address) for n in p.nodes] == [
+        ("slurm1", "head", 8, ""), ("slurm2", "worker", 8, ""), ("slurm3", "worker", 8, "")]
+    c = p.cluster
+    assert c.slurm and c.partition == "gpu" and c.transport == "srun" and c.jobid == "42"
+    assert c.time_s == 26 * 3600 and c.extra_sbatch == ["--mem=200G"] and c.account == "proj"
+    assert c.node_ray_args == {"node7": ["--temp-dir=/tmp/r7"]}
+    static = load_profile_text(text, "t.yaml")
+    assert not static.cluster.slurm and [n.name for n in static.nodes] == ["n1", "n2"]
+
+
+@pytest.mark.parametrize("text,secs", [("30", 1800), ("5:30", 330), ("4:00:00", 14400), ("2-0", 172800),
+                                       ("1-1:1", 90060), ("1-00:00:05", 86405), ("0", None), ("1:2:3:4", None)])
+def test_walltime_forms(text: str, secs: int | None) -> None:
+    from tui.core.profile import parse_walltime
+
+    assert parse_walltime(text) == secs

@@ -79,10 +79,62 @@ class Node:
     ssh: SshEndpoint
     ray_args: list[str] = field(default_factory=list)
     line: int = 0
+    # a Slurm profile's node: its name for Slurm (`srun -w`), "" before the allocation is known
+    slurm_host: str = ""
 
     @property
     def is_head(self) -> bool:
         return self.role == "head"
+
+
+_WALLTIME_RE = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def parse_walltime(text: str) -> int | None:
+    """Slurm's `--time` forms in seconds: "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S";
+    None when the text is none of them (or zero)."""
+    m = _WALLTIME_RE.match(text.strip())
+    if not m:
+        return None
+    d, a, b, c = m.groups()
+    nums = [int(x) for x in (a, b, c) if x is not None]
+    if d is not None:  # D-H[:M[:S]]
+        h, mi, se = (nums + [0, 0])[:3]
+        secs = ((int(d) * 24 + h) * 60 + mi) * 60 + se
+    elif len(nums) == 1:
+        secs = nums[0] * 60
+    elif len(nums) == 2:
+        secs = nums[0] * 60 + nums[1]
+    else:
+        secs = (nums[0] * 60 + nums[1]) * 60 + nums[2]
+    return secs or None
+
+
+@dataclass
+class ClusterSettings:
+    """`cluster:`: who hands out the nodes. `static` (the default): the `nodes:` list.
+    `slurm`: a Slurm allocation (tui/core/slurm.py): the nodes are the allocation's, named
+    by Slurm's host names, the first one the head; before an allocation is known they are
+    `slurm1`..`slurmN`, unreachable, and `containers` (`u`) asks Slurm for one."""
+
+    scheduler: str = _rule("static", choices=("static", "slurm"))
+    partition: str | None = None
+    nodes: int | None = _rule(None, positive=True)
+    gpus_per_node: int | None = _rule(None, positive=True)
+    time: str | None = None  # walltime, as sbatch's --time
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    extra_sbatch: list[str] = field(default_factory=list)
+    jobid: str | None = None  # an allocation that exists: reused, never duplicated
+    transport: str = _rule("srun", choices=("srun", "ssh"))  # how commands reach the nodes
+    time_s: int = 0  # `time` in seconds
+    node_ray_args: dict[str, list[str]] = field(default_factory=dict)  # `nodes[]` by Slurm host name
+    ssh_defaults: Any = None  # the `ssh:` node defaults (_NodeDefaults), for the allocation's nodes
+
+    @property
+    def slurm(self) -> bool:
+        return self.scheduler == "slurm"
 
 
 @dataclass
@@ -231,6 +283,7 @@ class Profile:
     monitoring: Monitoring = field(default_factory=Monitoring)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
+    cluster: ClusterSettings = field(default_factory=ClusterSettings)
     gpu_tool: str = "auto"
     simulated: bool = False
     description: str = ""
@@ -716,6 +769,78 @@ def _nodes(root: _Section, defaults: _NodeDefaults) -> list[Node]:
     return nodes
 
 
+_SLURM_ONLY = ("partition", "nodes", "gpus_per_node", "time", "account", "qos", "constraint",
+               "extra_sbatch", "jobid", "transport")
+
+
+def _cluster(root: _Section) -> ClusterSettings:
+    c = root.section("cluster")
+    cl = _read(ClusterSettings, c, time_s=0, node_ray_args={}, ssh_defaults=None)
+    c.done()
+    if not cl.slurm:
+        for k in _SLURM_ONLY:
+            if k in c.data:
+                raise c.error(k, "only with scheduler: slurm")
+        return cl
+    for k in ("nodes", "gpus_per_node", "time"):
+        if getattr(cl, k) is None:
+            raise ProfileError(c.file, c.line, c.key(k), "required with scheduler: slurm")
+    secs = parse_walltime(str(cl.time))
+    if secs is None:
+        raise c.error("time", f"expected a Slurm walltime (MINUTES, H:MM:SS or D-H:MM:SS), got {_show(cl.time)}")
+    cl.time_s = secs
+    for k in ("partition", "account", "qos", "constraint"):
+        v = getattr(cl, k)
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9_.\-&|,:*!()\[\]]+", v):
+            raise c.error(k, f"expected a Slurm {k} name, got {_show(v)}")
+    for i, arg in enumerate(cl.extra_sbatch):
+        if not arg.startswith("-") or _CONTROL_RE.search(arg):
+            raise c.error("extra_sbatch", f"extra_sbatch[{i}]: expected an sbatch option (-x or --name=value), "
+                                          f"got {_show(arg)}")
+    if cl.jobid is not None and not re.fullmatch(r"[0-9]+", cl.jobid):
+        raise c.error("jobid", f"expected a Slurm job id (digits), got {_show(cl.jobid)}")
+    return cl
+
+
+def placeholder_nodes(cluster: ClusterSettings, defaults: Any) -> list[Node]:
+    """A Slurm profile's nodes before its allocation is known: `slurm1`..`slurmN`, no
+    address (unreachable until `containers` gets the allocation), the first the head."""
+    assert cluster.nodes is not None and cluster.gpus_per_node is not None
+    out = []
+    for i in range(cluster.nodes):
+        ep = SshEndpoint(host="", port=defaults.port if defaults else 22, user=defaults.user if defaults else None,
+                         identity=list(defaults.identity) if defaults else [],
+                         jump_host=defaults.jump_host if defaults else None,
+                         jump=list(defaults.jump) if defaults else [],
+                         port_given=defaults.port_given if defaults else False)
+        out.append(Node(f"slurm{i + 1}", "", cluster.gpus_per_node, "head" if i == 0 else "worker", ep))
+    return out
+
+
+def _slurm_nodes(root: _Section, cluster: ClusterSettings, defaults: _NodeDefaults) -> list[Node]:
+    """`nodes:` in a Slurm profile is optional: a list of `{name: HOST, ray_args: [...]}`
+    giving settings to the allocation's node of that Slurm host name; the nodes
+    themselves (addresses, roles, cards) come from the allocation."""
+    raw_nodes = root.raw("nodes", None)
+    if raw_nodes is not None:
+        if not isinstance(raw_nodes, list):
+            raise root.error("nodes", f"expected a list of nodes, got {_type_name(raw_nodes)}")
+        for i, raw in enumerate(raw_nodes):
+            line = raw_nodes.line_of(i) if isinstance(raw_nodes, LocatedList) else 1
+            n = _Section(raw, f"nodes[{i}]", root.file, line)
+            nname = n.string("name", required=True)
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", nname):
+                raise n.error("name", f"expected a Slurm host name, got {_show(nname)}")
+            for k in ("address", "gpus", "role", "ssh"):
+                if k in n.data:
+                    raise n.error(k, "comes from the Slurm allocation (scheduler: slurm): only name and "
+                                     "ray_args may be given")
+            cluster.node_ray_args[nname] = n.str_list("ray_args", [])
+            n.done()
+    cluster.ssh_defaults = defaults
+    return placeholder_nodes(cluster, defaults)
+
+
 def _container(root: _Section) -> Container:
     c = root.section("container", required=True)
     cc = c.section("create")
@@ -794,7 +919,8 @@ def _parse_profile(data: Any, file: str) -> Profile:
     sim_containers = root.string("sim_containers", "", nonempty=False)
     gpu_tool = root.string("gpu_tool", "auto", choices=("auto", "mthreads-gmi", "nvidia-smi"))
     ssh, node_defaults = _ssh(root)
-    nodes = _nodes(root, node_defaults)
+    cluster = _cluster(root)
+    nodes = _slurm_nodes(root, cluster, node_defaults) if cluster.slurm else _nodes(root, node_defaults)
     container = _container(root)
     paths_sec = root.section("paths", required=True)
     paths = _read(Paths, paths_sec)
@@ -811,7 +937,8 @@ def _parse_profile(data: Any, file: str) -> Profile:
     return Profile(
         name=name, path=file, nodes=nodes, container=container, paths=paths,
         training=training, ssh=ssh, model=model, convert=convert, env=env, ray=ray,
-        monitoring=monitoring, console=console, notify=notify, gpu_tool=gpu_tool, simulated=simulated,
+        monitoring=monitoring, console=console, notify=notify, cluster=cluster, gpu_tool=gpu_tool,
+        simulated=simulated,
         description=description, sim_verl=sim_verl, sim_containers=sim_containers,
     )
 
