@@ -34,7 +34,7 @@ class LiveBackend:
         """`who`: what the run journal says saw things and ran actions ("console", "watch")."""
         from tui.core.actions.remote import PoolRemote
         from tui.core.probes import ClusterMonitor
-        from tui.core.ssh import SessionPool
+        from tui.core.transport import open_pool
 
         self.profile = profile
         self.simulated = profile.simulated
@@ -43,7 +43,7 @@ class LiveBackend:
 
             install_submit_hook()
         refresh = profile.monitoring.refresh_s
-        self.pool = SessionPool(profile, backoff_max_s=max(2.0, 2 * refresh))
+        self.pool = open_pool(profile, backoff_max_s=max(2.0, 2 * refresh))
         self.monitor = ClusterMonitor(profile, pool=self.pool)
         # the screen draws what changed at most this often (MainScreen.pace_s): the same
         # bound as the monitor's notifications, so one frame carries a refresh's changes
@@ -123,6 +123,10 @@ class LiveBackend:
     may not name it yet: it is not called "not on this cluster" before this long."""
 
     def _on_state(self, st: ClusterState) -> None:
+        if self.profile.cluster.slurm:  # the allocation, as the transport last read it
+            from tui.core.slurm import Allocation
+
+            st.allocation = getattr(self.pool, "allocation", None) or Allocation("", "NONE")
         w = self.watcher
         if w is not None:
             was = w.status

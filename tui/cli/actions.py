@@ -111,9 +111,17 @@ async def _drive(profile: Profile, name: str, opts: dict, as_json: bool, plan: d
 
         install_submit_hook()
     from tui.core.actions.remote import PoolRemote
-    from tui.core.ssh import SessionPool
+    from tui.core.transport import open_pool
 
-    pool = SessionPool(profile)
+    if name == "containers" and profile.cluster.slurm:
+        # the allocation before the nodes are reached: they then go by Slurm's host names
+        from tui.core import slurm
+
+        async for ev in slurm.acquire(profile, name, rename=True):
+            _print(ev, as_json)
+            if ev.kind == "fail":
+                return 1
+    pool = open_pool(profile)
     try:
         await pool.open()
         remote = PoolRemote(pool, profile)

@@ -32,9 +32,9 @@ def use_colour(stream: TextIO) -> bool:
 
 async def _live(p: Profile) -> list[CheckResult]:
     from tui.core.actions.remote import PoolRemote
-    from tui.core.ssh import SessionPool
+    from tui.core.transport import open_pool
 
-    pool = SessionPool(p)
+    pool = open_pool(p)
     try:
         await pool.open()
         return await run_checks(p, PoolRemote(pool, p))

@@ -28,14 +28,14 @@ async def _logs(profile: Profile, job_id: str | None, follow: bool, tail: int | 
     from tui.core.actions.remote import PoolRemote
     from tui.core.job.watcher import JobWatcher, find_job
     from tui.core.safepath import UnsafeName, safe_job_id
-    from tui.core.ssh import SessionPool
+    from tui.core.transport import open_pool
 
     if job_id is not None:
         try:
             safe_job_id(job_id)  # it names the spool's directory: refused before connecting
         except UnsafeName as e:
             raise ActionError(f"--job {job_id!r}: not a job id ({e})") from None
-    pool = SessionPool(profile)
+    pool = open_pool(profile)
     w: JobWatcher | None = None
     try:
         await pool.open()

@@ -153,7 +153,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     if args.sim_cmd == "up":
         path = cluster.sim_up(args.nodes, args.gpus, replay_gpu=args.replay_gpu, bastion=args.bastion,
-                              sshd=args.sshd, verl=args.verl,
+                              sshd=args.sshd, verl=args.verl, slurm=args.slurm,
                               notice=lambda t: print(f"rlconsole: warning: {t}", file=sys.stderr))
         print(path)
         return 0
@@ -435,6 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--sshd", choices=["builtin", "openssh"], default="builtin",
                     help="`sim up`: the nodes' SSH server: the built-in one (default) or OpenSSH's sshd, "
                          "one per node (needs openssh-server)")
+    sp.add_argument("--slurm", action="store_true",
+                    help="`sim up`: the nodes run by a real Slurm (slurmctld + one slurmd a node; root, and "
+                         "Debian's slurmctld slurmd slurm-client munge); writes a Slurm profile")
     sp.add_argument("--verl", metavar="VERSION",
                     help="`sim up`: the VeRL release whose config the simulated trainer composes "
                          "(its wheel from the package index, cached; default 0.7.0)")

@@ -171,6 +171,8 @@ def render_table(st: ClusterState, width: int = WIDTH, sim_notes: tuple[str, ...
     reachable = sum(1 for n in st.nodes if n.reachable)
     total_cards = sum(len(n.gpus) for n in st.nodes)
     lines.append(f"nodes: {reachable}/{len(st.nodes)} reachable, {total_cards} cards reporting")
+    if st.allocation is not None:
+        lines.append(f"Allocation: {shown(st.allocation.summary())}")
     lines += _ray_lines(st, width)
     lines += _job_lines(st)
     return "\n".join(lines) + "\n"
@@ -180,12 +182,17 @@ async def _snapshot_with_job(profile: Profile) -> ClusterState:
     """The cluster snapshot, plus the job's progress: the run history and Ray's job
     list name the job; its log (read on from the local spool, so a re-run fetches only
     what is new) and its scalars give step, total and metrics."""
-    from tui.core.ssh import SessionPool
+    from tui.core.transport import open_pool
 
-    pool = SessionPool(profile)
+    pool = open_pool(profile)
     try:
         await pool.open()
         st = await snapshot(profile, pool=pool)
+        if profile.cluster.slurm:
+            from tui.core import slurm
+
+            st.allocation = getattr(pool, "allocation", None) or await slurm.resolve(profile, rename=False) \
+                or slurm.Allocation("", "NONE")
         if pool.head.connected:
             try:
                 await _attach_job(profile, pool, st)

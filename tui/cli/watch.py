@@ -43,6 +43,7 @@ class Watch:
         self.job_id: str | None = None
         self.step: int | None = None
         self.job_status: str | None = None
+        self.allocation: tuple[str, str, tuple[str, ...], str | None] | None = None
         self.lines = 0
 
     def say(self, text: str, at: float | None = None) -> None:
@@ -54,6 +55,12 @@ class Watch:
         self.lines += 1
 
     def on_state(self, st: ClusterState) -> None:
+        a = st.allocation
+        if a is not None:  # a Slurm profile: its allocation's changes (not its clock ticking)
+            key = (a.job_id, a.state, tuple(a.nodes), a.reason)
+            if key != self.allocation:
+                self.allocation = key
+                self.say(f"ALLOCATION {a.summary()}", st.taken_at)
         job = st.job
         if job is None:
             return

@@ -59,6 +59,7 @@ from tui.core.rayapi import (
 )
 from tui.core.ssh import CommandTimeout, NodeDown, NodeSession, SessionPool, SshError
 from tui.core.state import ClusterState, ContainerState, GpuReport, JobState, JobStatus, NodeState, RayNodeState, RayState
+from tui.core.transport import open_pool
 
 log = logging.getLogger("rlconsole.probes")
 
@@ -520,7 +521,7 @@ async def snapshot(profile: Profile, pool: SessionPool | None = None) -> Cluster
     """One snapshot of every node and of Ray, concurrently (`rlconsole status`).
     Down nodes are states, not errors."""
     own = pool is None
-    pool = pool or SessionPool(profile)
+    pool = pool or open_pool(profile)
     timeout = profile.ssh.command_timeout_s
 
     async def node(name: str) -> NodeState:
@@ -582,7 +583,7 @@ class ClusterMonitor:
         self._notified_at = 0.0
         # A down node is retried at least every two intervals: reconnecting is one TCP
         # connect, and "it comes back without action" should not wait out a long backoff.
-        self.pool = pool or SessionPool(profile, backoff_max_s=max(2.0, 2 * self.refresh_s))
+        self.pool = pool or open_pool(profile, backoff_max_s=max(2.0, 2 * self.refresh_s))
         self._own_pool = pool is None
         self.ray_refresh_s = ray_refresh_s or max(self.refresh_s, 2.0)
         self.ray_cli_every_s = ray_cli_every_s

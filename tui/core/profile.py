@@ -128,6 +128,7 @@ class ClusterSettings:
     extra_sbatch: list[str] = field(default_factory=list)
     jobid: str | None = None  # an allocation that exists: reused, never duplicated
     transport: str = _rule("srun", choices=("srun", "ssh"))  # how commands reach the nodes
+    slurm_conf: str | None = _rule(None, local=True)  # SLURM_CONF for the Slurm commands run here
     time_s: int = 0  # `time` in seconds
     node_ray_args: dict[str, list[str]] = field(default_factory=dict)  # `nodes[]` by Slurm host name
     ssh_defaults: Any = None  # the `ssh:` node defaults (_NodeDefaults), for the allocation's nodes
@@ -770,7 +771,7 @@ def _nodes(root: _Section, defaults: _NodeDefaults) -> list[Node]:
 
 
 _SLURM_ONLY = ("partition", "nodes", "gpus_per_node", "time", "account", "qos", "constraint",
-               "extra_sbatch", "jobid", "transport")
+               "extra_sbatch", "jobid", "transport", "slurm_conf")
 
 
 def _cluster(root: _Section) -> ClusterSettings:

@@ -236,6 +236,8 @@ class ClusterState:
     ray: RayState = field(default_factory=RayState)
     job: JobState | None = None
     taken_at: float | None = None
+    # a Slurm profile's allocation (tui/core/slurm.py's Allocation; None: not a Slurm profile)
+    allocation: Any = None
 
     def to_json(self) -> dict[str, Any]:
         """The `status --json` contract (README, "The job in the console and in `status --json`"): keep these keys stable."""
@@ -269,4 +271,5 @@ class ClusterState:
                 "jobs": [asdict(j) for j in self.ray.jobs],
             },
             "job": asdict(self.job) if self.job else None,
+            "allocation": self.allocation.to_json() if self.allocation is not None else None,
         }

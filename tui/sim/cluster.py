@@ -182,6 +182,7 @@ class SimStatus:
     stale: bool = False
     ssh_server: str | None = None  # "builtin" (asyncssh, in the daemon) / "openssh" (one sshd per node)
     verl: str | None = None  # which VeRL config the stand-in trainer composes (a real release's, or the stand-in's)
+    slurm: str | None = None  # `sim up --slurm`: the Slurm config (slurm.conf) its nodes run under
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -200,6 +201,8 @@ class SimStatus:
         ]
         if self.replay_gpu:
             lines.append(f"  card tool:  replaying {self.replay_gpu}")
+        if self.slurm:
+            lines.append(f"  slurm:      slurmctld + one slurmd a node (SLURM_CONF={self.slurm})")
         up = sum(1 for n in self.nodes if n.sshd == "running")
         kind = " (OpenSSH sshd)" if self.ssh_server == "openssh" else ""
         lines.append(f"  sshd:       {up}/{len(self.nodes)} running{kind}")
@@ -248,6 +251,7 @@ def sim_status(state_dir: str | Path | None = None) -> SimStatus:
         profile=st.get("profile"), gpus=st.get("gpus"), docker=st.get("docker"), docker_why=st.get("docker_why"),
         namespaces=st.get("namespaces_enabled"), replay_gpu=st.get("replay_gpu"), error=st.get("error"),
         ssh_server=st.get("ssh_server", "builtin"), verl=(st.get("verl") or {}).get("label"),
+        slurm=(st.get("slurm") or {}).get("conf"),
         nodes=[SimNodeInfo(n["name"], n["address"], n["port"], "unknown", n.get("ns_pid")) for n in st.get("nodes", [])],
     )
     if not status.running:
@@ -295,6 +299,7 @@ def sim_up(
     sshd: str = "builtin",
     verl: str | None = None,
     notice: Callable[[str], None] | None = None,
+    slurm: bool = False,
 ) -> Path:
     """Start the simulated cluster in the background and return its profile's path.
 
@@ -310,8 +315,16 @@ def sim_up(
     asyncssh server (opensshd.py); SimRequirementError when sshd is not installed.
     `verl`: the VeRL release whose config the trainer composes (default DEFAULT_VERL); when
     the default cannot be had (offline, nothing cached) the stand-in config is used and
-    `notice` is told so in one line; a release asked for by name that cannot be had is an error."""
+    `notice` is told so in one line; a release asked for by name that cannot be had is an error.
+    `slurm`: the nodes run by a real Slurm (tui/sim/slurm.py; root only): slurmctld plus
+    one slurmd a node, and the profile is a Slurm one (`cluster.scheduler: slurm`, srun)."""
     _check_shape(nodes, gpus, sshd)
+    if slurm:
+        from tui.sim.slurm import requirement_problem
+
+        problem = requirement_problem()
+        if problem:
+            raise SimRequirementError(problem)
     d = _state_dir(state_dir)
     replay = None
     if replay_gpu is not None:
@@ -322,14 +335,22 @@ def sim_up(
     current = sim_status(d)
     running = _running_profile(d, current, nodes, gpus, replay, bastion, sshd, verl)
     if running is not None:
-        return running
+        if bool((_read_json(d / "config.json") or {}).get("slurm")) == slurm:
+            return running
+        raise SimError(f"a simulated cluster is already running in {d} "
+                       f"{'without' if slurm else 'with'} Slurm: run `rlconsole sim down` first")
     verl_cfg = _verl_config(verl, notice)
     _prepare_state_dir(d, current)
     config = {
         "marker": MARKER, "nodes": nodes, "gpus": gpus, "replay_gpu": replay,
         "docker": docker, "namespaces": namespaces, "python": sys.executable,
         "created": time.time(), "bastion": bool(bastion), "sshd": sshd, "verl": verl_cfg,
+        "slurm": bool(slurm),
     }
+    if slurm and namespaces is None:
+        # slurmd starts the nodes' tasks in the machine's PID space: each node's `ray` keeps
+        # a stop to that node (raywrap.py), as without namespaces
+        config["namespaces"] = False
     _write_json(d / "config.json", config)
     return _wait_ready(d, _start_daemon(d), timeout)
 
@@ -552,6 +573,10 @@ def _stop_recorded(st: dict[str, Any]) -> None:
     """What the daemon recorded (it was killed, or its cleanup failed): the nodes'
     namespaces, their OpenSSH servers, the private dockerd; each by PID, each checked to
     be what it was before it is stopped."""
+    if st.get("slurm"):
+        from tui.sim import slurm as simslurm
+
+        simslurm.stop(st["slurm"])
     for ns in (st.get("namespaces") or {}).values():
         for key in ("init", "unshare"):
             p = ns.get(key)
@@ -814,6 +839,19 @@ def build_profile(*, nodes: list[dict[str, Any]], gpus: int, shared: Path, known
                               n=small["actor_rollout_ref.rollout.n"], max_prompt=small["data.max_prompt_length"],
                               max_resp=small["data.max_response_length"], test_freq=small["trainer.test_freq"],
                               save_freq=small["trainer.save_freq"], refresh_s=refresh_s))
+    return p
+
+
+def slurm_profile(p: dict[str, Any], rec: dict[str, Any], n_nodes: int, gpus: int) -> dict[str, Any]:
+    """The sim's profile made a Slurm one: `cluster.scheduler: slurm` over the sim's
+    controller (`slurm_conf`), srun as the transport; `nodes:` keeps only each node's Ray
+    arguments, by Slurm host name (the nodes themselves come from the allocation)."""
+    p = dict(p)
+    p["name"] = f"sim-slurm-{n_nodes}x{gpus}"
+    p["description"] = p["description"].replace("loopback SSH nodes", "a real Slurm on loopback nodes")
+    p["cluster"] = {"scheduler": "slurm", "partition": rec["partition"], "nodes": n_nodes, "gpus_per_node": gpus,
+                    "time": "4:00:00", "transport": "srun", "slurm_conf": rec["conf"]}
+    p["nodes"] = [{"name": nd["name"], "ray_args": nd["ray_args"]} for nd in p["nodes"]]
     return p
 
 
@@ -1085,6 +1123,16 @@ class _Daemon:
                              ray_ports=ray_ports, ray_tmp=ray_tmp, verl=_verl_short(self.state.get("verl") or {}),
                              containers="" if docker else str(self.state["docker"]),
                              jump=f"{getpass.getuser()}@{BASTION_ADDRESS}:{self.bastion.port}" if self.bastion else None)
+        if self.cfg.get("slurm"):
+            from tui.sim import slurm as simslurm
+
+            envs = {nm: self._node_env(nm, self.d / "nodes" / nm) for nm in names}
+            rec = await asyncio.to_thread(
+                simslurm.start, d=self.d, sd=self.sd, gpus=gpus, node_envs=envs, ports=_free_ports(1 + n),
+                nodes=[{"name": nm, "address": node_address(i)} for i, nm in enumerate(names)])
+            self.state["slurm"] = rec
+            self.save()
+            prof = slurm_profile(prof, rec, n, gpus)
         ppath = self.d / "profile.yaml"
         ppath.write_text(_profile_text(prof, self.d))
         from tui.core.profile import load_profile
@@ -1174,6 +1222,10 @@ class _Daemon:
             await self.cleanup()
 
     async def cleanup(self) -> None:
+        if self.state.get("slurm"):  # its jobs cancelled and the queue empty first, then its daemons
+            from tui.sim import slurm as simslurm
+
+            await asyncio.to_thread(simslurm.stop, self.state["slurm"])
         extra = [self.bastion] if getattr(self, "bastion", None) is not None else []
         await asyncio.gather(*(s.stop() for s in [*self.servers.values(), *extra]), return_exceptions=True)
         for u, c in self.ns_procs.values():

@@ -76,8 +76,24 @@ class ActionSpec:
 async def _containers(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
     from tui.core.actions.containers import containers
 
+    if profile.cluster.slurm:
+        # the nodes first: the profile's Slurm allocation, reused or asked for (tui/core/slurm.py)
+        from tui.core import slurm
+
+        async for ev in slurm.acquire(profile, "containers", rename=False):
+            yield ev
+            if ev.kind == "fail":
+                return
+        await remote_refresh(remote)
     async for ev in containers(profile, remote):
         yield ev
+
+
+async def remote_refresh(remote: Remote) -> None:
+    """After the nodes changed (an allocation): the transport looks again at once."""
+    look = getattr(getattr(remote, "pool", None), "look", None)
+    if look is not None:
+        await look()
 
 
 async def _model(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
@@ -147,8 +163,19 @@ async def _stop(profile: Profile, remote: Remote, job_id: str | None = None, clu
     if cluster:
         from tui.core.actions.ray_setup import stop_cluster
 
+        released = profile.cluster.slurm
         async for ev in stop_cluster(profile, remote):
+            if released and ev.node is None and ev.kind in ("done", "skip", "fail"):
+                yield ActionEvent(ev.action, "warn" if ev.kind == "fail" else "step", ev.message)
+                continue
             yield ev
+        if released:  # then the nodes go back to Slurm (the question named the job)
+            from tui.core import slurm
+
+            async for ev in slurm.release(profile, "stop"):
+                yield ev
+            await remote_refresh(remote)
+            yield ActionEvent("stop", "done", "stopped Ray and released the Slurm allocation")
 
 
 async def _check(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
@@ -168,9 +195,18 @@ def _job_first(running_job: str | None, risk: str) -> str:
 
 
 def _q_containers(profile: Profile, running_job: str | None = None, **_: Any) -> str:
+    first = ""
+    if profile.cluster.slurm:
+        from tui.core import slurm
+
+        job = slurm.known_job(profile)
+        c = profile.cluster
+        first = (f"Use Slurm job {job} (or ask for a new allocation if it has ended), then c" if job else
+                 f"Ask Slurm for {c.nodes} nodes x {c.gpus_per_node} GPUs for {c.time}"
+                 + (f" in partition {c.partition}" if c.partition else "") + " (sbatch), then c")
     return (_job_first(running_job, "containers up recreates a container whose image or settings changed, "
                                     "and the job's workers in it die")
-            + f"Create/start container {profile.container.name} on {len(profile.nodes)} nodes "
+            + (first or "C") + f"reate/start container {profile.container.name} on {len(profile.nodes)} nodes "
               f"({profile.container.image})?")
 
 
@@ -205,6 +241,13 @@ def _q_submit(profile: Profile, fresh: bool = False, **_: Any) -> str:
 def _q_stop(profile: Profile, job_id: str | None = None, cluster: bool = False, **_: Any) -> str:
     what = f"job {job_id}" if job_id else "the running job"
     more = ", then `ray stop --force` on every node" if cluster else ""
+    if cluster and profile.cluster.slurm:
+        from tui.core import slurm
+
+        job = slurm.known_job(profile)
+        if job:
+            more += (f", then release Slurm job {job} (scancel): its {len(profile.nodes)} nodes go back to Slurm "
+                     "and what runs on them ends")
     return f"Stop {what}{more}?"
 
 
