@@ -210,3 +210,16 @@ class SimInfo:
     state_dir: Path
     profile_path: Path
     profile: object
+
+
+def require_slurm() -> None:
+    """`sim up --slurm` tests: root and Debian's slurmctld, slurmd, slurm-client, munge.
+    Skips where missing, FAILS under CI=true (.ci/run installs them and runs as root)."""
+    from tui.sim.slurm import requirement_problem
+
+    problem = requirement_problem()
+    if problem is None:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{problem}, and CI=true")
+    pytest.skip(problem)

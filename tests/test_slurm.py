@@ -1,0 +1,168 @@
+"""Bring-up through Slurm (issue 38) on `sim up --slurm`: a real Slurm (Debian's munged,
+slurmctld, one slurmd a node in its own UTS + mount namespace) runs the simulated nodes.
+
+One Slurm sim for the module (2 nodes x 2 cards: the chain is the costly part). The chain
+is the headless one a user runs: status before any allocation (the nodes slurm1.. down,
+saying why), containers (gets the allocation: one sbatch holder job; a second containers
+reuses it), convert, setup-ray, submit, steps with the allocation's time left in
+`status --json`, `stop --cluster` refusing without --yes and naming the Slurm job, then
+`--yes` releasing it (squeue empty). Then `sim down` with a job queued cancels it and
+stops every daemon by PID.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import require_slurm
+from tui.cli import main
+
+pytestmark = pytest.mark.integration
+
+CHAIN_S = 420.0  # a phase's bound: the machine is shared
+
+
+@pytest.fixture(scope="module")
+def slurm_sim(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    require_slurm()
+    from tui.sim.cluster import sim_down, sim_up
+
+    mp = pytest.MonkeyPatch()
+    state = tmp_path_factory.mktemp("slurm-state")
+    mp.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))  # the allocation record, across the module's tests
+    sim = tmp_path_factory.mktemp("slurm-sim")
+    try:
+        path = Path(sim_up(2, 2, state_dir=sim, slurm=True))
+        yield sim, path
+    finally:
+        sim_down(state_dir=sim)
+        mp.undo()
+
+
+def slurm_env(sim: Path) -> dict[str, str]:
+    return dict(os.environ, SLURM_CONF=str(sim / "slurm" / "slurm.conf"))
+
+
+def squeue(sim: Path) -> list[str]:
+    r = subprocess.run(["squeue", "-h", "-o", "%i %T"], capture_output=True, text=True, env=slurm_env(sim), timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split("\n")[:-1]
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = main(args)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def status_json(P: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    rc, out, err = run(["status", "--json", *P], capsys)
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def until(what: str, cond: Any, timeout: float = CHAIN_S, every: float = 1.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
+
+
+def test_the_slurm_sim_is_a_real_slurm(slurm_sim: Any) -> None:
+    """sinfo lists the nodes idle with their fake GPUs; each node's step sees its own host
+    name and address and the node's own tools first on PATH (its TaskProlog)."""
+    sim, path = slurm_sim
+    env = slurm_env(sim)
+    r = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t %G"], capture_output=True, text=True, env=env, timeout=30)
+    assert sorted(r.stdout.split("\n")[:-1]) == ["node1 idle gpu:2", "node2 idle gpu:2"], r.stdout + r.stderr
+    r = subprocess.run(["srun", "-N2", "--gpus-per-node=1", "-l", "sh", "-c",
+                        "echo $(hostname) $(hostname -i) $CUDA_VISIBLE_DEVICES $(command -v docker)"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = sorted(r.stdout.split("\n")[:-1])
+    assert lines == [f"0: node1 127.0.0.2 0 {sim}/nodes/node1/bin/docker",
+                     f"1: node2 127.0.0.3 0 {sim}/nodes/node2/bin/docker"], r.stdout
+    assert "scheduler: slurm" in path.read_text() and "transport: srun" in path.read_text()
+
+
+def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    sim, path = slurm_sim
+    P = ["--profile", str(path)]
+    until("an empty queue", lambda: squeue(sim) == [], 60)
+
+    # -- before any allocation: the nodes are slurm1.. and say why they are down
+    st = status_json(P, capsys)
+    assert [n["name"] for n in st["nodes"]] == ["slurm1", "slurm2"]
+    assert not any(n["reachable"] for n in st["nodes"])
+    assert "no Slurm allocation" in st["nodes"][0]["error"]
+    assert st["allocation"]["job_id"] is None and st["allocation"]["state"] == "NONE"
+
+    # -- containers gets the allocation (one holder job), then the containers on its nodes
+    rc, out, err = run(["containers", "--yes", *P], capsys)
+    assert rc == 0, out + err
+    assert "asking Slurm for 2 nodes x 2 GPUs" in out and "runs on node1, node2; head node1" in out
+    jobs = squeue(sim)
+    assert len(jobs) == 1 and jobs[0].endswith("RUNNING"), jobs
+    job = jobs[0].split()[0]
+    # a second console's containers reuses it: never a second allocation
+    rc, out, err = run(["containers", "--yes", *P], capsys)
+    assert rc == 0, out + err
+    assert f"using Slurm job {job} on node1, node2" in out and "sbatch" not in out
+    assert squeue(sim) == jobs
+
+    st = status_json(P, capsys)
+    assert [n["name"] for n in st["nodes"]] == ["node1", "node2"]
+    assert all(n["reachable"] and n["container"]["status"] == "running" for n in st["nodes"])
+    a = st["allocation"]
+    assert a["job_id"] == job and a["state"] == "RUNNING" and a["nodes"] == ["node1", "node2"]
+    assert 0 < a["time_left_s"] <= 4 * 3600
+
+    # -- the rest of the chain, every command over srun job steps
+    for cmd in (["convert", "--yes"], ["setup-ray", "--yes"], ["submit", "--yes"]):
+        rc, out, err = run([*cmd, *P], capsys)
+        assert rc == 0, f"{cmd}: " + (out + err)[-2000:]
+    got = until("three training steps in status --json",
+                lambda: (lambda s: s if s["job"] and (s["job"]["step"] or 0) >= 3 else None)(status_json(P, capsys)))
+    assert got["job"]["status"] == "RUNNING" and got["ray"]["nodes_alive"] == 2 and got["ray"]["gpus_total"] == 4
+    assert got["allocation"]["state"] == "RUNNING"
+    rc, out, _ = run(["status", *P], capsys)
+    assert f"Allocation: Slurm job {job} RUNNING on node1,node2" in out
+
+    # -- stop --cluster: asks first, naming the Slurm job; --yes releases it
+    rc, out, err = run(["stop", "--cluster", *P], capsys)
+    assert rc != 0 and f"release Slurm job {job} (scancel)" in err, err
+    assert squeue(sim) == jobs
+    rc, out, err = run(["stop", "--cluster", "--yes", *P], capsys)
+    assert rc == 0, out + err
+    assert f"Slurm job {job} cancelled" in out
+    until("the queue to empty", lambda: squeue(sim) == [], 60)
+    st = status_json(P, capsys)
+    assert st["allocation"]["state"] == "NONE" and not any(n["reachable"] for n in st["nodes"])
+
+
+def test_sim_down_cancels_jobs_then_stops_every_daemon(slurm_sim: Any) -> None:
+    from tui.sim.cluster import sim_down
+
+    sim, _ = slurm_sim
+    rec = json.loads((sim / "state.json").read_text())["slurm"]
+    r = subprocess.run(["sbatch", "--parsable", "-N2", "--time=5", "--output=/dev/null", "--wrap", "sleep infinity"],
+                       capture_output=True, text=True, env=slurm_env(sim), timeout=30)
+    assert r.returncode == 0, r.stderr
+    until("the job to run", lambda: any(j.endswith("RUNNING") for j in squeue(sim)), 60)
+    pids = [rec["pids"]["munged"], rec["pids"]["slurmctld"], *rec["pids"]["slurmd"].values()]
+    assert all(Path(f"/proc/{p}").exists() for p in pids)
+    assert sim_down(state_dir=sim)
+    assert [p for p in pids if Path(f"/proc/{p}").exists()
+            and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]] == []
+    assert not sim.exists()
