@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from tui.core import netaddr
+from tui.core.safetext import shown
 from tui.core.state import JobStatus, RayJobState
 
 __all__ = [
@@ -146,10 +147,10 @@ async def http_get_json(port: int, path: str, timeout: float = 5.0, host: str = 
 
 
 def _first_line(text: str) -> str:
-    """The first non-empty line of an error body, printable and bounded: it goes into
-    a one-line failure message."""
+    """The first non-empty line of an error body, printable (the one rule for outside
+    text, `safetext.shown`) and bounded: it goes into a one-line failure message."""
     for line in text.splitlines():
-        line = "".join(ch if ch.isprintable() else "?" for ch in line.strip())
+        line = shown(line.strip())
         if line:
             return line[:RAY_MESSAGE_MAX]
     return ""
