@@ -98,7 +98,7 @@ def _module_env():
     mp.undo()
 
 
-@pytest.fixture(scope="module", params=["static", "live", "live-openssh"])
+@pytest.fixture(scope="module", params=["static", "live", "live-openssh", "live-slurm"])
 def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
         _module_env: pytest.MonkeyPatch):
     if request.param == "static":
@@ -114,11 +114,18 @@ def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 
     require_dockerd()
     # live-openssh: the nodes served by OpenSSH's sshd (MaxSessions, login shell,
-    # no signals for root), on the smallest cluster that has a head and a worker
+    # no signals for root), on the smallest cluster that has a head and a worker;
+    # live-slurm: the nodes run by a real Slurm, reached by srun job steps (the srun
+    # transport), in an allocation the console found (as after `containers`)
     openssh = request.param == "live-openssh"
+    slurm = request.param == "live-slurm"
     if openssh:
         require_sshd()
-    n_nodes, n_cards = (2, 2) if openssh else (4, 8)
+    if slurm:
+        from tests.conftest import require_slurm
+
+        require_slurm()
+    n_nodes, n_cards = (2, 2) if openssh or slurm else (4, 8)
     from tui.core.probes import snapshot
     from tui.core.profile import load_profile
     from tui.sim.cluster import sim_down, sim_up
@@ -127,8 +134,15 @@ def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     state = tmp_path_factory.mktemp("contract-state")
     _module_env.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
     sim = tmp_path_factory.mktemp("contract-sim")
-    path = Path(sim_up(n_nodes, n_cards, state_dir=sim, sshd="openssh" if openssh else "builtin"))
+    path = Path(sim_up(n_nodes, n_cards, state_dir=sim, sshd="openssh" if openssh else "builtin", slurm=slurm))
     prof = load_profile(path)
+    if slurm:
+        from tui.core import slurm as core_slurm
+
+        async def allocate() -> list[Any]:
+            return [ev async for ev in core_slurm.acquire(prof, "containers")]
+        evs = asyncio.run(asyncio.wait_for(allocate(), PHASE_S))
+        assert evs[-1].kind == "step" and [n.name for n in prof.nodes] == ["node1", "node2"], evs[-1]
 
     async def live_world(b: Any) -> tuple[bool, str | None]:
         st = await snapshot(prof)
@@ -218,6 +232,9 @@ async def _contract(kit: Kit) -> None:
 
     if kit.name != "static":
         await _eta_agrees_with_tqdm(rec)
+    if kit.name == "live-slurm":  # the allocation is published with the state, as the transport reads it
+        a = rec.states[-1].allocation
+        assert a is not None and a.state == "RUNNING" and a.nodes == ["node1", "node2"] and a.time_left_now() > 0
 
     # -- log lines arrive numbered: log_search agrees with the delivery order
     await until("the driver's 'Total training steps' line", lambda: any("Total training steps:" in ln for ln in rec.lines))

@@ -166,3 +166,65 @@ def test_sim_down_cancels_jobs_then_stops_every_daemon(slurm_sim: Any) -> None:
     assert [p for p in pids if Path(f"/proc/{p}").exists()
             and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]] == []
     assert not sim.exists()
+
+
+# --------------------------------------------------------------------------- no sim
+
+
+def test_squeue_time_left_and_walltime_forms() -> None:
+    from tui.core.slurm import parse_time_left
+
+    assert parse_time_left("3:59:52") == 14392 and parse_time_left("1-00:00:05") == 86405
+    assert parse_time_left("12:30") == 750 and parse_time_left("UNLIMITED") is None
+    assert parse_time_left("INVALID") is None
+
+
+def test_the_console_pane_shows_the_allocation() -> None:
+    """The Ray pane's first line: the Slurm job, its state (and why it pends), nodes and
+    time left; nothing for a profile without a scheduler."""
+    from tui.core.slurm import Allocation
+    from tui.core.state import ClusterState
+    from widgets.ray_pane import ray_markup
+
+    st = ClusterState("p", False)
+    assert "Slurm" not in ray_markup(st, 2, 4).plain
+    st.allocation = Allocation("17", "PENDING", reason="Resources")
+    assert ray_markup(st, 2, 4).plain.splitlines()[0] == "Slurm job 17 PENDING (Resources)"
+    st.allocation = Allocation("17", "RUNNING", nodes=["node1", "node2"], time_left_s=3725)
+    first = ray_markup(st, 2, 4).plain.splitlines()[0]
+    assert first.startswith("Slurm job 17 RUNNING on node1,node2, 1:02:0"), first
+    st.allocation = Allocation("", "NONE")
+    assert "no Slurm allocation" in ray_markup(st, 2, 4).plain
+
+
+def test_srun_argv_is_data() -> None:
+    """A node's command reaches srun as one argv element (never a local shell), and the
+    holder job's sbatch line carries the profile's keys as separate options."""
+    import asyncio
+
+    from tui.core.profile import load_profile_text
+    from tui.core.slurm import Allocation, apply, sbatch_argv
+    from tui.core.srun import SrunPool
+
+    text = (Path(__file__).parent / "data" / "good_profile.yaml").read_text()
+    i, j = text.index("nodes:"), text.index("container:")
+    prof = load_profile_text(text[:i] + "cluster:\n  scheduler: slurm\n  partition: gpu\n  nodes: 2\n"
+                             "  gpus_per_node: 8\n  time: '2:00:00'\n  qos: high\n"
+                             "  extra_sbatch: ['--mem=200G', '--comment=a b; rm -rf /']\n" + text[j:], "s.yaml")
+    assert sbatch_argv(prof) == [
+        "sbatch", "--parsable", "--job-name=rlconsole-tiny", "--nodes=2", "--gpus-per-node=8", "--time=2:00:00",
+        "--output=/dev/null", "--partition=gpu", "--qos=high", "--mem=200G", "--comment=a b; rm -rf /",
+        "--wrap", "exec sleep infinity"]
+
+    async def go() -> list[str]:
+        pool = SrunPool(prof)
+        apply(prof, Allocation("5", "RUNNING", nodes=["gn1", "gn2"], addresses={"gn1": "10.0.0.1"}), rename=False)
+        pool.allocation = Allocation("5", "RUNNING", nodes=["gn1", "gn2"])
+        s = pool.session("slurm1")
+        s._set_state("connected", None)
+        return s._argv(s.wrap(["echo", "$(reboot)"], container=True))
+    argv = asyncio.run(go())
+    assert argv[:9] == ["srun", "--overlap", "--jobid=5", "--nodes=1", "--ntasks=1", "-w", "gn1", "--quiet", "--"]
+    assert argv[9:11] == ["/bin/sh", "-c"] and len(argv) == 12
+    assert argv[11] == "docker exec train-rl sh -c 'echo '\"'\"'$(reboot)'\"'\"''"
+    assert prof.nodes[0].address == "10.0.0.1" and prof.nodes[0].slurm_host == "gn1"

@@ -21,9 +21,28 @@ MAX_JOBS = 6
 """Jobs listed, newest first; older ones stay one `ray job list` away."""
 
 
+ALLOCATION_STYLE: dict[str, str] = {"RUNNING": "$text-success", "PENDING": "$text-warning",
+                                    "CONFIGURING": "$text-warning", "NONE": "$text-muted"}
+
+
+def allocation_line(state: ClusterState) -> Content | None:
+    """A Slurm profile's allocation (job id, state, nodes, time left, why pending) as
+    the pane's first line; None for any other profile."""
+    a = state.allocation
+    if a is None:
+        return None
+    return Content.assemble((shown(a.summary()), ALLOCATION_STYLE.get(a.state, "$text-error")))
+
+
 def ray_markup(state: ClusterState, expected_nodes: int, expected_gpus: int) -> Content:
     """The pane's text. The error and job ids come from the head, so they join as plain
     Content pieces, never as markup, through the one rule for outside text."""
+    alloc = allocation_line(state)
+    body = _ray_body(state, expected_nodes, expected_gpus)
+    return body if alloc is None else Content("\n").join([alloc, body])
+
+
+def _ray_body(state: ClusterState, expected_nodes: int, expected_gpus: int) -> Content:
     r = state.ray
     if not r.available:
         why = shown(r.error or "not started")
