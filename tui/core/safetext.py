@@ -53,20 +53,25 @@ def _escape(c: str) -> str:
 
 # ----------------------------------------------------------------------------- logs
 
-_LOG_SEQ = re.compile(
-    r"(\x1b\[[0-9;]*m)"  # SGR (colour, bold): the one sequence kept
-    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*(?:[@-~]|\Z)"  # any other CSI, 7- or 8-bit (cursor, clear, modes)
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c|\Z)"  # OSC, DCS, SOS, PM, APC
-    r"|\x1b[ -/]*[0-~]"  # two-character escapes (ESC c, ESC 7, ESC ( B, ...)
-    r"|[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # any other control character, a lone ESC among them
-"""Every terminal sequence and control character of a log line; group 1 is an SGR. Each
-alternative has one run of a character class not followed by a class it overlaps: linear
-on any line."""
+_ESC_BODY = (r"(?:\[[0-?]*[ -/]*(?:[@-~]|\Z)"  # CSI (colour, cursor, clear, modes, keyboard)
+             r"|[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c|\Z)"  # OSC (title, clipboard, link), DCS, SOS, PM, APC
+             r"|[ -/]*[0-~]"  # two-character escapes (ESC c, ESC 7, ESC ( B, ...)
+             r"|)")  # a lone ESC
+_ESC_ALL = re.compile(r"\x1b" + _ESC_BODY)
+_ESC_BUT_SGR = re.compile(r"\x1b(?!\[[0-9;]*m)" + _ESC_BODY)
+"""Every 7-bit sequence, or every one but an SGR (`ESC [ digits m`: colour, bold). Each
+starts with the literal ESC, so the regex engine scans for that one character (one
+alternation of every start character cost ~15x on a coloured line), and each part is one
+run of a character class not followed by a class it overlaps, stopping at the next ESC:
+linear on any line. Substituted with "" (no Python call per sequence)."""
+_C1_CSI = re.compile(r"\x9b[0-?]*[ -/]*(?:[@-~]|\Z)")
+_C1_STRING = re.compile(r"[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c|\Z)")
+"""The 8-bit forms (CSI 0x9b; DCS, SOS, OSC, PM, APC strings): only for a line holding a C1 character."""
+_C1 = re.compile(r"[\x80-\x9f]")
+_LOG_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1a\x1c-\x1f\x7f-\x9f]")
+"""What is left after the sequences: every control character but the tab (and the ESC of a
+kept SGR: every other ESC began a sequence just removed)."""
 _LOG_NEEDS_WORK = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-
-
-def _keep_sgr(m: re.Match[str]) -> str:
-    return m.group(1) or ""
 
 
 def shown_log(line: str, colour: bool = True) -> str:
@@ -79,7 +84,11 @@ def shown_log(line: str, colour: bool = True) -> str:
         return line
     if "\r" in line:
         line = line.rstrip("\r").rsplit("\r", 1)[-1]
-    return _LOG_SEQ.sub(_keep_sgr if colour else "", line)
+    if not line.isascii() and _C1.search(line) is not None:  # isascii: O(1), a flag of the str
+        line = _C1_STRING.sub("", _C1_CSI.sub("", line))
+    if "\x1b" in line:
+        line = (_ESC_BUT_SGR if colour else _ESC_ALL).sub("", line)
+    return _LOG_CONTROL.sub("", line)
 
 
 # -------------------------------------------------------------------------- exports
