@@ -480,8 +480,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _notice(args: argparse.Namespace, text: str) -> None:
     """A warning said once at start: one line on stderr now, and an alert in the
-    console (`cmd_tui` hands `args.notices` to it: its screen hides stderr)."""
-    print(f"rlconsole: warning: {text}", file=sys.stderr)
+    console (`cmd_tui` hands `args.notices` to it: its screen hides stderr). It may name a
+    file of a repository just cloned: printed through the one rule for outside text."""
+    from tui.core.safetext import shown
+
+    print(f"rlconsole: warning: {shown(text, lines=True)}", file=sys.stderr)
     if not hasattr(args, "notices"):
         args.notices = []
     args.notices.append(text)
