@@ -105,3 +105,23 @@ def test_job_status_is_typed_wherever_it_is_stored(word: str, member: JobStatus)
 
     st = ClusterState(profile="p", simulated=True, nodes=[], job=JobState(id="j", status=word))
     assert json.loads(json.dumps(st.to_json()))["job"]["status"] == member.value
+
+
+def test_outside_text_has_one_rule_and_no_copy() -> None:
+    """Text from outside is made safe to show by `safetext.shown` alone (issue 39 S1): the
+    importer's `shown` is that function, and no printer or widget keeps a filter of its own
+    (a copy once let the 8-bit CSI through `diagnose`, and turned escapes into spaces in
+    `watch` and `journal`)."""
+    import re
+    from pathlib import Path
+
+    from tui.core import safetext
+    from tui.core.importer import limits
+
+    assert limits.shown is safetext.shown
+    root = Path(__file__).resolve().parent.parent
+    copy = re.compile(r"isprintable\(\) else|\[\\x00-\\x08")
+    found = [f"{p.relative_to(root)}" for d in ("tui/cli", "tui/screens", "widgets", "tui/core")
+             for p in sorted((root / d).rglob("*.py"))
+             if p.name not in ("safetext.py", "ansi.py") and copy.search(p.read_text(encoding="utf-8"))]
+    assert found == [], f"a filter of its own (use tui.core.safetext): {found}"
