@@ -126,10 +126,10 @@ def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 
         require_slurm()
     n_nodes, n_cards = (2, 2) if openssh or slurm else (4, 8)
+    from tui.backend.live import LiveBackend
     from tui.core.probes import snapshot
     from tui.core.profile import load_profile
     from tui.sim.cluster import sim_down, sim_up
-    from tui.backend.live import LiveBackend
 
     state = tmp_path_factory.mktemp("contract-state")
     _module_env.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))

@@ -151,6 +151,60 @@ def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str])
     assert st["allocation"]["state"] == "NONE" and not any(n["reachable"] for n in st["nodes"])
 
 
+async def _console_gets_an_allocation(path: Path, sim: Path) -> None:
+    import asyncio
+
+    from tui.backend.live import LiveBackend
+    from tui.core.profile import load_profile
+
+    b = LiveBackend(load_profile(path))
+    states: list[Any] = []
+    b.subscribe_state(states.append)
+
+    async def until_state(what: str, cond: Any, timeout: float = 120) -> Any:
+        async def poll() -> Any:
+            while True:
+                if states and cond(states[-1]):
+                    return states[-1]
+                await asyncio.sleep(0.2)
+        try:
+            return await asyncio.wait_for(poll(), timeout)
+        except asyncio.TimeoutError:
+            pytest.fail(f"timed out waiting for {what}; last state: {states[-1] if states else None}")
+
+    await asyncio.wait_for(b.start(), 60)
+    try:
+        st = await until_state("the nodes slurm1.. down, no allocation",
+                               lambda s: s.allocation is not None and s.allocation.state == "NONE")
+        assert [n.name for n in st.nodes] == ["slurm1", "slurm2"] and not any(n.reachable for n in st.nodes)
+        evs = [ev async for ev in b.run_action("containers")]
+        assert evs[-1].kind == "done", [e.one_line() for e in evs[-6:]]
+        assert any("asking Slurm for 2 nodes" in e.message for e in evs)
+        # the console's nodes keep their names and learn where they are: reachable, cards reporting
+        st = await until_state("both nodes reachable in the allocation, with their cards",
+                               lambda s: s.allocation.state == "RUNNING"
+                               and all(n.reachable and n.gpu and len(n.gpu.cards) == 2 for n in s.nodes))
+        assert st.allocation.nodes == ["node1", "node2"] and [n.address for n in st.nodes] == ["127.0.0.2", "127.0.0.3"]
+        assert "release Slurm job" in b.describe_stop(cluster=True)  # what X asks
+        evs = [ev async for ev in b.run_action("stop", cluster=True)]
+        assert evs[-1].kind == "done" and any("cancelled" in e.message for e in evs), [e.one_line() for e in evs]
+        await until_state("the allocation gone, nodes down",
+                          lambda s: s.allocation.state == "NONE" and not any(n.reachable for n in s.nodes))
+    finally:
+        await asyncio.wait_for(b.stop(), 60)
+    assert squeue(sim) == [] or until("the queue to empty", lambda: squeue(sim) == [], 60)
+
+
+def test_console_gets_an_allocation_and_its_nodes(slurm_sim: Any) -> None:
+    """The console started before any allocation (nodes slurm1.., down): `u`'s action gets
+    one and the same nodes come up, cards reporting; X's action releases it."""
+    import asyncio
+
+    sim, path = slurm_sim
+    until("an empty queue", lambda: squeue(sim) == [], 60)
+    asyncio.run(asyncio.wait_for(_console_gets_an_allocation(path, sim), CHAIN_S))
+
+
 def test_sim_down_cancels_jobs_then_stops_every_daemon(slurm_sim: Any) -> None:
     from tui.sim.cluster import sim_down
 

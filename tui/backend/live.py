@@ -441,6 +441,13 @@ class LiveBackend:
             text = "no job is running: nothing to stop"
         if cluster:
             text += f"; then `ray stop --force` on all {len(self.profile.nodes)} nodes"
+            if self.profile.cluster.slurm:
+                from tui.core.slurm import known_job
+
+                job = known_job(self.profile)
+                if job:
+                    text += (f"; then release Slurm job {job} (scancel): its {len(self.profile.nodes)} nodes go "
+                             "back to Slurm")
         return text
 
     async def describe_convert(self) -> str | None:

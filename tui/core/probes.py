@@ -789,6 +789,7 @@ class ClusterMonitor:
             self._last_key[sess.name] = key
         ns.gpu, ns.container = gpu, container
         ns.reachable, ns.error = True, None
+        ns.address = sess.node.address  # a Slurm node learns its address with the allocation
         self._silent.discard(sess.name)
         ns.updated_at = self._last_sample[sess.name] = time.time()
         self.samples += 1

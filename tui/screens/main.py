@@ -264,6 +264,18 @@ class MainScreen(Screen[None]):
 
     @work(group="dialogs", exclusive=True)
     async def action_containers(self) -> None:
+        prof = self.backend.profile
+        if prof.cluster.slurm and self.running_job() is None:
+            from tui.core.actions.registry import describe
+            from tui.core.slurm import known_job
+
+            if known_job(prof) is None:  # a new allocation is a job in a shared queue: asked first
+                if not await self.app.push_screen_wait(ConfirmationModal(
+                        "Ask Slurm for the nodes?", describe("containers", prof), confirm_label="Allocate")):
+                    self.notify("containers cancelled: no allocation asked for", timeout=4, markup=False)
+                    return
+                self.start_action("containers")
+                return
         if await self._ask_if_job_runs("containers", "Containers up while a job runs?", "Containers up"):
             self.start_action("containers")
 
