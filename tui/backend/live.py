@@ -68,6 +68,7 @@ class LiveBackend:
         self.who = who
         self._journal: Any = None  # the watched run's journal (tui/core/job/journal.py)
         self._ckpt_told: int | None = None
+        self._walltime: Any = None  # a Slurm profile's walltime rule (tui/core/slurm.py)
 
     # -- subscriptions ------------------------------------------------------------
 
@@ -367,6 +368,13 @@ class LiveBackend:
         job = JobState(id=w.job_id, status=w.status, step=summary.step)
         for a in self.rules.observe_job(job, summary, log_tail=tail, tail_start=start, job_message=message):
             self._alert(a)
+        if self.profile.cluster.slurm and self.state is not None:  # the walltime against the run's ETA
+            if self._walltime is None:
+                from tui.core.slurm import WalltimeRule
+
+                self._walltime = WalltimeRule.for_profile(self.profile)
+            for a in self._walltime.observe(self.state.allocation, summary):
+                self._alert(a)
 
     def refresh_metrics(self, w: Any) -> None:
         """One RunMetrics a refresh: it serves the metrics pane and the state's job

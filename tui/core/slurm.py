@@ -375,3 +375,67 @@ def resolve_now(profile: Profile) -> Allocation | None:
 
     with ThreadPoolExecutor(1) as ex:
         return ex.submit(asyncio.run, resolve(profile)).result(timeout=3 * SLURM_TIMEOUT_S)
+
+
+# --------------------------------------------------------------------------- walltime
+
+
+def walltime_message(alloc: Allocation | None, step: int | None, total_steps: int | None,
+                     step_time_s: float | None, eta_s: float | None, save_freq: int | None,
+                     last_checkpoint: int | None, now: float | None = None) -> str | None:
+    """The warning when the allocation ends before the run does: "the allocation ends at
+    step ~N: the last checkpoint before it is step M"; None when it does not (or cannot be
+    told: no time left, no pace yet)."""
+    if alloc is None or not alloc.running or step is None or not step_time_s or step_time_s <= 0 or eta_s is None:
+        return None
+    now = time.time() if now is None else now
+    end = alloc.ends_at()
+    if end is None or now + eta_s <= end:
+        return None
+    left = max(0.0, end - now)
+    at_step = step + int(left // step_time_s)
+    if total_steps is not None and at_step >= total_steps:
+        return None
+    ckpt = None
+    if save_freq and save_freq > 0:
+        ckpt = (at_step // save_freq) * save_freq or None
+    if ckpt is None or (last_checkpoint is not None and last_checkpoint > ckpt):
+        ckpt = last_checkpoint
+    tail = f"the last checkpoint before it is step {ckpt}" if ckpt else "no checkpoint is saved before it"
+    return (f"the allocation (Slurm job {alloc.job_id}) ends in {fmt_duration(int(left))}, at step ~{at_step} of "
+            f"{total_steps or '?'}: {tail}")
+
+
+class WalltimeRule:
+    """One alert episode (key "walltime") while the run's ETA lies past the allocation's end."""
+
+    KEY = "walltime"
+
+    def __init__(self, save_freq: int | None) -> None:
+        self.save_freq = save_freq
+        self.open = False
+
+    @classmethod
+    def for_profile(cls, profile: Profile) -> WalltimeRule:
+        v = profile.override_value("trainer.save_freq")
+        try:
+            freq = int(v) if v is not None and not isinstance(v, bool) else None
+        except (TypeError, ValueError):
+            freq = None
+        return cls(freq)
+
+    def observe(self, alloc: Allocation | None, summary: Any, now: float | None = None) -> list[Any]:
+        from tui.core.alert import Alert
+
+        running = getattr(summary, "status", None) == "RUNNING"
+        msg = walltime_message(alloc, summary.step, summary.total_steps, summary.step_time_s, summary.eta_s,
+                               self.save_freq, summary.last_checkpoint, now) if running else None
+        at = time.time() if now is None else now
+        if msg and not self.open:
+            self.open = True
+            return [Alert("warning", "slurm", msg, at=at, key=self.KEY)]
+        if not msg and self.open and (not running or alloc is not None):
+            self.open = False
+            return [Alert("info", "slurm", "the run now ends before the allocation does", at=at, key=self.KEY,
+                          ends=True)]
+        return []
