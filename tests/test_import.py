@@ -455,7 +455,10 @@ def test_garbage_never_crashes(tmp_path: Path) -> None:
 
     alphabet = st.sampled_from(list("ab=.+-_ /\\\n\t'\"$`(){}[]#;&|<>~!*?@%^:,0123456789")
                                + ["${", "$(", "$((", "))", "<<EOF\n", "\nEOF\n", "python3 -m verl.trainer.main_ppo ",
-                                  "ray job submit -- ", " \\\n", "\n# c\n", "export ", "f() {", "}\n", "x=(", "a.b="])
+                                  "ray job submit -- ", " \\\n", "\n# c\n", "export ", "f() {", "}\n", "x=(", "a.b=",
+                                  # issue 39 S3's shapes: a nameless function, a non-ASCII digit,
+                                  # array gaps, += copies, arithmetic through names
+                                  "function\n", "shift ", "²", "a[", "]=", "+=", "$((a))", "a=-", "f\n"])
     script = tmp_path / "g.sh"
 
     @settings(max_examples=int(os.environ.get("IMPORT_FUZZ", "200")), deadline=None,
@@ -768,6 +771,85 @@ def test_expansion_is_bounded(body: str, needle: str, tmp_path: Path) -> None:
     s = tmp_path / "big.sh"
     s.write_text(body + LAUNCH + "\n")
     _refused(_import_bounded([str(s)], tmp_path), f"{s}: ", needle)
+
+
+_PEAK_CHILD = (
+    "import resource, sys\n"
+    "from tui.cli.main import main\n"
+    "try:\n"
+    "    rc = main(sys.argv[1:])\n"
+    "except SystemExit as e:\n"
+    "    rc = e.code\n"
+    "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\n"
+    "sys.exit(rc)\n")
+
+
+def _import_peak(script: Path, tmp: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`rlconsole import SCRIPT` in a child (2 GiB of address space, as `_import_bounded`),
+    and the child's peak resident memory, interpreter included (no clock involved)."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    try:
+        r = subprocess.run([sys.executable, "-c", _PEAK_CHILD, "import", str(script), "-o", str(tmp / "out.yaml")],
+                           capture_output=True, text=True, timeout=600, preexec_fn=cap, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"import {script} did not finish: unbounded")
+    m = re.search(r"^PEAK (\d+)$", r.stdout, re.M)
+    return r, int(m.group(1)) if m else -1
+
+
+_L = "python3 -m verl.trainer.main_ppo a.b=1"
+_SMALL_BOMBS = {
+    # every command kept its own copy of every exported variable: E x C entries
+    "exported-x-commands": "export " + " ".join(f"e{i}=" for i in range(3000)) + "\n" + "x\n" * 8000,
+    # an element far out fills the gap: 100,000 elements per line, many arrays
+    "array-gaps": "".join(f"a{i}[99999]=x\n" for i in range(3000)),
+    # a 300-byte script: one-letter fields cost a hundred bytes each, far more than their characters
+    "one-letter-fields": "a='x '\n" + 'a="$a$a"\n' * 19 + "c $a $a $a $a $a $a $a $a\n" * 4,
+    # a function's body read once per call: 100 calls of 30,000 commands
+    "function-replays": "f() {\n" + "x\n" * 30000 + "}\n" + "f\n" * 100,
+    # the scan alone: a 1 MiB script of empty commands
+    "many-commands": "x;" * 500_000,
+}
+
+
+@pytest.mark.parametrize("name", list(_SMALL_BOMBS))
+def test_small_scripts_stay_small(name: str, tmp_path: Path) -> None:
+    """Issue 39 S3: a 39 KB script made the importer use 1.4 GB. Words, fields, array
+    elements, commands read and exported copies are counted (import limits, MAX_ITEMS):
+    any script within the 1 MiB file limit is refused in one line (exit 2) with a
+    bounded peak, far below what the unbounded walk took (GBs: MemoryError under 2 GiB)."""
+    s = tmp_path / "bomb.sh"
+    s.write_text(_SMALL_BOMBS[name] + _L + "\n")
+    assert s.stat().st_size <= 1 << 20
+    r, peak = _import_peak(s, tmp_path)
+    _refused(r, f"{s}: ", "more than 500,000")
+    assert 0 < peak < 200 << 20, (peak, r.stderr[-500:])  # (the interpreter and the CLI alone: ~30 MB)
+
+
+def test_odd_shapes_are_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """Issue 39 S3: three inputs ended in a traceback. `function` with no name, `shift ²`
+    (a digit to str.isdigit, not to int), and arithmetic nested through names (each name
+    could nest 200 deep again): a note or one refusal line, exit 0 or 2, never a traceback."""
+    s = tmp_path / "odd.sh"
+    s.write_text("function\n" + _L + "\n")
+    r = _import_bounded([str(s)], tmp_path)
+    assert r.returncode == 0 and "`function` without a name" in r.stderr, r.stderr[-2000:]
+    (tmp_path / "out.yaml").unlink()
+    s.write_text("f() { shift ²; }\nf a b\n" + _L + "\n")
+    r = _import_bounded([str(s)], tmp_path)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    (tmp_path / "out.yaml").unlink()
+    neg = "-" * 190
+    s.write_text("".join(f"v{i}={neg}v{i + 1}\n" for i in range(12)) + "v12=1\nx=$((v0))\n" + _L + "\n")
+    _refused(_import_bounded([str(s)], tmp_path), f"{s}: line 14: arithmetic nested more than 200 deep")
+    s.write_text("x=$((1a))\n" + _L + "\n")  # Python's parser warned on stderr ("invalid decimal literal")
+    r = _import_bounded([str(s)], tmp_path)
+    assert r.returncode == 0 and "SyntaxWarning" not in r.stderr, r.stderr[-2000:]
 
 
 def test_huge_arithmetic_is_64_bit_as_in_bash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

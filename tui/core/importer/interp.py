@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tui.core.importer.limits import MAX_ARRAY_ITEMS, Refused
+from tui.core.importer.limits import MAX_ARRAY_ITEMS, MAX_NESTING, Refused
 from tui.core.importer.shellexpand import ShellState, expand_string, expand_word, split_array_body
 from tui.core.importer.shellscan import RawCommand, RawWord, scan
 
@@ -23,13 +23,13 @@ _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until",
              "time", "{", "}", "esac", "case", "for", "select", "function"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Word:
     text: str
     line: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Command:
     """One command bash would run, expanded."""
 
@@ -76,7 +76,9 @@ class _Walker:
     """One walk over a script: the state between commands and a handler per command kind."""
 
     def __init__(self, text: str, home: str, script_name: str) -> None:
-        self.raws = list(scan(text))
+        # What is left to read, the next command last: a call pushes its body on top (a
+        # splice into one list would keep every body read so far, and copy the rest per call).
+        self.todo = list(reversed(scan(text)))
         self.st = ShellState(home=home, script=script_name)
         self.set_lines: dict[str, int] = {}
         self.commands: list[Command] = []
@@ -85,14 +87,16 @@ class _Walker:
         self.bodies: dict[str, list[RawCommand]] = {}
         self.current_fn = ""
         self.calls = 0
-        self.k = 0
         self.control_noted = False
 
     def run(self) -> Walk:
-        while self.k < len(self.raws):
-            rc = self.raws[self.k]
-            self.k += 1
-            self.step(rc)
+        while self.todo:
+            rc = self.todo.pop()
+            self.st.count(1, rc.line)  # a function's body counts once per call
+            try:
+                self.step(rc)
+            except RecursionError:  # (each nesting is bounded; together they can still be too deep)
+                raise Refused(rc.line, f"expansions nested too deeply (over {MAX_NESTING}); refused") from None
         notes = sorted(self.st.notes)
         return Walk(self.commands, self.st, self.set_lines, notes)
 
@@ -141,6 +145,9 @@ class _Walker:
                                                            rc.broken_line, rc.sep, rc.heredoc, rc.redirects))
 
     def define_function(self, rc: RawCommand, words: list[RawWord]) -> None:
+        if words[0].text == "function" and len(words) < 2:
+            self.st.note(rc.line, "`function` without a name: a syntax error in bash; ignored")
+            return
         fname = (words[1].text if words[0].text == "function" else words[0].text).replace("()", "")
         self.st.functions.add(fname)
         self.current_fn = fname
@@ -153,9 +160,9 @@ class _Walker:
             if rest:
                 self.bodies[fname].append(RawCommand(rest, rc.line, rc.end_line, rc.broken_by, rc.broken_line,
                                                      rc.sep, rc.heredoc, rc.redirects))
-        elif self.k < len(self.raws) and self.raws[self.k].words and self.raws[self.k].words[0].text == "{":
+        elif self.todo and self.todo[-1].words and self.todo[-1].words[0].text == "{":
             self.func_depth = 1
-            self.k += 1
+            self.todo.pop()
 
     def strip_keywords(self, rc: RawCommand, words: list[RawWord]) -> list[RawWord]:
         """Control-flow keywords are read past: branches once, in order; loops not followed."""
@@ -183,7 +190,7 @@ class _Walker:
                                        bool(plus), line):
                 return name
         else:
-            self.assign_scalar(name, expand_string(value, self.st, line, assignment=True), bool(plus))
+            self.assign_scalar(name, expand_string(value, self.st, line, assignment=True), bool(plus), line)
         self.set_lines[name] = line
         if export:
             self.st.exported.add(name)
@@ -194,8 +201,10 @@ class _Walker:
         items: list[str] = []
         for w in split_array_body(body):
             items.extend(expand_word(w, st, line))
-        st.arrays[name] = (st.arrays.get(name, []) if plus else []) + items
-        _check_array(name, len(st.arrays[name]), line)
+        arr = st.arrays.get(name, []) if plus else []
+        _check_array(name, len(arr) + len(items), line)
+        arr.extend(items)  # (in place: `a+=(x)` in a long script is not a copy per line)
+        st.arrays[name] = arr
         st.vars.pop(name, None)
 
     def assign_element(self, name: str, index: str, v: str, plus: bool, line: int) -> bool:
@@ -211,17 +220,27 @@ class _Walker:
             st.note(line, f"{name}[{index}]: a bad array subscript (bash says so too); ignored")
             return False
         _check_array(name, idx + 1, line)
-        while len(arr) <= idx:
-            arr.append("")
+        if idx >= len(arr):
+            st.count(idx + 1 - len(arr), line)  # a gap is elements too (bash's are sparse; these are not)
+            arr.extend([""] * (idx + 1 - len(arr)))
+        if plus:
+            st.charge(len(arr[idx]) + len(v), line)  # (the joined value is a copy: `a+=x` per line is quadratic)
         arr[idx] = (arr[idx] + v) if plus else v
         return True
 
-    def assign_scalar(self, name: str, v: str, plus: bool) -> None:
+    def assign_scalar(self, name: str, v: str, plus: bool, line: int) -> None:
         st = self.st
         if name in st.arrays:
-            st.arrays[name][0:1] = [(st.arrays[name][0] if st.arrays[name] else "") + v if plus else v]
+            old = st.arrays[name][0] if st.arrays[name] else ""
         else:
-            st.vars[name] = (st.vars.get(name, "") + v) if plus else v
+            old = st.vars.get(name, "")
+        if plus:
+            v = old + v
+            st.charge(len(v), line)  # (the joined value is a copy: `a+=x` per line is quadratic)
+        if name in st.arrays:
+            st.arrays[name][0:1] = [v]
+        else:
+            st.vars[name] = v
 
     def declare(self, name: str, words: list[RawWord], rc: RawCommand) -> None:
         """export/declare/typeset/local/readonly: assignments, `-x` or `export` marks exported."""
@@ -247,10 +266,10 @@ class _Walker:
     def shift(self, name: str, words: list[RawWord], rc: RawCommand) -> None:
         st = self.st
         n = expand_string(words[1].text, st, words[1].line) if len(words) > 1 else "1"
-        if st.frames and n.isdigit():
+        if st.frames and re.fullmatch(r"[0-9]{1,9}", n):  # (ASCII digits: `²` is a digit to str.isdigit)
             del st.frames[-1][:int(n)]
         elif not st.frames:
-            st.args_used.append(rc.line)
+            st.args_used.add(rc.line)
 
     def no_effect(self, name: str, words: list[RawWord], rc: RawCommand) -> None:
         """Builtins that leave the variables alone (`set --` would replace the arguments)."""
@@ -272,7 +291,8 @@ class _Walker:
             args.extend(expand_word(w.text, st, w.line))
         st.note(rc.line, f"`{name}`: the function's body is read here, as bash would run it")
         st.frames.append(args)
-        self.raws[self.k:self.k] = self.bodies.get(name, []) + [RawCommand([], rc.line, rc.line, sep="\0return")]
+        self.todo.append(RawCommand([], rc.line, rc.line, sep="\0return"))
+        self.todo.extend(reversed(self.bodies.get(name, [])))
 
     # ---- commands bash would run
 
@@ -291,6 +311,7 @@ class _Walker:
             m = _ASSIGN_RE.match(word)
             assert m
             penv[m.group(1)] = (expand_string(m.group(5), st, ln, assignment=True), ln)
+        st.count(len(st.exported) + len(penv), rc.line)  # each command keeps its own copy
         exported = {n: (st.vars[n] if n in st.vars else (st.arrays[n][0] if st.arrays.get(n) else ""),
                         self.set_lines.get(n, 0))
                     for n in sorted(st.exported) if n in st.vars or n in st.arrays}
@@ -310,11 +331,9 @@ class _Walker:
 
     def take_dropped(self, cmd: Command, rc: RawCommand) -> None:
         """The commands a broken continuation leaves behind are bash's separate commands."""
-        raws = self.raws
-        while rc.broken_by and self.k < len(raws) and raws[self.k].words \
-                and _looks_like_argument(raws[self.k].words[0].text):
-            nxt = raws[self.k]
-            self.k += 1
+        todo = self.todo
+        while rc.broken_by and todo and todo[-1].words and _looks_like_argument(todo[-1].words[0].text):
+            nxt = todo.pop()
             dw: list[Word] = []
             for w in nxt.words:
                 dw.extend(Word(t, w.line) for t in expand_word(w.text, self.st, w.line))

@@ -1,7 +1,8 @@
 """The importer's resource bounds, and how script text is shown.
 
 An imported script is untrusted text: it may double a variable until memory runs out,
-nest `$(` until the stack does, name `/dev/zero` as its runtime env, or carry line breaks
+make a million one-letter words or array elements from a few lines, nest `$(` until the
+stack does, name `/dev/zero` as its runtime env, or carry line breaks
 and terminal escapes in a name. Every such input is refused with one line (`Refused`, a
 `UsageError`: exit 2) naming the file, the line and what was too big; nothing from the
 script reaches a message or a comment without `shown` making it one printable line.
@@ -20,6 +21,11 @@ MAX_FILE_BYTES = 1 << 20  # a launch script, hostfile or runtime env is a few KB
 MAX_WORD_CHARS = 1 << 20  # one expanded word (or variable value)
 MAX_EXPANDED_CHARS = 16 << 20  # all expansion work of one import, loops of functions included
 MAX_ARRAY_ITEMS = 100_000
+MAX_ITEMS = 500_000
+"""What one import may make, counted one each whatever their size: the scan's commands and
+words; the walk's commands read (a function's body once per call), fields, array elements
+(a gap `a[99999]=x` leaves counts too), exported variables handed to each command, notes.
+Characters alone do not bound memory: a one-character field costs a hundred bytes."""
 MAX_NESTING = 100  # quotes, $( and ${ inside each other
 MAX_ARITH_CHARS = 1000  # one $((...)) after expansion
 MAX_ARITH_DEPTH = 200  # operators inside each other in one $((...))

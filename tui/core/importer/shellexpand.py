@@ -15,10 +15,19 @@ import ast
 import fnmatch
 import operator
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tui.core.importer.limits import MAX_ARITH_CHARS, MAX_ARITH_DEPTH, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_WORD_CHARS, Refused
+from tui.core.importer.limits import (
+    MAX_ARITH_CHARS,
+    MAX_ARITH_DEPTH,
+    MAX_EXPANDED_CHARS,
+    MAX_ITEMS,
+    MAX_NESTING,
+    MAX_WORD_CHARS,
+    Refused,
+)
 
 PLACEHOLDER_OPEN = "<unresolved:"
 
@@ -52,19 +61,29 @@ class ShellState:
     notes: list[tuple[int, str]] = field(default_factory=list)
     # Names read but never set (bash expands them to empty).
     unset_reads: dict[str, int] = field(default_factory=dict)
-    args_used: list[int] = field(default_factory=list)
+    args_used: set[int] = field(default_factory=set)  # lines where the script's arguments were read
     functions: set[str] = field(default_factory=set)
-    home_used: list[int] = field(default_factory=list)  # lines where $HOME/~ was expanded
-    pwd_used: list[int] = field(default_factory=list)  # lines where $PWD was read
+    home_used: set[int] = field(default_factory=set)  # lines where $HOME/~ was expanded
+    pwd_used: set[int] = field(default_factory=set)  # lines where $PWD was read
     frames: list[list[str]] = field(default_factory=list)  # arguments of the functions being run
     spent: int = 0  # characters expanded so far: bounds the whole walk's time and memory
+    items: int = 0  # fields, elements, commands, exported copies, notes made so far (MAX_ITEMS)
     depth: int = 0  # expansions inside each other right now
+    arith_depth: int = 0  # arithmetic operators inside each other, across names and nested $((
+    _noted: set[tuple[int, str]] = field(default_factory=set)
 
     def charge(self, n: int, line: int) -> None:
         self.spent += n
         if self.spent > MAX_EXPANDED_CHARS:
             raise Refused(line, f"expanding the script takes more than {MAX_EXPANDED_CHARS:,} characters "
                                 "(a variable doubled in a loop?); refused")
+
+    def count(self, n: int, line: int) -> None:
+        """`n` more things kept (each costs memory whatever its length): bounded in all."""
+        self.items += n
+        if self.items > MAX_ITEMS:
+            raise Refused(line, f"expanding the script makes more than {MAX_ITEMS:,} words, array elements "
+                                "and commands (a loop of function calls?); refused")
 
     def get(self, name: str, line: int) -> str | None:
         if name in self.arrays:
@@ -73,15 +92,17 @@ class ShellState:
         if name in self.vars:
             return self.vars[name]
         if name == "HOME":
-            self.home_used.append(line)
+            self.home_used.add(line)
             return self.home
         if name == "PWD":  # bash always sets it: the directory the script is launched from
-            self.pwd_used.append(line)
+            self.pwd_used.add(line)
             return PWD_PLACEHOLDER
         return None
 
     def note(self, line: int, msg: str) -> None:
-        if (line, msg) not in self.notes:
+        if (line, msg) not in self._noted:
+            self.count(1, line)
+            self._noted.add((line, msg))
             self.notes.append((line, msg))
 
 
@@ -129,6 +150,7 @@ class _Fields:
     def end(self) -> None:
         text = "".join(self.cur)
         if self.started and not (self.vanish and not text):
+            self.st.count(1, self.line)
             self.fields.append(text)
         self.cur = []
         self.started = False
@@ -183,16 +205,24 @@ def _arith(expr: str, st: ShellState, line: int, depth: int = 0) -> int:
     if len(text) > MAX_ARITH_CHARS:
         raise Refused(line, f"an arithmetic expression of more than {MAX_ARITH_CHARS:,} characters; refused")
     try:
-        tree = ast.parse(text.strip() or "0", mode="eval")
+        with warnings.catch_warnings():  # (`1a` is an "invalid decimal literal" warning on stderr)
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.strip() or "0", mode="eval")
     except (RecursionError, MemoryError):
         raise Refused(line, "arithmetic nested too deeply; refused") from None
     except ValueError as e:  # (a null byte)
         raise SyntaxError(str(e)) from None
 
     def ev(n: ast.AST, d: int = 0) -> int:
-        if d > MAX_ARITH_DEPTH:
-            raise Refused(line, f"arithmetic nested more than {MAX_ARITH_DEPTH} deep; refused")
-        return _i64(ev1(n, d + 1))
+        # One depth for the whole evaluation: a name's value is evaluated inside it (bash
+        # does), so `a=-----b; b=-----c ...` cannot nest MAX_ARITH_DEPTH per name.
+        st.arith_depth += 1
+        try:
+            if st.arith_depth > MAX_ARITH_DEPTH:
+                raise Refused(line, f"arithmetic nested more than {MAX_ARITH_DEPTH} deep; refused")
+            return _i64(ev1(n, d + 1))
+        finally:
+            st.arith_depth -= 1
 
     def ev1(n: ast.AST, d: int) -> int:
         if isinstance(n, ast.Expression):
@@ -303,7 +333,7 @@ def _all_args(name: str, st: ShellState, line: int, quoted: bool, out: _Fields) 
     if st.frames:
         _spread(st.frames[-1], name == "@", quoted, out)
     else:  # imported as if the script got none: a quoted "$@" is then no field at all, as in bash
-        st.args_used.append(line)
+        st.args_used.add(line)
         _spread([], name == "@", quoted, out)
 
 
@@ -330,7 +360,7 @@ def _param_value(name: str, index: str | None, st: ShellState, line: int) -> str
         return str(len(args)) if name == "#" else (args[int(name) - 1] if int(name) <= len(args) else "")
     if name.isdigit() or name in "#?$!-":
         if name.isdigit() and name != "0":
-            st.args_used.append(line)
+            st.args_used.add(line)
         return {"0": st.script, "#": "0", "?": "0"}.get(name)
     return st.get(name, line)
 
@@ -582,7 +612,7 @@ def _tilde(s: str, i: int, st: ShellState, line: int, out: _Fields, in_dquote: b
         return None
     m = _TILDE_RE.match(s, i)
     if m and not m.group(1):
-        st.home_used.append(line)
+        st.home_used.add(line)
         out.lit(st.home, True)
     else:
         out.lit("~", False)

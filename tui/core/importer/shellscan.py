@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tui.core.importer.limits import MAX_NESTING, Refused
+from tui.core.importer.limits import MAX_ITEMS, MAX_NESTING, Refused
 
 _NAME_EQ = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 
 
-@dataclass
+@dataclass(slots=True)
 class RawWord:
     """One word as written (quotes and `$` still in it), and the script line it starts on."""
 
@@ -28,7 +28,7 @@ class RawWord:
     line: int
 
 
-@dataclass
+@dataclass(slots=True)
 class RawCommand:
     words: list[RawWord]
     line: int
@@ -48,6 +48,13 @@ class _Scanner:
         self.line = 1
         self.pending_heredocs: list[tuple[str, bool]] = []
         self.depth = 0  # quotes, $( and ${ open right now
+        self.made = 0  # commands and words so far
+
+    def count(self) -> None:
+        """One more command or word: a 1 MiB script of `x;` lines is refused, not kept."""
+        self.made += 1
+        if self.made > MAX_ITEMS:
+            raise Refused(self.line, f"more than {MAX_ITEMS:,} commands and words; refused")
 
     def enter(self) -> None:
         """One more construct inside another: bounded, so `$($($(...` cannot exhaust the stack."""
@@ -189,6 +196,7 @@ def scan(text: str) -> list[RawCommand]:
     def end_word() -> None:
         nonlocal cur
         if cur:
+            sc.count()
             _add_word("".join(cur), cur_line, words, redirects)
             cur = []
 
@@ -196,6 +204,7 @@ def scan(text: str) -> list[RawCommand]:
         nonlocal words, redirects, cmd_line, heredoc
         end_word()
         if words or broken_by:
+            sc.count()
             cmds.append(RawCommand(words, cmd_line or sc.line, sc.line, broken_by, broken_line,
                                    sep, heredoc, [r for r in redirects if r != "\0next"]))
         words, redirects, cmd_line, heredoc = [], [], 0, False
