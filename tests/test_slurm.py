@@ -312,3 +312,60 @@ def test_walltime_warning_names_the_step_and_the_last_checkpoint_before_it() -> 
     fits = SimpleNamespace(**{**late.__dict__, "eta_s": 100.0})
     [ended] = rule.observe(a, fits, now=now + 2)
     assert ended.ends and ended.key == "walltime"
+
+
+SBATCH_SCRIPT = """#!/bin/bash
+#SBATCH --job-name=grpo-on-slurm
+#SBATCH -N 2
+#SBATCH --ntasks-per-node=1
+#SBATCH --mem=200G
+#SBATCH -p gpu
+#SBATCH --time=02:00:00
+#SBATCH --gpus-per-node=4
+#SBATCH --cpus-per-task=64
+#SBATCH --output=slurm-%j.out
+
+image=/images/verl.sif
+nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")
+nodes_array=($nodes)
+head_node=${nodes_array[0]}
+srun --nodes=1 --ntasks=1 -w "$head_node" apptainer run --nv --bind /data $image \\
+    ray start --head --port=6379 --num-gpus "${SLURM_GPUS_PER_NODE}" --block &
+sleep 10
+PYTHONUNBUFFERED=1 srun --overlap --nodes=1 --ntasks=1 -w "$head_node" \\
+    apptainer run --nv --bind /data $image \\
+    python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    data.train_files=/data/train.parquet \\
+    trainer.n_gpus_per_node="${SLURM_GPUS_PER_NODE}" \\
+    trainer.nnodes="${SLURM_NNODES}" \\
+    trainer.save_freq=10 2>&1 | tee run.log
+"""
+
+
+def test_import_of_an_sbatch_script_writes_a_slurm_profile(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`rlconsole import` of a script in the shape of VeRL's examples/slurm/ray_on_slurm.slurm:
+    the launch inside `srun ... apptainer run ... IMAGE python3 -m verl...` is found, the
+    #SBATCH lines become `cluster:` (the job's name and output files dropped, the rest in
+    extra_sbatch), and the trainer's $SLURM_NNODES / $SLURM_GPUS_PER_NODE take their counts."""
+    import yaml
+
+    from tui.core.profile import load_profile
+
+    script = tmp_path / "grpo.slurm"
+    script.write_text(SBATCH_SCRIPT)
+    out = tmp_path / "grpo.yaml"
+    rc, text, err = run(["import", str(script), "-o", str(out)], capsys)
+    assert rc == 0, err
+    assert "trainer.nnodes: $SLURM_NNODES is the allocation's count: 2, from #SBATCH line 3" in text + err
+    data = yaml.safe_load(out.read_text())
+    assert "nodes" not in data
+    assert data["cluster"]["scheduler"] == "slurm" and data["cluster"]["transport"] == "srun"
+    prof = load_profile(out)
+    c = prof.cluster
+    assert (c.nodes, c.gpus_per_node, c.time, c.partition) == (2, 4, "02:00:00", "gpu")
+    assert c.extra_sbatch == ["--mem=200G", "--cpus-per-task=64"]
+    assert prof.override_value("trainer.nnodes") == 2 and prof.override_value("trainer.n_gpus_per_node") == 4
+    assert prof.override_value("algorithm.adv_estimator") == "grpo"
+    assert [n.name for n in prof.nodes] == ["slurm1", "slurm2"] and prof.total_gpus == 8

@@ -75,6 +75,9 @@ class ImportResult:
     hostfile: str | None
     findings: list[Finding] = field(default_factory=list)
     departures: list[str] = field(default_factory=list)
+    # an sbatch script's `#SBATCH` lines as the profile's `cluster:` (scheduler: slurm):
+    # key -> (value, line); None for a script that is not one
+    sbatch: dict[str, tuple[Any, int]] | None = None
 
     @property
     def unresolved(self) -> list[Finding]:
@@ -205,7 +208,13 @@ def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
     _path_findings(launch, paths, all_items, config_path, config_name, notes)
     _placeholder_findings(launch, paths, all_items, config_path, config_name, notes)
     _env_departures(launch, dropped, keep_dropped, notes)
-    hosts, names, gpn, nn = _nodes(launch, ov, hostfile, notes)
+    sbatch = _sbatch(text, notes)
+    if sbatch is not None:
+        _slurm_counts(sbatch, text, ov, notes)
+    hosts, names, gpn, nn = _nodes(launch, ov, None if sbatch is not None else hostfile, notes)
+    if sbatch is not None:
+        notes.findings = [f for f in notes.findings if not f.message.startswith("nodes: no hostfile")]
+        sbatch.setdefault("gpus_per_node", (gpn, 0))
     dport = _dashboard_port(launch, notes)
     nm = name or re.sub(r"[^A-Za-z0-9_.\-]+", "-", path.stem).strip("-") or "imported"
     return ImportResult(
@@ -214,8 +223,106 @@ def _import(script: str | Path, hostfile: str | Path | None, name: str | None,
         python_args=launch.python_args, module=module, config_path=config_path,
         config_name=config_name, hosts=hosts, host_names=names, gpus_per_node=gpn, nnodes=nn,
         dashboard_port=dport, hostfile=str(hostfile) if hostfile else None,
-        findings=notes.findings, departures=notes.departures,
+        findings=notes.findings, departures=notes.departures, sbatch=sbatch,
     )
+
+
+_SBATCH_RE = re.compile(r"^#SBATCH\s+(.*)$")
+_SBATCH_SHORT = {"-N": "--nodes", "-t": "--time", "-p": "--partition", "-A": "--account", "-q": "--qos",
+                 "-C": "--constraint", "-c": "--cpus-per-task", "-J": "--job-name", "-o": "--output",
+                 "-e": "--error", "-n": "--ntasks", "-G": "--gpus"}
+_SBATCH_KEYS = {"--nodes": "nodes", "--time": "time", "--partition": "partition", "--account": "account",
+                "--qos": "qos", "--constraint": "constraint"}
+_SBATCH_SKIP = ("--job-name", "--output", "--error", "--ntasks", "--ntasks-per-node", "--chdir", "--mail-type",
+                "--mail-user", "--array")
+_SLURM_COUNT_VARS = {"trainer.nnodes": ("nodes", ("SLURM_NNODES", "SLURM_JOB_NUM_NODES")),
+                     "trainer.n_gpus_per_node": ("gpus_per_node", ("SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE"))}
+
+
+def _sbatch(text: str, notes: _Notes) -> dict[str, tuple[Any, int]] | None:
+    """The `#SBATCH` lines sbatch reads (before the first command) as `cluster:` keys:
+    nodes, gpus_per_node, time, partition, account, qos, constraint; the job's name and
+    output files are the holder job's own (dropped); any other option goes to extra_sbatch."""
+    import shlex
+
+    out: dict[str, tuple[Any, int]] = {}
+    extra: list[str] = []
+    seen = False
+    for i, raw in enumerate(text.splitlines()[:2000], 1):
+        line = raw.strip()
+        if i == 1 and line.startswith("#!"):
+            continue
+        m = _SBATCH_RE.match(line)
+        if not m:
+            if line and not line.startswith("#"):
+                break  # sbatch stops reading options at the first command
+            continue
+        seen = True
+        try:
+            words = shlex.split(m.group(1), comments=True)
+        except ValueError:
+            notes.findings.append(Finding(i, f"#SBATCH line not read (unbalanced quotes): {shown(line)}", True))
+            continue
+        j = 0
+        while j < len(words):
+            w = words[j]
+            if "=" in w and w.startswith("--"):
+                opt, val = w.split("=", 1)
+            elif j + 1 < len(words) and not words[j + 1].startswith("-"):
+                opt, val = w, words[j + 1]
+                j += 1
+            else:
+                opt, val = w, None
+            j += 1
+            opt = _SBATCH_SHORT.get(opt, opt)
+            if opt in _SBATCH_KEYS and val is not None:
+                key = _SBATCH_KEYS[opt]
+                if key == "nodes":
+                    num = re.match(r"\d+", val)
+                    out[key] = (int(num.group(0)) if num else 1, i)
+                else:
+                    out[key] = (val, i)
+            elif opt in ("--gpus-per-node", "--gres") and val is not None:
+                num = re.search(r"(?:^|:)(\d+)$", val)
+                if num and (opt == "--gpus-per-node" or val.startswith("gpu")):
+                    out["gpus_per_node"] = (int(num.group(1)), i)
+                elif opt == "--gres":
+                    extra.append(f"{opt}={val}")
+            elif opt in _SBATCH_SKIP:
+                continue
+            elif opt.startswith("-"):
+                extra.append(opt if val is None else f"{opt}={val}")
+    if not seen:
+        return None
+    if extra:
+        out["extra_sbatch"] = (extra, 0)
+    if "time" not in out:
+        out["time"] = ("1:00:00", 0)
+        notes.findings.append(Finding(0, "cluster.time: the script's #SBATCH lines give no --time; a placeholder "
+                                         "of 1:00:00 (set the walltime you need)", True, placeholder=False))
+    out.setdefault("nodes", (1, 0))
+    notes.findings.append(Finding(0, "an sbatch script: its #SBATCH lines are the profile's cluster: "
+                                     "(scheduler: slurm); the nodes come from the allocation, no hostfile needed"))
+    return out
+
+
+def _slurm_counts(sbatch: dict[str, tuple[Any, int]], text: str, ov: dict[str, Item], notes: _Notes) -> None:
+    """`trainer.nnodes=$SLURM_NNODES` and `n_gpus_per_node=$SLURM_GPUS_PER_NODE` are the
+    allocation's own counts: taken from the #SBATCH lines instead of the unset variable."""
+    lines = text.splitlines()
+    for key, (skey, names) in _SLURM_COUNT_VARS.items():
+        it = ov.get(key)
+        source = lines[it.line - 1] if it is not None and 0 < it.line <= len(lines) else ""
+        name = next((n for n in names if re.search(rf"{re.escape(key)}=\S*\b{n}\b", source)), None)
+        if it is None or name is None or skey not in sbatch or it.value not in ("", None):
+            continue
+        value, line = sbatch[skey]
+        it.value = value
+        where = f"#SBATCH line {line}" if line else "the launch"
+        notes.findings.append(Finding(it.line, f"{key}: ${name} is the allocation's count: {value}, from {where}"))
+    known = [n for _, names in _SLURM_COUNT_VARS.values() for n in names] + ["SLURM_CPUS_PER_TASK"]
+    notes.findings = [f for f in notes.findings
+                      if not any(f.message.startswith(f"${n} is never set") for n in known)]
 
 
 def _read_script(script: str | Path, path: Path) -> str:

@@ -105,11 +105,49 @@ def _unwrap(c: Command) -> int:
     return i
 
 
+# Slurm's and the container runtimes' launchers, as VeRL's examples/slurm/ray_on_slurm.slurm
+# writes them: `srun --nodes=1 --ntasks=1 -w "$head_node" apptainer run --nv IMAGE python3 ...`.
+# Their options that take a separate value (the rest are flags, or `--opt=value`).
+_SRUN_VALUED = {"-A", "-c", "-C", "-d", "-D", "-e", "-G", "-i", "-J", "-L", "-m", "-n", "-N", "-o", "-p", "-q", "-r",
+                "-t", "-w", "-x", "--account", "--cpus-per-task", "--constraint", "--dependency", "--chdir",
+                "--error", "--gpus", "--gres", "--input", "--job-name", "--jobid", "--licenses", "--distribution",
+                "--ntasks", "--nodes", "--output", "--partition", "--qos", "--relative", "--time", "--nodelist",
+                "--exclude", "--gpus-per-node", "--ntasks-per-node", "--mem", "--mem-per-cpu", "--export"}
+_CONTAINER_VALUED = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "-W", "--workdir", "--overlay",
+                     "-o", "--pwd", "--mount", "--security", "--network", "--app"}
+
+
+def _unwrap_launchers(c: Command) -> int:
+    """Index of the command after `srun [opts]` and `apptainer|singularity run|exec [opts]
+    IMAGE` (as many as are nested); 0 when the command is neither."""
+    i = 0
+    names = [w.text for w in c.argv]
+    while i < len(names):
+        base = os.path.basename(names[i])
+        if base == "srun":
+            i += 1
+            while i < len(names) and names[i].startswith("-"):
+                i += 2 if names[i] in _SRUN_VALUED else 1
+            continue
+        if base in ("apptainer", "singularity") and i + 1 < len(names) and names[i + 1] in ("run", "exec"):
+            i += 2
+            while i < len(names) and names[i].startswith("-"):
+                i += 2 if names[i] in _CONTAINER_VALUED else 1
+            if i < len(names) and not _is_python(names[i]):
+                i += 1  # the image (an unset image variable leaves none)
+            continue
+        break
+    return i if i < len(names) else 0
+
+
 def find_launches(commands: list[Command]) -> list[tuple[Command, str, int]]:
     """Every command that starts training: (command, kind, index of the python word)."""
     out = []
     for c in commands:
         skip = _unwrap(c)
+        if skip:
+            c.argv = c.argv[skip:]
+        skip = _unwrap_launchers(c)
         if skip:
             c.argv = c.argv[skip:]
         argv = c.argv

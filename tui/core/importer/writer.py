@@ -162,22 +162,10 @@ def render_profile(r: ImportResult) -> str:
     out.append(f"name: {scalar(r.name)}")
     out.append(f"description: {scalar('imported from ' + _text(r.script))}")
     out.append("")
-    out.append("nodes:")
-    if r.hosts:
-        out.append(f"  # from {shown(r.hostfile)}; the first host is the head unless one is marked")
-        for h, n in zip(r.hosts, r.host_names):
-            out.append(f"  - {{name: {scalar(n)}, address: {scalar(h.address)}, gpus: {int(h.gpus or 0)}, "
-                       f"role: {'head' if h.head else 'worker'}}}  # hostfile line {h.line}")
+    if r.sbatch is not None:
+        _emit_cluster(r, out)
     else:
-        out.append(f"  # No hostfile given: a template for trainer.nnodes={r.nnodes} x "
-                   f"n_gpus_per_node={r.gpus_per_node}.")
-        out.append(f"  # {TEMPLATE_NET}.x is the documentation range (RFC 5737), never routed: a profile")
-        out.append("  # needs one head node to load, so one placeholder head is active; replace it and")
-        out.append("  # uncomment the workers with the real addresses.")
-        out.append(f"  - {{name: node1, address: {TEMPLATE_NET}.1, gpus: {r.gpus_per_node}, role: head}}"
-                   "  # placeholder")
-        for i in range(2, r.nnodes + 1):
-            out.append(f"  # - {{name: node{i}, address: {TEMPLATE_NET}.{i}, gpus: {r.gpus_per_node}, role: worker}}")
+        _emit_nodes(r, out)
     out.append("")
     out.append("container:  # the script does not say: placeholders")
     out.append("  name: verl")
@@ -229,6 +217,39 @@ def render_profile(r: ImportResult) -> str:
     return text
 
 
+def _emit_cluster(r: ImportResult, out: list[str]) -> None:
+    """An sbatch script's `#SBATCH` lines as `cluster:`: the nodes are the allocation's."""
+    sb = r.sbatch or {}
+    out.append("cluster:  # the script's #SBATCH lines: rlconsole asks Slurm for the same (`rlconsole containers`)")
+    out.append("  scheduler: slurm")
+    for key in ("partition", "nodes", "gpus_per_node", "time", "account", "qos", "constraint", "extra_sbatch"):
+        if key in sb:
+            v, ln = sb[key]
+            why = {"time": "placeholder", "extra_sbatch": "the #SBATCH lines",
+                   "gpus_per_node": "the launch's trainer.n_gpus_per_node, or VeRL's default"}.get(key, "default")
+            out.append(f"  {key}: {scalar(v)}{_src(ln, '' if ln else why)}")
+    out.append("  transport: srun  # commands reach the nodes as job steps (srun --overlap --jobid J -w NODE)")
+
+
+def _emit_nodes(r: ImportResult, out: list[str]) -> None:
+    out.append("nodes:")
+    if r.hosts:
+        out.append(f"  # from {shown(r.hostfile)}; the first host is the head unless one is marked")
+        for h, n in zip(r.hosts, r.host_names):
+            out.append(f"  - {{name: {scalar(n)}, address: {scalar(h.address)}, gpus: {int(h.gpus or 0)}, "
+                       f"role: {'head' if h.head else 'worker'}}}  # hostfile line {h.line}")
+    else:
+        out.append(f"  # No hostfile given: a template for trainer.nnodes={r.nnodes} x "
+                   f"n_gpus_per_node={r.gpus_per_node}.")
+        out.append(f"  # {TEMPLATE_NET}.x is the documentation range (RFC 5737), never routed: a profile")
+        out.append("  # needs one head node to load, so one placeholder head is active; replace it and")
+        out.append("  # uncomment the workers with the real addresses.")
+        out.append(f"  - {{name: node1, address: {TEMPLATE_NET}.1, gpus: {r.gpus_per_node}, role: head}}"
+                   "  # placeholder")
+        for i in range(2, r.nnodes + 1):
+            out.append(f"  # - {{name: node{i}, address: {TEMPLATE_NET}.{i}, gpus: {r.gpus_per_node}, role: worker}}")
+
+
 def _check_shape(text: str, env: bool) -> None:
     """The second line of defence: the top-level keys are exactly the writer's own, so no
     script text became YAML structure (a `notify:` whose commands the console would run)."""
@@ -237,6 +258,8 @@ def _check_shape(text: str, env: bool) -> None:
     except yaml.YAMLError as e:
         raise UsageError(f"the imported profile is not YAML ({shown(e)}); refused") from None
     want = [k for k in TOP_KEYS if env or k != "env"]
+    if "cluster" in keys:
+        want = [("cluster" if k == "nodes" else k) for k in want]
     if keys != want:
         raise UsageError(f"the imported profile's top-level keys would be {shown(keys)}, "
                          f"not {want}; refused")
