@@ -206,6 +206,48 @@ def test_console_gets_an_allocation_and_its_nodes(slurm_sim: Any) -> None:
     asyncio.run(asyncio.wait_for(_console_gets_an_allocation(path, sim), CHAIN_S))
 
 
+async def _keys_u_and_x(path: Path, sim: Path) -> None:
+    from tests.pilot_helpers import SIZE, settle
+    from tests.pilot_helpers import until as pilot_until
+    from tui.app import RlconsoleApp
+    from tui.backend.live import LiveBackend
+    from tui.core.profile import load_profile
+    from widgets.confirm import ConfirmationModal
+    from widgets.ray_pane import RayPane
+
+    app = RlconsoleApp(LiveBackend(load_profile(path)), bell=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        b = app.backend
+        await pilot_until(pilot, lambda: b.state is not None and b.state.allocation is not None, 60)
+        await pilot.press("u")
+        await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 30)
+        assert "Ask Slurm for 2 nodes x 2 GPUs for 4:00:00 in partition sim" in app.screen.message
+        await pilot.press("y")
+        await pilot_until(pilot, lambda: b.state is not None and b.state.allocation.state == "RUNNING"
+                          and all(n.reachable for n in b.state.nodes), 180)
+        await settle(pilot)
+        await pilot_until(pilot, lambda: "Slurm job" in str(app.screen.query_one(RayPane).render()), 30)
+        job = b.state.allocation.job_id
+        await pilot.press("X")
+        await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 30)
+        assert f"release Slurm job {job} (scancel)" in app.screen.message
+        await pilot.press("y")
+        await pilot_until(pilot, lambda: b.state.allocation.state == "NONE", 180)
+
+
+def test_console_keys_u_and_x_on_slurm(slurm_sim: Any) -> None:
+    """In the console: `u` asks before a new allocation (naming what it asks Slurm for),
+    the nodes come up and the Ray pane names the Slurm job; `X` asks naming the job it
+    releases, and releases it."""
+    import asyncio
+
+    sim, path = slurm_sim
+    until("an empty queue", lambda: squeue(sim) == [], 60)
+    asyncio.run(asyncio.wait_for(_keys_u_and_x(path, sim), CHAIN_S))
+    until("the queue to empty", lambda: squeue(sim) == [], 60)
+
+
 def test_sim_down_cancels_jobs_then_stops_every_daemon(slurm_sim: Any) -> None:
     from tui.sim.cluster import sim_down
 
