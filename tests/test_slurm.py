@@ -411,3 +411,30 @@ def test_import_of_an_sbatch_script_writes_a_slurm_profile(tmp_path: Path,
     assert prof.override_value("trainer.nnodes") == 2 and prof.override_value("trainer.n_gpus_per_node") == 4
     assert prof.override_value("algorithm.adv_estimator") == "grpo"
     assert [n.name for n in prof.nodes] == ["slurm1", "slurm2"] and prof.total_gpus == 8
+
+
+def test_watch_prints_the_allocation_when_it_changes() -> None:
+    """`watch`: one line per change of the allocation (state, nodes, pending reason), not
+    one per refresh as its time left runs down."""
+    import io
+
+    from tui.cli.watch import Watch
+    from tui.core.notify import Notifier
+    from tui.core.profile import load_profile
+    from tui.core.slurm import Allocation
+    from tui.core.state import ClusterState
+
+    out = io.StringIO()
+    w = Watch(load_profile(Path(__file__).parent / "data" / "good_profile.yaml"), Notifier([], "warning"), out)
+    seq = [Allocation("", "NONE"), Allocation("8", "PENDING", reason="Resources"),
+           Allocation("8", "PENDING", reason="Resources"),
+           Allocation("8", "RUNNING", nodes=["n1", "n2"], time_left_s=600),
+           Allocation("8", "RUNNING", nodes=["n1", "n2"], time_left_s=590)]
+    for a in seq:
+        st = ClusterState("tiny", False)
+        st.allocation = a
+        w.on_state(st)
+    lines = [ln.split(" ", 2)[2] for ln in out.getvalue().splitlines()]
+    assert lines[:2] == ["ALLOCATION no Slurm allocation (containers, key u, asks Slurm for one)",
+                         "ALLOCATION Slurm job 8 PENDING (Resources)"], lines
+    assert len(lines) == 3 and lines[2].startswith("ALLOCATION Slurm job 8 RUNNING on n1,n2, 0:"), lines

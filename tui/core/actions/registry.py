@@ -164,18 +164,27 @@ async def _stop(profile: Profile, remote: Remote, job_id: str | None = None, clu
         from tui.core.actions.ray_setup import stop_cluster
 
         released = profile.cluster.slurm
+        ray_failed: str | None = None
         async for ev in stop_cluster(profile, remote):
             if released and ev.node is None and ev.kind in ("done", "skip", "fail"):
+                if ev.kind == "fail":
+                    ray_failed = ev.message
                 yield ActionEvent(ev.action, "warn" if ev.kind == "fail" else "step", ev.message)
                 continue
             yield ev
         if released:  # then the nodes go back to Slurm (the question named the job)
             from tui.core import slurm
 
+            cancelled = False
             async for ev in slurm.release(profile, "stop"):
+                cancelled = cancelled or (ev.kind == "step" and "cancelled" in ev.message)
                 yield ev
             await remote_refresh(remote)
-            yield ActionEvent("stop", "done", "stopped Ray and released the Slurm allocation")
+            if ray_failed is not None or not cancelled and slurm.known_job(profile) is not None:
+                yield ActionEvent("stop", "fail", ray_failed or "the Slurm allocation was not released (scancel failed)")
+            else:
+                yield ActionEvent("stop", "done", "stopped Ray and released the Slurm allocation"
+                                  if cancelled else "stopped Ray (no Slurm allocation to release)")
 
 
 async def _check(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
