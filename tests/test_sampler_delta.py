@@ -443,8 +443,12 @@ async def test_a_node_whose_sampler_goes_silent_goes_stale_one_with_heartbeats_d
 
 async def test_stale_after_sets_the_heartbeat() -> None:
     prof = _direct_profile()
-    assert ClusterMonitor(prof, refresh_s=2.0).heartbeat_every == 1  # 2.5 intervals: one a sample
-    assert ClusterMonitor(prof, refresh_s=1.0, stale_after_s=10).heartbeat_every == 5
+    mon = ClusterMonitor(prof, refresh_s=2.0)
+    assert mon.stale_after_s == ClusterMonitor.STALE_AFTER_MIN_S  # a slow sample is not a stale node
+    assert mon.heartbeat_every * mon.refresh_s <= mon.stale_after_s / 2
+    assert ClusterMonitor(prof, refresh_s=1.0).heartbeat_every == 3  # at most every stale_after/2
+    assert ClusterMonitor(prof, refresh_s=10.0).stale_after_s == 25.0  # 2.5 intervals
+    assert ClusterMonitor(prof, refresh_s=10.0).heartbeat_every == 1
     script = sampler_script(prof, 2.0, heartbeat_every=3)
     assert re.search(r'-ge 3 \]; then echo \'@@sample-end\'', script)
     assert "-r" not in script.split()  # never a guessed flag

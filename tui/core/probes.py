@@ -562,13 +562,17 @@ class ClusterMonitor:
     notification, and a frame of the UI, every few milliseconds; with it, one frame carries
     every node that changed in that window, and a change shows at most that much later.
 
-    A node's sampler sends only changes, and a heartbeat at least every `stale_after_s`/2
-    when nothing changes; a connected node that sends nothing at all for `stale_after_s`
-    (default 2.5 refresh intervals) gets a liveness check: no answer drops its connection
-    (down, then reconnect); an answer means its sampler is stuck (a hung card tool, a
-    stopped shell), and the node is shown down with its last cards kept, stale, until its
-    sampler speaks again.
+    A node's sampler sends only changes, and when nothing changes a heartbeat at most
+    every `stale_after_s`/2 (`heartbeat_every`); a connected node that sends nothing at all
+    for `stale_after_s` (default: 2.5 refresh intervals, at least STALE_AFTER_MIN_S) gets a
+    liveness check: no answer drops its connection (down, then reconnect); an answer means
+    its sampler is stuck (a hung card tool, a stopped shell), and the node is shown down
+    with its last cards kept, stale, until its sampler speaks again.
     """
+
+    STALE_AFTER_MIN_S = 10.0
+    """The least `stale_after_s`: one sample (the card tool, `docker inspect`) may take
+    seconds on a busy node, and a node is not called stale for being slow."""
 
     def __init__(self, profile: Profile, pool: SessionPool | None = None, refresh_s: float | None = None,
                  ray_refresh_s: float | None = None, ray_cli_every_s: float = 15.0,
@@ -577,7 +581,7 @@ class ClusterMonitor:
                  deltas: bool = True) -> None:
         self.profile = profile
         self.refresh_s = refresh_s or profile.monitoring.refresh_s
-        self.stale_after_s = stale_after_s or 2.5 * self.refresh_s
+        self.stale_after_s = stale_after_s or max(2.5 * self.refresh_s, self.STALE_AFTER_MIN_S)
         self.deltas = deltas
         self.notify_every_s = min(1.0, self.refresh_s / 2) if notify_every_s is None else notify_every_s
         self._notified_at = 0.0
@@ -712,8 +716,10 @@ class ClusterMonitor:
     @property
     def heartbeat_every(self) -> int:
         """Unchanged samples in a row after which a node's sampler sends a heartbeat: as
-        many whole refresh intervals as fit in `stale_after_s`/2, at least one."""
-        return max(1, int(self.stale_after_s / 2 // self.refresh_s))
+        many whole refresh intervals as fit in a third of `stale_after_s` (at least one),
+        so a heartbeat comes at most every `stale_after_s`/2 and, with each sample taking
+        its own time on top of the interval, well before `stale_after_s`."""
+        return max(1, int(self.stale_after_s / 3 // self.refresh_s))
 
     async def _node_loop(self, sess: NodeSession) -> None:
         script = sampler_script(self.profile, self.refresh_s, deltas=self.deltas,
