@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import IO, TextIO
 
 from tui.core.errors import UsageError
+from tui.core.linecap import capped_lines
 from tui.core.safetext import shown
 
 MAX_LINE_CHARS = 400
@@ -28,7 +29,9 @@ JSON blob or a `[repeated 7x]` wall, and the terminal is for the person reading 
 
 
 def _lines(stream: IO[str]) -> Iterator[str]:
-    for line in stream:
+    # each line cut at LINE_CAP as it is read, as the live path cuts it (issue 39 S4): a
+    # saved log with a gigabyte and no newline costs 64 KiB, not the gigabyte
+    for line in capped_lines(stream):
         yield line.rstrip("\r\n")
 
 

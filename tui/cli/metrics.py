@@ -21,6 +21,7 @@ from typing import IO, Any
 from tui.core.job.metrics import json_safe
 from tui.core.job.tbreader import EVENT_FILE_MARKER, ScalarReader
 from tui.core.job.verl_log import LogMetricsParser
+from tui.core.linecap import capped_lines
 from tui.core.safetext import csv_cell
 
 __all__ = ["load_metrics", "write_json", "write_csv", "MetricsSourceError",
@@ -44,7 +45,7 @@ def detect_kind(source: str | os.PathLike[str]) -> str:
         return "tensorboard"
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
+            for line in capped_lines(f):  # (a saved log: its lines are cut as the live ones are)
                 s = line.strip()
                 if not s:
                     continue
@@ -64,7 +65,7 @@ def detect_kind(source: str | os.PathLike[str]) -> str:
 def _load_jsonl(path: str) -> list[Row]:
     steps: dict[int, dict[str, float]] = {}
     with open(path, encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in enumerate(capped_lines(f), 1):
             s = line.strip()
             if not s:
                 continue
@@ -109,7 +110,7 @@ def load_metrics(source: str | os.PathLike[str]) -> list[Row]:
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as f:
             # newline="" keeps tqdm's bare \r inside lines instead of splitting on it.
-            parser.feed_many(f)
+            parser.feed_many(capped_lines(f))  # each line at most LINE_CAP, as the live path
     except OSError as exc:
         raise MetricsSourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     return parser.rows()

@@ -4,14 +4,18 @@ What a node prints is untrusted: a line without a newline (a runaway progress ba
 binary file cat'ed by mistake, a hostile job) must not grow the console's memory, and
 no parser may be handed a line long enough to take noticeable time. Every place where
 remote text becomes lines uses `LINE_CAP`: the SSH line stream, the sampler's stream,
-the log spool, and `parsers.ansi.strip_ansi` (so every parser). A longer line keeps its
+the log spool, `parsers.ansi.strip_ansi` (so every parser), and a saved log read by
+`diagnose` or `metrics` (`capped_lines`). A longer line keeps its
 first `LINE_CAP` characters (bytes, in the spool), then a visible `cut_mark` saying how
 much was dropped; the rest of it, up to the next newline, is dropped.
 """
 
 from __future__ import annotations
 
-__all__ = ["LINE_CAP", "LineCapper", "cap_line", "cap_line_bytes", "cap_lines", "cut_mark"]
+from collections.abc import Iterator
+from typing import IO
+
+__all__ = ["LINE_CAP", "LineCapper", "cap_line", "cap_line_bytes", "cap_lines", "capped_lines", "cut_mark"]
 
 LINE_CAP = 64 * 1024
 """Characters of one line that are kept (64 KiB). Real lines are far shorter: the card
@@ -58,6 +62,33 @@ def cap_line_bytes(raw: bytes, cap: int = LINE_CAP, total: int | None = None) ->
     if back < len(raw) and 0x80 <= raw[back] < 0xC0:
         back = cut  # not UTF-8 anyway: cut where the cap says
     return raw[:back] + cut_mark(length - back, "bytes").encode()
+
+
+def capped_lines(stream: IO[str], cap: int = LINE_CAP) -> Iterator[str]:
+    """The lines of a text file as `for line in stream` gives them (line ends kept), each
+    cut by `cap_line`'s rule as it is read: a saved log holding a gigabyte without a
+    newline costs `cap` characters, not a gigabyte (iterating the file would build the
+    whole line first). The rest of a long line is read in `cap`-sized pieces and dropped."""
+    ends = ("\n", "\r")
+    while True:
+        line = stream.readline(cap + 1)
+        if not line:
+            return
+        if len(line) <= cap or line.endswith(ends):
+            yield line
+            continue
+        dropped = 1  # the line holds more than `cap` characters: its last one read goes too
+        end = ""
+        while True:
+            more = stream.readline(cap)
+            if not more:
+                break
+            if more.endswith(ends):
+                end = "\r\n" if more.endswith("\r\n") else more[-1]
+                dropped += len(more) - len(end)
+                break
+            dropped += len(more)
+        yield line[:cap] + cut_mark(dropped) + end
 
 
 class LineCapper:
