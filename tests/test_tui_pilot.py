@@ -369,10 +369,18 @@ async def test_alerts_bar_and_list() -> None:
         await pilot.press("a")
         await settle(pilot)
         assert isinstance(app.screen, AlertsScreen)
-        await pilot.press("enter")  # newest first: the log alert; jumps to its line
+        await pilot.press("enter")  # newest first: the log alert, shown whole
+        await settle(pilot)
+        from tui.screens.alerts import AlertDetail
+
+        assert isinstance(app.screen, AlertDetail)
+        assert "RuntimeError: Parent directory /mnt/x does not exist." in str(app.screen.text())
+        await pilot.press("enter")  # and from there to its line
         await settle(pilot)
         assert isinstance(app.screen, MainScreen)
         assert app.screen.query_one(LogPane).match_abs == 5
+        status = str(app.screen.query_one("#log-status").render())
+        assert "log: line 6" in status and "None" not in status, status
 
 
 async def test_telemetry_updates_while_an_action_runs() -> None:

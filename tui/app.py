@@ -18,7 +18,7 @@ from tui.commands import RlconsoleCommands
 from tui.core.alerts import Alert
 from tui.core.safetext import shown
 from tui.core.state import JobStatus
-from tui.messages import AlertRaised, LogLinesReceived, MetricsUpdated, StateUpdated
+from tui.messages import AlertRaised, LogLinesReceived, LogRestarted, MetricsUpdated, StateUpdated
 from tui.screens.main import MainScreen
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ class RlconsoleApp(App[int]):
         post = self.main_screen.post_message  # thread-safe: callbacks may come from anywhere
         self.backend.subscribe_state(lambda s: post(StateUpdated(s)))
         self.backend.subscribe_log(lambda lines: post(LogLinesReceived(lines)))
+        self.backend.subscribe_log_restart(lambda job_id: post(LogRestarted(job_id)))
         self.backend.subscribe_metrics(lambda summary, series: post(MetricsUpdated(summary, series)))
         self.backend.subscribe_alerts(lambda a: post(AlertRaised(a)))
         self.notifier = None

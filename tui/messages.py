@@ -38,6 +38,13 @@ class LogLinesReceived(Message):
 
 
 @dataclass
+class LogRestarted(Message):
+    """The backend watches another job: its log follows, numbered from 0 again."""
+
+    job_id: str
+
+
+@dataclass
 class MetricsUpdated(Message):
     """New metrics summary and plot series (one per training step, at most)."""
 

@@ -361,6 +361,19 @@ class LogPane(Vertical):
         self._sync_match()
         self._update_status()
 
+    def restart(self, job: str) -> None:
+        """Another job is watched: its log replaces this one's (numbered from line 0);
+        the previous job's lines stay in its spool (`rlconsole logs`)."""
+        self._pending = []
+        self._kept.clear()
+        self.total = 0
+        self.pattern, self.match_abs, self.search_note = None, None, ""
+        log = self.log_widget
+        log.match_index = None
+        log.clear()
+        self.border_title = f"Job log · {job}"
+        self.set_follow(True)
+
     # -- follow
     def set_follow(self, on: bool) -> None:
         self.follow = on
@@ -398,7 +411,7 @@ class LogPane(Vertical):
         log.match_index = None
         log.clear()
         log.write_lines(self._display(self._kept), scroll_end=True)
-        self.search_note = "" if rx is None else f"&{rx.pattern}: {log.line_count:,} matching lines"
+        self.search_note = ""  # the status's FILTER part says it
         self._update_status()
         return None
 
@@ -554,7 +567,9 @@ class LogPane(Vertical):
         self._update_status()
         return None
 
-    def _jump(self, abs_index: int) -> None:
+    def _jump(self, abs_index: int, note: str | None = None) -> None:
+        """Show line `abs_index` (0-based) highlighted mid-view; the status says what
+        found it (`note`, else the search)."""
         log = self.log_widget
         self.match_abs = abs_index
         rel = abs_index - self.dropped
@@ -563,7 +578,8 @@ class LogPane(Vertical):
             self.set_follow(False)  # otherwise the next flush scrolls the match away
         log.scroll_to(y=max(0, rel - log.size.height // 2), animate=False, immediate=True)
         log.refresh()
-        self.search_note = f"/{self.pattern}: line {abs_index + 1}"
+        self.search_note = note or (f"/{self.pattern}: line {abs_index + 1}" if self.pattern
+                                    else f"line {abs_index + 1}")
         self._update_status()
 
     def _sync_match(self) -> None:
@@ -580,7 +596,7 @@ class LogPane(Vertical):
 
         kept = f" (last {len(self._kept):,} kept)" if self.dropped > 0 else ""
         if self.filter is not None:
-            kept += f" · FILTER &{self.filter.pattern} ({self.log_widget.line_count:,} shown)"
+            kept += f" · FILTER {self.filter.pattern!r}: {self.log_widget.line_count:,} lines shown (& edits)"
         if self.wrap:
             kept += " · WRAP w"
         note = f" · {self.search_note}" if self.search_note else ""

@@ -12,7 +12,8 @@ Contract every backend keeps (tests/test_backend_contract.py runs both against i
   `post_message`, which Textual makes thread-safe, so both work.
 - Callbacks must be cheap to call and never block; the app coalesces on its side.
 - Log lines are numbered 0, 1, 2, ... in the order they were delivered over the whole
-  run; `Alert.line` and `log_search` use that numbering.
+  run; `Alert.line` and `log_search` use that numbering. Watching another job restarts
+  the numbering (`subscribe_log_restart` says so first).
 - `stop()` stops *watching*. It never stops the training job or Ray: quitting the
   console must leave a 20-hour run alone.
 """
@@ -38,6 +39,7 @@ StateCallback = Callable[[ClusterState], object]
 LogCallback = Callable[[list[str]], object]
 MetricsCallback = Callable[[MetricsSummary, Series], object]
 AlertCallback = Callable[[Alert], object]
+LogRestartCallback = Callable[[str], object]
 
 
 @runtime_checkable
@@ -80,6 +82,11 @@ class Backend(Protocol):
 
     def subscribe_log(self, cb: LogCallback) -> None:
         """`cb(lines)` with batches of new job log lines (no trailing newlines)."""
+
+    def subscribe_log_restart(self, cb: LogRestartCallback) -> None:
+        """`cb(job_id)` when the backend starts watching another job (after a submit, a
+        sim down/up): the lines that follow are that job's log from its line 0, and the
+        lines delivered before belong to the previous job (the app clears its log pane)."""
 
     def subscribe_metrics(self, cb: MetricsCallback) -> None:
         """`cb(summary, series)`: the core's `MetricsSummary`, series keyed by

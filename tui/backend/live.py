@@ -52,6 +52,7 @@ class LiveBackend:
         self.watcher: Any = None
         self._state_cbs: list[StateCallback] = []
         self._log_cbs: list[LogCallback] = []
+        self._restart_cbs: list[Any] = []
         self._metric_cbs: list[MetricsCallback] = []
         self._alert_cbs: list[AlertCallback] = []
         self._tasks: list[asyncio.Task[Any]] = []
@@ -77,6 +78,9 @@ class LiveBackend:
 
     def subscribe_log(self, cb: LogCallback) -> None:
         self._log_cbs.append(cb)
+
+    def subscribe_log_restart(self, cb: Any) -> None:
+        self._restart_cbs.append(cb)
 
     def subscribe_metrics(self, cb: MetricsCallback) -> None:
         self._metric_cbs.append(cb)
@@ -244,6 +248,9 @@ class LiveBackend:
             from tui.core.job.journal import Journal
 
             self._journal, self._ckpt_told = None, None  # the old run's journal is closed to news
+            for cb in self._restart_cbs:  # another job's log: its lines are numbered from 0 again
+                with contextlib.suppress(Exception):
+                    cb(job_id)
             w = JobWatcher(self.profile, self.pool, job_id, on_lines=self._lines, on_alert=self._alert)
             w.observe(status, None)
             # a re-attach: parse what the spool already holds, show its tail, then follow

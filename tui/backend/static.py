@@ -275,6 +275,9 @@ class StaticBackend:
     def subscribe_log(self, cb: LogCallback) -> None:
         self._log_cbs.append(cb)
 
+    def subscribe_log_restart(self, cb: Any) -> None:
+        """Fixed data is one job's log: it never restarts."""
+
     def subscribe_metrics(self, cb: MetricsCallback) -> None:
         self._metrics_cbs.append(cb)
 

@@ -1,5 +1,7 @@
-"""All alerts, newest first (the history: raised and ended episodes, events). Choosing one
-that came from the log dismisses with its line so the main screen can jump the log there.
+"""All alerts, newest first (the history: raised and ended episodes, events). Enter on one
+shows it whole (`AlertDetail`, as k9s' describe: level, source, time, the full message,
+its log line); Enter there dismisses with the alert so the main screen can jump the log
+to its line.
 `j` switches to the watched run's whole journal (every session's alerts, actions, state
 changes and checkpoints, `tui/core/job/journal.py`) and back."""
 
@@ -10,7 +12,7 @@ import time
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
@@ -24,7 +26,54 @@ def fmt_time(at: float) -> str:
     return time.strftime("%m-%d %H:%M:%S", time.localtime(at))
 
 
-class AlertsScreen(ModalScreen["int | None"]):
+class AlertDetail(ModalScreen[bool]):
+    """One alert, whole: the table cuts a long message (a diagnosis and its fix) at the
+    column's width; here it wraps. Enter: jump to its log line (True); Esc: back."""
+
+    DEFAULT_CSS = """
+    AlertDetail { align: center middle; }
+    AlertDetail > VerticalScroll {
+        width: 90%; height: auto; max-height: 80%; border: round $accent; background: $panel; padding: 0 1;
+    }
+    AlertDetail Static { width: 1fr; }
+    """
+    BINDINGS = [Binding("escape,q", "back", "Back"), Binding("enter", "jump", "Jump to log line")]
+
+    def __init__(self, alert: Alert) -> None:
+        super().__init__()
+        self.alert = alert
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self.text(), id="alert-detail")
+
+    def text(self) -> Text:
+        a = self.alert
+        t = Text()
+        rows = [("level", "ended" if a.ends else a.level), ("source", shown(a.source)), ("time", fmt_time(a.at))]
+        if a.diagnosis:
+            rows.append(("diagnosis", shown(a.diagnosis)))
+        rows.append(("log line", "-" if a.line is None else str(a.line + 1)))
+        for k, v in rows:
+            t.append(f"{k:<10} ", style="bold")
+            t.append(f"{v}\n")
+        t.append("\n")
+        t.append(shown(a.message, lines=True))  # Text: outside text is never markup
+        return t
+
+    def on_mount(self) -> None:
+        v = self.query_one(VerticalScroll)
+        v.border_title = "Alert"
+        v.border_subtitle = ("Enter: jump to its log line · " if self.alert.line is not None else "") + "Esc: back"
+
+    def action_back(self) -> None:
+        self.dismiss(False)
+
+    def action_jump(self) -> None:
+        self.dismiss(self.alert.line is not None)
+
+
+class AlertsScreen(ModalScreen["Alert | int | None"]):
     DEFAULT_CSS = """
     AlertsScreen { align: center middle; }
     AlertsScreen > Vertical {
@@ -66,7 +115,7 @@ class AlertsScreen(ModalScreen["int | None"]):
                               str(line + 1) if isinstance(line, int) else "")
         else:
             v.border_title = f"Alerts ({len(self.alerts)})"
-            v.border_subtitle = "Enter: jump to log line · j: the whole run's journal · Esc closes"
+            v.border_subtitle = "Enter: the whole alert · j: the whole run's journal · Esc closes"
             table.add_columns("time", "level", "source", "message", "log line")
             for a in self.alerts:
                 # Text, not str: a str cell is parsed as markup, and this text comes from nodes
@@ -90,7 +139,12 @@ class AlertsScreen(ModalScreen["int | None"]):
             self.dismiss(line if isinstance(line, int) else None)
             return
         alert = self.alerts[event.cursor_row]
-        self.dismiss(alert.line)
+
+        def back(jump: bool | None) -> None:
+            if jump:
+                self.dismiss(alert)
+
+        self.app.push_screen(AlertDetail(alert), back)
 
     def action_close(self) -> None:
         self.dismiss(None)

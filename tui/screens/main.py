@@ -34,6 +34,7 @@ from tui.messages import (
     AlertRaised,
     AlertsBarClicked,
     LogLinesReceived,
+    LogRestarted,
     MetricsUpdated,
     StateUpdated,
 )
@@ -87,6 +88,10 @@ class MainScreen(Screen[None]):
         self._last_frame = float("-inf")
         self._paced_state: ClusterState | None = None
         self._paced_metrics: MetricsUpdated | None = None
+        self.log_job: str | None = None
+        """The job whose log the pane shows (None: none yet, or a backend of one log)."""
+        self._alert_job: dict[int, str | None] = {}
+        """id(alert) -> the job whose log its `line` counts (the pane's job when it came)."""
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -147,6 +152,10 @@ class MainScreen(Screen[None]):
         if self.pace_s:
             self._kick()
 
+    def on_log_restarted(self, msg: LogRestarted) -> None:
+        self.log_job = msg.job_id
+        self.query_one(LogPane).restart(msg.job_id)
+
     def on_metrics_updated(self, msg: MetricsUpdated) -> None:
         self.series = msg.series  # the graph screen reads the latest
         if self.pace_s:
@@ -172,6 +181,8 @@ class MainScreen(Screen[None]):
         self.query_one(LogPane).flush()
 
     def on_alert_raised(self, msg: AlertRaised) -> None:
+        if msg.alert.line is not None:
+            self._alert_job[id(msg.alert)] = self.log_job
         self.query_one(AlertsBar).add_alert(msg.alert)
         if msg.alert.level == "error" and not msg.alert.ends and getattr(self.app, "bell_on", False):
             self.bells += 1  # counted, so a test can see it rang (headless apps make no sound)
@@ -420,14 +431,26 @@ class MainScreen(Screen[None]):
         self.app.push_screen(HelpScreen(self.read_only))
 
     def action_alerts(self) -> None:
-        def jump(line: int | None) -> None:
-            if line is not None:
-                pane = self.query_one(LogPane)
-                rel = line - pane.dropped
-                if 0 <= rel < pane.log_widget.line_count:
-                    pane._jump(line)
-                else:
-                    self.notify(f"log line {line + 1} is no longer on screen; see `rlconsole logs`", markup=False)
+        def jump(chosen: Alert | int | None) -> None:
+            if chosen is None:
+                return
+            if isinstance(chosen, Alert):
+                line, job = chosen.line, self._alert_job.get(id(chosen), self.log_job)
+            else:  # a journal entry's line: the watched run's
+                line, job = chosen, self.log_job
+            if line is None:
+                return
+            pane = self.query_one(LogPane)
+            if job != self.log_job:
+                self.notify(f"log line {line + 1} is in job {job}'s log, not the one shown; "
+                            f"see `rlconsole logs {job}`", markup=False)
+                return
+            rel = line - pane.dropped
+            if 0 <= rel < pane.log_widget.line_count:
+                what = f"{chosen.source}: " if isinstance(chosen, Alert) else ""
+                pane._jump(line, note=f"{what}line {line + 1}")
+            else:
+                self.notify(f"log line {line + 1} is no longer on screen; see `rlconsole logs`", markup=False)
 
         self.query_one(AlertsBar).seen()
         self.app.push_screen(AlertsScreen(self.alerts, self.backend.journal()), jump)
