@@ -86,7 +86,15 @@ async def test_colon_sets_an_explicit_step_range() -> None:
         await pilot.press("g")
         await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
         g: GraphScreen = app.screen  # type: ignore[assignment]
-        await pilot.press("colon", *"700:750", "enter")
+        await pilot.press("colon", *"700:750")
+        await settle(pilot)
+        # the prompt is on screen, above the key bar (issue 36: the bar covered it)
+        from textual.widgets import Input
+
+        box, keys = g.query_one("#graph-range", Input), g.query_one("#graph-keys")
+        assert box.region.height == 1 and box.region.y < keys.region.y, (box.region, keys.region)
+        assert g.get_widget_at(box.region.x + 2, box.region.y)[0] is box
+        await pilot.press("enter")
         await until(pilot, lambda: g.step_range == (700, 750))
         assert "steps 700:750" in str(g.query_one("#graph-keys").render())
         await pilot.press("escape")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable
 from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
@@ -188,9 +188,10 @@ class GraphScreen(Screen[None]):
     GraphScreen #plots { width: 1fr; height: 1fr; layout: grid; grid-size: 1; grid-gutter: 0; }
     GraphScreen.-wide #plots { grid-size: 2; }
     GraphScreen PlotextPlot { height: 100%; }
-    GraphScreen #graph-range { dock: bottom; display: none; height: 1; border: none; padding: 0 1; }
+    GraphScreen #graph-bottom { dock: bottom; height: auto; }
+    GraphScreen #graph-range { display: none; height: 1; border: none; padding: 0 1; }
     GraphScreen #graph-range.-open { display: block; }
-    GraphScreen #graph-keys { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground; }
+    GraphScreen #graph-keys { height: 1; background: $footer-background; color: $footer-foreground; }
     """
     BINDINGS = [
         Binding("q,g", "close", "Back"),
@@ -250,9 +251,12 @@ class GraphScreen(Screen[None]):
             sl.border_title = f"Scalars ({len(names)})"
             yield sl
             yield VerticalScroll(id="plots")
-        yield Input(placeholder="step range FROM:TO (either may be empty; empty: all steps; Esc cancels)",
-                    id="graph-range")
-        yield Static(id="graph-keys")
+        # one bottom dock: the prompt sits above the key bar (two docks overlapped, and the
+        # key bar, drawn last, covered the prompt)
+        with Vertical(id="graph-bottom"):
+            yield Input(placeholder="step range FROM:TO (either may be empty; empty: all steps; Esc cancels)",
+                        id="graph-range")
+            yield Static(id="graph-keys")
 
     async def on_mount(self) -> None:
         self.set_class(self.app.size.width >= 150, "-wide")
