@@ -158,3 +158,84 @@ def test_journal_cli_prints_text_json_lines_and_refuses_a_bad_run(capsys: pytest
     assert [d["kind"] for d in docs] == ["state", "alert"] and docs[1]["data"]["line"] == 3
     assert main(["journal", "../x", "-P", profile]) == 2
     assert "path component" in capsys.readouterr().err
+
+
+# ------------------------------------------------ issue 39 S7: never blocked, never a FIFO
+
+
+def _bounded(fn, timeout: float = 30.0):  # type: ignore[no-untyped-def]
+    """fn() in a daemon thread, waited for at most `timeout`: (finished, its result)."""
+    import threading
+
+    box: list[object] = []
+    t = threading.Thread(target=lambda: box.append(fn()), daemon=True)
+    t.start()
+    t.join(timeout)
+    return (not t.is_alive()), (box[0] if box else None)
+
+
+def test_a_peer_holding_the_lock_delays_an_append_but_never_blocks_it(tmp_path: Path) -> None:
+    """A peer (a hung console, a stopped `watch`) keeps the journal's lock: an append waits
+    a bounded moment and returns nothing written (before: flock waited forever, on the
+    console's loop); what it could not write goes out with the next append."""
+    import fcntl
+    import os
+
+    j = Journal(tmp_path / "r")
+    assert j.append(checkpoint_entry(10, "console", at=1.0))
+    peer = os.open(tmp_path / "r" / "journal.jsonl.lock", os.O_RDWR)
+    fcntl.flock(peer, fcntl.LOCK_EX)
+    try:
+        done, wrote = _bounded(lambda: j.append(checkpoint_entry(20, "console", at=2.0)))
+        assert done, "append blocked on a peer's lock"
+        assert wrote == []
+    finally:
+        os.close(peer)  # (drops the peer's lock: an old, blocked append then finishes)
+    assert [e.data["step"] for e in j.append(checkpoint_entry(30, "console", at=3.0))] == [20, 30]
+    assert [e.data["step"] for e in Journal(tmp_path / "r").entries()] == [10, 20, 30]
+
+
+@pytest.mark.parametrize("which", ["journal.jsonl", "journal.jsonl.lock"])
+def test_a_fifo_is_never_a_journal(which: str, tmp_path: Path) -> None:
+    """A FIFO in the journal's place (or the lock's): read and append return at once with
+    nothing (before: reading waited forever for a writer; writing filled the pipe)."""
+    import os
+
+    base = tmp_path / "r"
+    base.mkdir()
+    fifo = base / which
+    os.mkfifo(fifo)
+    j = Journal(base)
+    try:
+        done, got = _bounded(j.entries)
+        assert done and got == [], "entries() blocked on a FIFO"
+        done, wrote = _bounded(lambda: j.append(checkpoint_entry(10, "console", at=1.0)))
+        assert done and wrote == [], "append blocked on a FIFO"
+    finally:  # a reader an old version left blocked in open() gets its EOF
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    assert stat_is_fifo(fifo)
+
+
+def stat_is_fifo(p: Path) -> bool:
+    import stat
+
+    return stat.S_ISFIFO(p.lstat().st_mode)
+
+
+def test_a_device_or_a_link_is_never_a_journal(tmp_path: Path) -> None:
+    """`journal.jsonl` a link to /dev/zero (read forever) or to another file: not read, not
+    written through."""
+    base = tmp_path / "r"
+    base.mkdir()
+    (base / "journal.jsonl").symlink_to("/dev/zero")
+    j = Journal(base)
+    done, got = _bounded(j.entries)
+    assert done and got == []
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text("")
+    (base / "journal.jsonl").unlink()
+    (base / "journal.jsonl").symlink_to(target)
+    assert j.append(checkpoint_entry(10, "console", at=1.0)) == [] and target.read_text() == ""

@@ -134,3 +134,25 @@ def test_a_long_id_keeps_its_end() -> None:
     rid = "a-very-long-experiment-name-for-a-sweep_lr1e-6_bs64-20261206-013112"
     cut = _fit(rid, ID_WIDTH)
     assert len(cut) == ID_WIDTH and cut.endswith("20261206-013112") and cut.startswith("a-very")
+
+
+def test_runs_does_not_follow_a_symlinked_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39 S7: a link in the spool to a folder elsewhere (another user's, `/`) is not a
+    run: `runs` neither reads it nor writes its parse cache there (before: it followed it,
+    listed its journal's run and wrote parsed.json into the target)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _log(elsewhere, {1: 0.2})
+    e = state_entry("RUNNING", None, "watch", at=100.0)
+    e.data["profile"] = "qwen3-8b-grpo-32gpu"
+    Journal(elsewhere).append(e)
+    before = sorted(p.name for p in elsewhere.iterdir())
+    spool_root().mkdir(parents=True, exist_ok=True)
+    (spool_root() / "raysubmit_link").symlink_to(elsewhere, target_is_directory=True)
+    real = spool_root() / "raysubmit_real"
+    real.mkdir()
+    Journal(real).append(e)
+    assert main(["runs", "--json", "-P", PROFILE]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in got] == ["raysubmit_real"]
+    assert sorted(p.name for p in elsewhere.iterdir()) == before

@@ -17,6 +17,12 @@ new. Two kinds of sameness:
   while the journal already has it open, "ended" while it is already ended; a status is
   a duplicate of the last status written.
 
+The journal is opened without blocking and only as a regular file (a FIFO or a device
+in its place is refused, read or written), and the lock is waited for at most
+`LOCK_WAIT_S`: a peer that holds it longer (hung, stopped) costs this process nothing but
+a delay; what it could not write is kept (at most `MAX_PENDING` entries) and written with
+the next append.
+
 Crash safety as in `history.py`: one `os.write` per line on an O_APPEND descriptor; a
 torn last line (a crash mid-write) gets a newline before the next entry, and a line
 that does not parse is skipped on read, so it costs only itself. Text is masked
@@ -29,6 +35,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,6 +48,40 @@ MAX_TEXT = 500
 """A journal message is cut here (alerts are already; action messages quote nodes)."""
 
 KINDS = ("action", "alert", "node", "state", "checkpoint", "note")
+
+LOCK_WAIT_S = 0.5
+"""How long an append waits for a peer's lock (polled): it runs on the console's loop."""
+MAX_PENDING = 1000
+"""Entries kept for the next append while the lock is held elsewhere; the oldest go first."""
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+
+
+def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
+    """A descriptor of `path` only if it is a regular file: a FIFO is not waited on (the
+    open does not block) and neither it nor a device is used. Raises OSError otherwise."""
+    fd = os.open(path, flags | _OPEN_FLAGS, mode)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _lock_bounded(fd: int, wait_s: float = LOCK_WAIT_S) -> bool:
+    """An exclusive flock, waited for at most about `wait_s` seconds; False if a peer keeps it."""
+    delay, waited = 0.005, 0.0
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if waited >= wait_s:
+                return False
+        time.sleep(delay)
+        waited += delay
+        delay = min(delay * 2, 0.05)
 
 
 @dataclass
@@ -101,6 +142,7 @@ class Journal:
         self._read_to = 0
         self._keys: set[str] = set()
         self._state: dict[str, str] = {}  # episode key -> "open"/"end"; "status" -> last status
+        self._pending: list[Entry] = []  # not written yet: a peer held the lock too long
 
     @classmethod
     def for_job(cls, job_id: str, root: Path | None = None) -> Journal:
@@ -116,7 +158,12 @@ class Journal:
         """Every whole, well-formed entry, in the order written (a torn or foreign line
         is skipped: it must not hide the others)."""
         try:
-            raw = self.path.read_bytes()
+            fd = _open_regular(self.path, os.O_RDONLY)
+        except OSError:
+            return []
+        try:
+            with os.fdopen(fd, "rb") as f:
+                raw = f.read()
         except OSError:
             return []
         return list(_parse(raw))
@@ -157,17 +204,20 @@ class Journal:
         """Append what is not already in the journal; returns what was written. Never
         raises for a full disk or an unwritable dir: the journal is a record, the watch
         must go on (the error is returned as nothing written)."""
-        batch = [entries] if isinstance(entries, Entry) else list(entries)
+        batch = [*self._pending, *([entries] if isinstance(entries, Entry) else list(entries))]
+        self._pending = []
         if not batch:
             return []
         try:
             self.base.mkdir(mode=0o700, parents=True, exist_ok=True)
-            lock = os.open(self.base / (JOURNAL + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            lock = _open_regular(self.base / (JOURNAL + ".lock"), os.O_RDWR | os.O_CREAT)
         except OSError:
             return []
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            if not _lock_bounded(lock):
+                self._pending = batch[-MAX_PENDING:]  # written by the next append that gets the lock
+                return []
+            fd = _open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
             try:
                 self._catch_up(fd)
                 out: list[Entry] = []

@@ -15,6 +15,8 @@ cluster gone; what the local files cannot tell is null and named in `unknown`.
 from __future__ import annotations
 
 import math
+import os
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -164,12 +166,36 @@ def list_runs(profile_name: str | None, root: Path | None = None, now: float | N
         seen.add(rec.job_id)
         out.append(summarize_run(rec.job_id, rec, base, now, default_cards))
     extra: list[RunSummary] = []
-    for d in sorted(p for p in root.iterdir() if p.is_dir() and p.name not in seen) if root.is_dir() else []:
+    for d in _run_dirs(root, seen):
         s = summarize_run(d.name, None, d, now, default_cards)
         if profile_name is None or s.profile == profile_name:
             extra.append(s)
     extra.sort(key=lambda s: s.started_at or 0)
     return out + extra
+
+
+def _run_dirs(root: Path, seen: set[str]) -> list[Path]:
+    """The spool's run folders the history did not name: real directories only. A symlink
+    in the spool (to another user's folder, to `/`) is not followed: `runs` would read,
+    and its parse cache write, wherever it points. Each is confined under the root too."""
+    from tui.core.safepath import UnsafeName, confined, safe_job_id
+
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        if name in seen:
+            continue
+        p = root / name
+        try:
+            if not stat.S_ISDIR(os.lstat(p).st_mode):
+                continue
+            out.append(confined(root, safe_job_id(name)))
+        except (OSError, UnsafeName, ValueError):
+            continue
+    return out
 
 
 RUN_COLUMNS = ("run", "status", "steps", "started", "wall", "GPU-h", "reward", "best", "tok/s/node", "notes")
