@@ -9,9 +9,10 @@ in the sim profile's ranges. `--fault KIND` plants `rlconsole sim fault KIND` on
 is going and shoots when its alert is up (docs/screenshot-fault.svg). `--static` takes the
 deterministic demo data the snapshot tests use instead. `--runs` shoots the runs view (`R`) over the same demo data (docs/runs.svg).
 `--browser` shoots docs/browser.png instead: the same running job, through `rlconsole serve` in Debian's headless Chromium
-(Playwright, from the test extras). Run:
+(Playwright, from the test extras). `--slurm` shoots docs/screenshot-slurm.svg: the same run on `sim up --slurm`
+(root and Debian's Slurm), the Ray pane naming the allocation. Run:
 
-    python docs/make_screenshot.py [--static | --runs | --browser | --fault KIND] [--size 160x50] [--out FILE]
+    python docs/make_screenshot.py [--static | --runs | --browser | --fault KIND | --slurm] [--size 160x50] [--out FILE]
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def browser_shot(profile: Path, out: Path, env: dict[str, str]) -> None:
         proc.wait(timeout=30)
 
 
-def live(out: Path, width: int, height: int, browser: bool = False, fault: str | None = None) -> None:
+def live(out: Path, width: int, height: int, browser: bool = False, fault: str | None = None,
+         slurm: bool = False) -> None:
     from tui.core.profile import load_profile
     from tui.sim.cluster import sim_down, sim_up
     from tui.backend.live import LiveBackend
@@ -99,7 +101,7 @@ def live(out: Path, width: int, height: int, browser: bool = False, fault: str |
     env = {**os.environ, "XDG_STATE_HOME": str(base / "state"), "XDG_CONFIG_HOME": str(base / "config")}
     os.environ.update({k: env[k] for k in ("XDG_STATE_HOME", "XDG_CONFIG_HOME")})
     sim = base / "sim"
-    profile = sim_up(4, 8, state_dir=sim)
+    profile = sim_up(4, 8, state_dir=sim, slurm=slurm)
     try:
         for action in ("containers", "convert", "setup-ray", "submit"):
             _cli([action, "--profile", str(profile), "--yes"], env)
@@ -121,7 +123,7 @@ def live(out: Path, width: int, height: int, browser: bool = False, fault: str |
 
             plant = (lambda: plant_fault(fault, state_dir=sim)) if fault else None
             asyncio.run(shoot(LiveBackend(load_profile(profile)), out, width, height, ready, plant))
-        _cli(["stop", "--profile", str(profile), "--yes"], env)
+        _cli(["stop", *(["--cluster"] if slurm else []), "--profile", str(profile), "--yes"], env)
     finally:
         sim_down(state_dir=sim)
 
@@ -134,7 +136,10 @@ def main() -> None:
     ap.add_argument("--browser", action="store_true", help="docs/browser.png: the console through `serve`")
     ap.add_argument("--fault", metavar="KIND", help="docs/screenshot-fault.svg: after `sim fault KIND`")
     ap.add_argument("--runs", action="store_true", help="docs/runs.svg: the runs view (`R`) over the demo data")
+    ap.add_argument("--slurm", action="store_true", help="docs/screenshot-slurm.svg: the run on `sim up --slurm`")
     a = ap.parse_args()
+    if a.slurm and a.out == ap.get_default("out"):
+        a.out = str(Path(__file__).with_name("screenshot-slurm.svg"))
     if a.browser and a.out == ap.get_default("out"):
         a.out = str(Path(__file__).with_name("browser.png"))
     if a.fault and a.out == ap.get_default("out"):
@@ -151,7 +156,7 @@ def main() -> None:
 
         asyncio.run(shoot(demo_backend(), out, w, h))
     else:
-        live(out, w, h, browser=a.browser, fault=a.fault)
+        live(out, w, h, browser=a.browser, fault=a.fault, slurm=a.slurm)
     print(out)
 
 

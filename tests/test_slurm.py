@@ -289,9 +289,9 @@ def test_the_console_pane_shows_the_allocation() -> None:
     assert ray_markup(st, 2, 4).plain.splitlines()[0] == "Slurm job 17 PENDING (Resources)"
     st.allocation = Allocation("17", "RUNNING", nodes=["node1", "node2"], time_left_s=3725)
     first = ray_markup(st, 2, 4).plain.splitlines()[0]
-    assert first.startswith("Slurm job 17 RUNNING on node1,node2, ") and first.endswith(" left"), first
+    assert first.startswith("Slurm job 17 RUNNING, 2 nodes, ") and first.endswith(" left"), first
     st.allocation = Allocation("", "NONE")
-    assert "no Slurm allocation" in ray_markup(st, 2, 4).plain
+    assert ray_markup(st, 2, 4).plain.splitlines()[0] == "no Slurm allocation: u asks Slurm for one"
 
 
 def test_srun_argv_is_data() -> None:

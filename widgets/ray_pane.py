@@ -31,7 +31,7 @@ def allocation_line(state: ClusterState) -> Content | None:
     a = state.allocation
     if a is None:
         return None
-    return Content.assemble((shown(a.summary()), ALLOCATION_STYLE.get(a.state, "$text-error")))
+    return Content.assemble((shown(a.short()), ALLOCATION_STYLE.get(a.state, "$text-error")))
 
 
 def ray_markup(state: ClusterState, expected_nodes: int, expected_gpus: int) -> Content:

@@ -68,6 +68,16 @@ class Allocation:
         return {"job_id": self.job_id or None, "state": self.state, "nodes": list(self.nodes),
                 "time_left_s": self.time_left_now(), "reason": self.reason}
 
+    def short(self) -> str:
+        """The console pane's line: `Slurm job 12 RUNNING, 4 nodes, 3:58:12 left`."""
+        if not self.job_id:
+            return "no Slurm allocation: u asks Slurm for one"
+        left = self.time_left_now()
+        why = f" ({self.reason})" if self.reason and self.state == "PENDING" else ""
+        n = f", {len(self.nodes)} node{'s' if len(self.nodes) != 1 else ''}" if self.nodes else ""
+        tl = f", {fmt_duration(left)} left" if left is not None and self.live else ""
+        return f"Slurm job {self.job_id} {self.state}{why}{n}{tl}"
+
     def summary(self) -> str:
         """One line: `Slurm job 12 RUNNING on node1,node2, 3:58:12 left`."""
         if not self.job_id:
