@@ -95,8 +95,14 @@ def test_every_packaged_pattern_passes_the_same_check() -> None:
     import yaml
 
     doc = yaml.safe_load(PACKAGED_CATALOG.read_text(encoding="utf-8"))
-    flagged = {e["id"]: pattern_risk(e["pattern"], re.IGNORECASE if e.get("ignore_case") else 0)
-               for e in doc["signatures"]}
+    flagged = {}
+    for e in doc["signatures"]:
+        flags = re.IGNORECASE if e.get("ignore_case") else 0
+        flagged[e["id"]] = pattern_risk(e["pattern"], flags)
+        for n, v in enumerate(e.get("variants", []), 1):  # every wording of the entry
+            flagged[f"{e['id']}/variants[{n}]"] = pattern_risk(
+                v["pattern"], re.IGNORECASE if v.get("ignore_case", e.get("ignore_case")) else 0)
+    assert len(flagged) > len(doc["signatures"])
     assert {k: v for k, v in flagged.items() if v} == {}
 
 

@@ -260,7 +260,7 @@ def test_refusal_fails_the_job_and_is_named(sim: dict[str, Any], w: BgWatch, ove
 
 
 # --------------------------------------------------------------------------- faults that end the job
-FATAL = [("oom", "musa-oom"), ("collective-timeout", "collective-timeout"), ("actor-death", "ray-actor-died"),
+FATAL = [("oom", "musa-oom"), ("collective-timeout", "collective-timeout"), ("actor-death", "ray-worker-died"),
          ("driver-killed", "driver-killed"), ("disk-full", "no-space-left")]
 
 

@@ -7,9 +7,13 @@ read against the same catalog and the same verdict as the console's job-end aler
 the user's), streaming, so a log of millions of lines costs memory only for its findings.
 
 Text: the cause's title, the line number and the line, why, the fix, and the other known
-failures seen. `--json`: `{"id", "title", "fix", "line", "also"}`, `id`/`line` null when
-nothing known is in the log. Exit 0 either way (a log without a known failure is an
-answer, not an error); 2 when LOG cannot be read. A broken user catalog is said on stderr.
+failures seen. `--json`: `{"id", "title", "fix", "line", "also"}`, `line` 1-based from the
+top of the file and always the cause's first line. When no entry knows the failure, the
+first real error in the log is the answer: `"id": "unrecognised-error"`, its line as
+printed for `title` (made safe to show) and a generic next step for `fix`; `id`/`line` are
+null only for a log with no error at all (a healthy log, benign warnings). Exit 0 either
+way (a log without a failure is an answer, not an error); 2 when LOG cannot be read. A
+broken user catalog is said on stderr.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ def run_diagnose(source: str, as_json: bool = False, out: TextIO | None = None,
         out.write("unknown errors can be added to the catalog: <config dir>/diagnosis.yaml "
                   "(README: Alerts)\n")
         return 0
-    out.write(f"{_shown(f.title)}\n")
+    out.write(f"{'unrecognised failure: ' if f.unrecognised else ''}{_shown(f.title)}\n")
     out.write(f"  line {f.line_no + 1}: {_shown(f.line)}\n")
     out.write(f"  why: {shown(f.explanation, lines=True)}\n")
     out.write(f"  fix: {shown(f.fix, lines=True)}\n")

@@ -248,9 +248,12 @@ class AlertRules:
                 level = levels.get(job.status, "info")
                 if job.status == JobStatus.FAILED:
                     d = self.diagnose(log_tail or [], tail_start)
-                    if d is None and job_message:
-                        d = self.diagnose(job_message.splitlines()[:1], 0)
-                        if d is not None:
+                    if (d is None or d.diagnosis == UNRECOGNISED) and job_message:
+                        # Ray's message may know better than an error no entry knows (a
+                        # SIGKILLed driver writes nothing: the log's last error is not it)
+                        m = self.diagnose(job_message.splitlines()[:1], 0)
+                        if m is not None and (d is None or m.diagnosis != UNRECOGNISED):
+                            d = m
                             d.line = None  # Ray's message, not a log line
                     if d is not None:
                         msg += f": {d.message}"
@@ -342,9 +345,15 @@ class AlertRules:
         return self._settle("range:", cond, at, end, keep=keep)
 
 
+UNRECOGNISED = "unrecognised-error"
+"""The verdict's id for an error no catalog entry knows (tui.core.diagnosis.UNRECOGNISED_ID;
+not imported: this module loads without the catalog)."""
+
+
 def diagnose_tail(lines: list[str], start: int) -> Alert | None:
     """The diagnosis of a failed job's last log lines as an alert: the verdict's cause
-    (see `Diagnoser.verdict`), the other known failures seen named after it as context."""
+    (see `Diagnoser.verdict`; "unrecognised failure: <line>" when no entry knows it), the
+    other known failures seen named after it as context."""
     v = diagnose_tail_verdict(lines, start)
     if v.finding is None:
         return None
@@ -356,11 +365,13 @@ def diagnose_tail(lines: list[str], start: int) -> Alert | None:
 
 def diagnose_failure(lines: list[str], start: int, job_message: str | None = None) -> Verdict:
     """Why a job FAILED: the log's verdict, else what Ray's job message names (its first
-    line; a SIGKILLed driver writes nothing to the log; then the finding's line is -1)."""
+    line; a SIGKILLed driver writes nothing to the log; then the finding's line is -1).
+    A known failure in Ray's message also beats an error of the log no entry knows."""
     v = diagnose_tail_verdict(lines, start)
-    if v.finding is None and job_message:
+    weak = v.finding is None or v.finding.unrecognised
+    if weak and job_message:
         m = diagnose_tail_verdict(job_message.splitlines()[:1], 0)
-        if m.finding is not None:
+        if m.finding is not None and (v.finding is None or not m.finding.unrecognised):
             m.finding.line_no = -1
             m.also = v.also + [i for i in m.also if i not in v.also]
             return m
@@ -374,7 +385,9 @@ def diagnose_tail_finding(lines: list[str], start: int) -> Finding | None:
 
 def diagnose_tail_verdict(lines: list[str], start: int) -> Verdict:
     """The one verdict the console, `status --json`, `watch` and `diagnose` share: the
-    packaged catalog plus the user's, cause before consequence before wrapper."""
+    packaged catalog plus the user's; an error before a warning, a known cause before the
+    first real error no entry knows, before a consequence, before a wrapper; among equals
+    the first in time."""
     from tui.core.diagnosis import Diagnoser, Verdict
 
     if not lines:

@@ -4,18 +4,26 @@ Why a catalog of data (diagnosis.yaml) and not code: the people who meet a new f
 at 3 a.m. are users, not rlconsole developers. They can add a signature (a regex, an
 explanation, a fix) to `<user config dir>/diagnosis.yaml` and the next run explains it.
 
+Why entries by class: one cause is printed many ways (torch, torch_musa, vLLM, SGLang,
+Ray, another version of each). An entry names a class of cause (`class:`, default its id)
+and lists every wording of it: its `pattern` and, before it, `variants` that may be
+weaker (a warning printed before the failure, a Ray wrapper that names the exception
+type). Findings of one class within the de-duplication window are one incident: one
+alert, the other wordings noted on it as "also seen".
+
 Why the prefilter and de-duplication: diagnosis sees every line of a 15-20 hour log, so
 it must cost next to nothing on the 99.9% of lines that are not errors (a lower-cased
 keyword check, no regex), and one traceback printed by 32 ranks must raise one alert,
 not 32.
 
-Why a verdict with roles: when a run dies the tail holds several known failures, and the
-generic one printed last ("a Ray worker died", RayTaskError, a collective timeout on the
-surviving ranks) is usually the echo of a specific one printed before it (an OOM, a
-missing file). `Diagnoser.verdict` names the specific cause and lists the rest; the
-job-end alert, `status --json`, `watch` and `rlconsole diagnose` all use it. Patterns
-match whole words, and a traceback's echoed source lines are code, never a finding
-(`EchoFilter`), because real logs quote both.
+Why a verdict that reads the log as an expert does: when a run dies the tail holds several
+failures. `Diagnoser.verdict` ranks them: an error outranks a warning; a cause outranks an
+error no entry knows (`unrecognised-error`, the first real exception of the log), which
+outranks a consequence (a collective timeout, an abort), which outranks a wrapper (Ray's
+"an actor died", RayTaskError); among equals the first in time wins, and the reported line
+is that finding's first line. The job-end alert, `status --json`, `watch` and `rlconsole
+diagnose` all use it. Patterns match whole words, and a traceback's echoed source lines
+are code, never a finding (`EchoFilter`), because real logs quote both.
 
 No Textual here: the core never imports it.
 """
@@ -34,22 +42,33 @@ import yaml
 
 from tui.core.alert import Alert, AlertLevel
 from tui.core.locations import user_catalog_path
+from tui.core.safetext import shown
+from tui.core.secrets import mask_secrets
 
 PACKAGED_CATALOG = Path(__file__).with_name("diagnosis.yaml")
 LEVELS: tuple[str, ...] = ("error", "warning")
 REQUIRED_KEYS: tuple[str, ...] = ("id", "level", "pattern", "title", "explanation", "fix")
-OPTIONAL_KEYS: tuple[str, ...] = ("keywords", "ignore_case", "role")
+OPTIONAL_KEYS: tuple[str, ...] = ("keywords", "ignore_case", "role", "class", "variants")
+VARIANT_KEYS: tuple[str, ...] = ("pattern", "level", "role", "keywords", "ignore_case", "title")
 ROLES: tuple[str, ...] = ("cause", "consequence", "wrapper")
-"""What a failure usually is when other known failures surround it, weakest last: a
-`cause` names why the run died (an OOM, a missing file); a `consequence` is usually
-caused by another failure printed before it (a collective timeout after a peer crashed,
-an abort after an uncaught C++ exception, an exception Ray could not unpickle); a `wrapper`
-only says that something died (Ray's ActorDiedError, RayTaskError, a dead worker). The
-verdict names the last cause in the tail, else the last consequence, else the last wrapper."""
-_ROLE_RANK: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
+"""What a failure usually is when other failures surround it, strongest first: a `cause`
+names why the run died (an OOM, a missing file); a `consequence` is usually caused by
+another failure printed before or after it (a collective timeout after a peer crashed, an
+exception Ray could not unpickle); a `wrapper` only says that something died (Ray's
+ActorDiedError, RayTaskError, a dead worker, an abort in native code)."""
+_ROLE_RANK: dict[str, int] = {"cause": 0, "consequence": 2, "wrapper": 3}
+"""The verdict's order of strength; 1 is an error no entry knows (UNRECOGNISED_ID): weaker
+than a known cause, stronger than a known consequence, which it usually explains."""
+_LEVEL_RANK: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
+UNRECOGNISED_ID = "unrecognised-error"
+"""The verdict's id for the first real error in a log when no entry knows its class."""
 DEFAULT_DEDUP_LINES = 2000
-"""A traceback (~50 lines) from 32 ranks spans ~1600 lines; the same signature with the
-same named-group values inside this window is one incident."""
+"""A traceback (~50 lines) from 32 ranks spans ~1600 lines; findings of one class inside
+this window are one incident (the same entry with other named-group values is another)."""
+MAX_OPEN_INCIDENTS = 16
+"""A class keeps at most this many open incidents (distinct subjects) at a time."""
+MAX_ALSO_NOTES = 3
+"""An incident's alert names at most this many other wordings of its class as "also seen"."""
 MAX_VERDICT_FINDINGS = 1000
 """A verdict keeps at most this many findings (the first) for inspection; what it names
 and lists is computed over all, so `rlconsole diagnose` on a 20-hour log stays small."""
@@ -95,7 +114,9 @@ def render_template(text: str, groups: dict[str, str]) -> str:
 
 @dataclass(frozen=True)
 class Signature:
-    """One known failure: how to recognise it in a line, what it means, what to do."""
+    """One wording of a known failure: how to recognise it in a line, what it means, what
+    to do. An entry of the catalog gives one Signature per wording (its variants, then its
+    pattern), all with its id, class, title, explanation and fix."""
 
     id: str
     level: AlertLevel
@@ -109,6 +130,14 @@ class Signature:
     role: str = "cause"
     max_chars: int | None = None
     """Search only a line's first this many characters (a user's pattern: USER_LINE_CHARS)."""
+    cls: str = ""
+    """The class of cause (the entry's `class:`, else its id): one incident per class."""
+    fields: tuple[str, ...] = ()
+    """The {names} its texts use: a wording without such a group fills them with ""."""
+
+    @property
+    def klass(self) -> str:
+        return self.cls or self.id
 
     def render(self, text: str, groups: dict[str, str]) -> str:
         return render_template(text, groups)
@@ -135,10 +164,16 @@ class Finding:
     def fix(self) -> str:
         return self.signature.render(self.signature.fix, self.groups)
 
+    @property
+    def unrecognised(self) -> bool:
+        return self.signature.id == UNRECOGNISED_ID
+
     def alert(self) -> Alert:
-        """The alert for the console: title and the substituted fix, pointing at the line."""
+        """The alert for the console: title and the substituted fix, pointing at the line;
+        an error no entry knows reads "unrecognised failure: <the line>"."""
+        title = f"unrecognised failure: {self.title}" if self.unrecognised else self.title
         return Alert(level=self.signature.level, source="log",
-                     message=f"{self.title} — {self.fix}", line=self.line_no,
+                     message=f"{title} — {self.fix}", line=self.line_no,
                      diagnosis=self.signature.id)
 
 
@@ -347,7 +382,36 @@ def _risk(items: Any, outer: int) -> str | None:
     return None
 
 
-def _entry(raw: Any, where: str, user: bool = False) -> Signature:
+def _compile(raw: dict[str, Any], where: str, default_ignore_case: bool = False) -> re.Pattern[str]:
+    """One wording's pattern, compiled and checked (`pattern_risk`)."""
+    ignore_case = raw.get("ignore_case", default_ignore_case)
+    if not isinstance(ignore_case, bool):
+        raise CatalogError(f"{where}: key 'ignore_case' must be true or false")
+    if not isinstance(raw.get("pattern"), str) or not raw["pattern"].strip():
+        raise CatalogError(f"{where}: key 'pattern' must be a non-empty string")
+    try:
+        rx = re.compile(raw["pattern"], re.IGNORECASE if ignore_case else 0)
+    except re.error as e:
+        raise CatalogError(f"{where}: key 'pattern' is not a valid regex: {e}") from None
+    risk = pattern_risk(raw["pattern"], rx.flags)
+    if risk:
+        raise CatalogError(f"{where}: key 'pattern' can take exponential time on one log line: "
+                           f"{risk}; repeat a single character or a fixed text instead") from None
+    return rx
+
+
+def _keywords(raw: dict[str, Any], where: str, default: list[str]) -> tuple[str, ...]:
+    kws = raw.get("keywords", default)
+    if isinstance(kws, str):
+        kws = [kws]
+    if not isinstance(kws, list) or not all(isinstance(k, str) and k for k in kws):
+        raise CatalogError(f"{where}: key 'keywords' must be a list of non-empty strings")
+    return tuple(k.lower() for k in kws)
+
+
+def _entry(raw: Any, where: str, user: bool = False) -> list[Signature]:
+    """One catalog entry: a Signature per wording, its `variants` (tried first, in order)
+    then its `pattern`, each with the entry's id, class and texts."""
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: an entry must be a mapping, got {type(raw).__name__}")
     sid = raw.get("id")
@@ -367,22 +431,46 @@ def _entry(raw: Any, where: str, user: bool = False) -> Signature:
     ignore_case = raw.get("ignore_case", False)
     if not isinstance(ignore_case, bool):
         raise CatalogError(f"{where}: key 'ignore_case' must be true or false")
-    try:
-        rx = re.compile(raw["pattern"], re.IGNORECASE if ignore_case else 0)
-    except re.error as e:
-        raise CatalogError(f"{where}: key 'pattern' is not a valid regex: {e}") from None
-    risk = pattern_risk(raw["pattern"], rx.flags)
-    if risk:
-        raise CatalogError(f"{where}: key 'pattern' can take exponential time on one log line: "
-                           f"{risk}; repeat a single character or a fixed text instead") from None
+    rx = _compile(raw, where)
     role = raw.get("role", "cause")
     if role not in ROLES:
         raise CatalogError(f"{where}: key 'role' must be one of {', '.join(ROLES)}, got {role!r}")
-    kws = raw.get("keywords", [])
-    if isinstance(kws, str):
-        kws = [kws]
-    if not isinstance(kws, list) or not all(isinstance(k, str) and k for k in kws):
-        raise CatalogError(f"{where}: key 'keywords' must be a list of non-empty strings")
+    cls = raw.get("class", raw["id"])
+    if not isinstance(cls, str) or not cls.strip():
+        raise CatalogError(f"{where}: key 'class' must be a non-empty string")
+    entry_kws = list(_keywords(raw, where, []))
+    wordings: list[tuple[re.Pattern[str], AlertLevel, str, tuple[str, ...], str]] = []
+    variants = raw.get("variants", [])
+    if not isinstance(variants, list):
+        raise CatalogError(f"{where}: key 'variants' must be a list of mappings with a 'pattern'")
+    for n, v in enumerate(variants, 1):
+        vwhere = f"{where}: variants[{n}]"
+        if not isinstance(v, dict):
+            raise CatalogError(f"{vwhere}: a variant must be a mapping with a 'pattern'")
+        vunknown = sorted(set(v) - set(VARIANT_KEYS))
+        if vunknown:
+            raise CatalogError(f"{vwhere}: unknown key {vunknown[0]!r} (allowed: {', '.join(VARIANT_KEYS)})")
+        vlevel = v.get("level", raw["level"])
+        if vlevel not in LEVELS:
+            raise CatalogError(f"{vwhere}: key 'level' must be one of {', '.join(LEVELS)}, got {vlevel!r}")
+        vrole = v.get("role", role)
+        if vrole not in ROLES:
+            raise CatalogError(f"{vwhere}: key 'role' must be one of {', '.join(ROLES)}, got {vrole!r}")
+        vrx = _compile(v, vwhere, ignore_case)
+        vtitle = v.get("title", raw["title"])
+        if not isinstance(vtitle, str) or not vtitle.strip():
+            raise CatalogError(f"{vwhere}: key 'title' must be a non-empty string")
+        if "title" in v:
+            try:
+                vnames = _fields(vtitle)
+            except ValueError as e:
+                raise CatalogError(f"{vwhere}: key 'title' has a broken {{placeholder}}: {e}") from None
+            vmissing = sorted(vnames - set(vrx.groupindex))
+            if vmissing:
+                raise CatalogError(f"{vwhere}: key 'title' uses {{{vmissing[0]}}} but the pattern has "
+                                   f"no group (?P<{vmissing[0]}>...)")
+        wordings.append((vrx, vlevel, vrole, _keywords(v, vwhere, entry_kws), vtitle))
+    wordings.append((rx, raw["level"], role, tuple(entry_kws), raw["title"]))
     for key in ("title", "explanation", "fix"):
         try:
             names = _fields(raw[key])
@@ -392,10 +480,13 @@ def _entry(raw: Any, where: str, user: bool = False) -> Signature:
         if missing:
             raise CatalogError(f"{where}: key {key!r} uses {{{missing[0]}}} but the pattern has "
                                f"no group (?P<{missing[0]}>...)")
-    return Signature(id=raw["id"], level=raw["level"], pattern=whole_words(rx), title=raw["title"].strip(),
-                     explanation=raw["explanation"].strip(), fix=raw["fix"].strip(),
-                     keywords=tuple(k.lower() for k in kws), source=where, role=role,
-                     max_chars=USER_LINE_CHARS if user else None)
+    fields = tuple(sorted(set().union(*(_fields(t) for t in
+                                        [raw["explanation"], raw["fix"]] + [w[4] for w in wordings]))))
+    return [Signature(id=raw["id"], level=level, pattern=whole_words(wrx), title=title.strip(),
+                      explanation=raw["explanation"].strip(), fix=raw["fix"].strip(),
+                      keywords=kws, source=where, role=wrole,
+                      max_chars=USER_LINE_CHARS if user else None, cls=cls.strip(), fields=fields)
+            for wrx, level, wrole, kws, title in wordings]
 
 
 def load_catalog(path: Path | str, text: str | None = None, *, user: bool | None = None) -> list[Signature]:
@@ -432,28 +523,53 @@ def load_catalog(path: Path | str, text: str | None = None, *, user: bool | None
     sigs: list[Signature] = []
     seen: set[str] = set()
     for n, raw in enumerate(entries, 1):
-        sig = _entry(raw, f"{path}: signatures[{n}]", user)
+        wordings = _entry(raw, f"{path}: signatures[{n}]", user)
+        sig = wordings[-1]
         if sig.id in seen:
             raise CatalogError(f"{sig.source}: duplicate id {sig.id!r}")
         seen.add(sig.id)
-        sigs.append(sig)
+        sigs.extend(wordings)
     return sigs
 
 
 def merge(base: Iterable[Signature], extra: Iterable[Signature]) -> list[Signature]:
-    """Catalog order with user entries applied: same id replaces in place, new ids append."""
-    out = list(base)
-    index = {s.id: i for i, s in enumerate(out)}
+    """Catalog order with user entries applied: an entry (all its wordings) whose id is a
+    packaged one replaces that entry's wordings in place, new ids append."""
+    groups: dict[str, list[Signature]] = {}
+    order: list[str] = []
+    for s in base:
+        if s.id not in groups:
+            groups[s.id] = []
+            order.append(s.id)
+        groups[s.id].append(s)
+    replaced: set[str] = set()
     for s in extra:
-        if s.id in index:
-            out[index[s.id]] = s
-        else:
-            index[s.id] = len(out)
-            out.append(s)
-    return out
+        if s.id not in replaced:
+            replaced.add(s.id)
+            if s.id not in groups:
+                order.append(s.id)
+            groups[s.id] = []
+        groups[s.id].append(s)
+    return [s for sid in order for s in groups[sid]]
 
 
 # ----------------------------------------------------------------------- matching
+
+
+@dataclass
+class _Incident:
+    """One incident of a class in the live log: its first line, the finding that opened it,
+    its alert, and the other wordings of the class seen since ("also seen")."""
+
+    first: int
+    sig_id: str
+    key: tuple[Any, ...]
+    values: frozenset[str] = frozenset()
+    """The finding's non-empty named-group values (what it is about: a key, a path)."""
+    title: str = ""
+    alert: Alert | None = None
+    base: str = ""
+    also: list[str] = field(default_factory=list)
 
 
 class Diagnoser:
@@ -481,7 +597,7 @@ class Diagnoser:
                                                message=f"user diagnosis catalog ignored: {e}"))
         self.signatures: list[Signature] = list(signatures)
         self.dedup_lines = dedup_lines
-        self._last: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+        self._incidents: dict[str, list[_Incident]] = {}
         self._echo = EchoFilter()
         # Prefilter: every keyword once, minus those containing a shorter one (if
         # "out of memory" is absent, "musa out of memory" is too): fewer scans per line.
@@ -496,7 +612,7 @@ class Diagnoser:
         return out
 
     def find(self, line: str, line_no: int) -> Finding | None:
-        """The signature that names `line`, ignoring de-duplication: the first in catalog
+        """The wording that names `line`, ignoring de-duplication: the first in catalog
         order among those of the strongest role that match (one line can hold a watchdog's
         "terminated with exception" and, after it, the CUDA error that caused it)."""
         low = None
@@ -528,64 +644,134 @@ class Diagnoser:
             return None
         sig, m = best
         groups = {k: (v.strip()[:MAX_GROUP_CHARS] if v is not None else "") for k, v in m.groupdict().items()}
+        for name in sig.fields:
+            groups.setdefault(name, "")
         return Finding(signature=sig, line_no=line_no, line=line, groups=groups)
 
     def diagnose(self, line: str, line_no: int) -> Finding | None:
-        """Like `find`, but None for a repeat of an incident already reported (the same
-        signature with the same named-group values within `dedup_lines` lines) and for a
-        traceback's echo of a source line (`raise RuntimeError(f"NCCL error: ...")` is
-        code, not an error). Lines must come in order: the echo needs the line before."""
+        """Like `find`, but None for what is not news: a finding of a class already open as
+        an incident within `dedup_lines` lines (the same wording with the same named-group
+        values, or another entry of the class about the same thing, then noted on the
+        incident's alert as "also seen"), and a traceback's echo of a source line (`raise
+        RuntimeError(f"NCCL error: ...")` is code, not an error). A finding about something
+        else (another named-group value: a second missing directory, another config key) is
+        another incident. Lines must come in order: the echo needs the line before."""
         in_frame = self._echo.step(line)
         f = self.find(line, line_no)
         if f is None or in_frame or EchoFilter.is_code(line):
             return None
+        cls = f.signature.klass
         key = (f.signature.id, tuple(sorted(f.groups.items())))
-        last = self._last.get(key)
-        if last is not None and 0 <= line_no - last < self.dedup_lines:
-            return None  # the window runs from the reported line, so a recurrence later is seen
-        self._last[key] = line_no
+        values = frozenset(v for v in f.groups.values() if v)
+        # the window runs from each incident's reported line, so a recurrence later is seen
+        open_ = [i for i in self._incidents.get(cls, []) if 0 <= line_no - i.first < self.dedup_lines]
+        for inc in open_:
+            if inc.key == key:
+                return None  # a repeat (32 ranks, one traceback)
+        for inc in open_:
+            if not values or not inc.values or values & inc.values:
+                self._note_also(inc, f)
+                return None  # another wording of the same incident
+        # another entry of the class about something else (another key, another directory),
+        # or the same entry with other values, is another incident
+        open_.append(_Incident(first=line_no, sig_id=f.signature.id, key=key, values=values, title=f.title))
+        self._incidents[cls] = open_[-MAX_OPEN_INCIDENTS:]
         return f
+
+    @staticmethod
+    def _note_also(inc: _Incident, f: Finding) -> None:
+        title = f.title
+        if title == inc.title or title in inc.also or len(inc.also) >= MAX_ALSO_NOTES:
+            return
+        inc.also.append(title)
+        if inc.alert is not None:
+            # the alert was delivered already: whoever holds it (the console's list, the
+            # banner) shows the note; its text is made safe as the alert's own was
+            inc.alert.message = inc.base + shown(mask_secrets(f" (also seen: {'; '.join(inc.also)})"))
 
     def match(self, line: str, line_no: int) -> Alert | None:
         """The alert for `line` (title + fix with named groups filled in), or None."""
         f = self.diagnose(line, line_no)
-        return f.alert() if f is not None else None
+        if f is None:
+            return None
+        a = f.alert()
+        incs = self._incidents.get(f.signature.klass)
+        if incs:
+            incs[-1].alert, incs[-1].base = a, a.message
+        return a
 
     def reset(self) -> None:
         """Forget reported incidents (a new job's log starts)."""
-        self._last.clear()
+        self._incidents.clear()
         self._echo = EchoFilter()
 
     def verdict(self, lines: Iterable[str], start: int = 0) -> Verdict:
         """Why the run these lines end died: see `Verdict`. Independent of what `match`
         already reported (no de-duplication), so it can be asked again at any time."""
         echo = EchoFilter()
+        first = FirstError()
         findings: list[Finding] = []
-        last: dict[str, Finding] = {}  # per role
+        best: tuple[tuple[int, int, int], Finding] | None = None
         seen: list[str] = []  # ids in log order, each once
         for i, line in enumerate(lines):
             in_frame = echo.step(line)
             f = self.find(line, start + i)
-            if f is None or in_frame or EchoFilter.is_code(line):
+            known = f is not None and not in_frame and not EchoFilter.is_code(line)
+            first.step(line, start + i, in_frame, known)
+            if not known or f is None:
                 continue
-            last[f.signature.role] = f
+            rank = (_LEVEL_RANK.get(f.signature.level, 2), _ROLE_RANK[f.signature.role], f.line_no)
+            if best is None or rank < best[0]:
+                best = (rank, f)
             if f.signature.id not in seen:
                 seen.append(f.signature.id)
             if len(findings) < MAX_VERDICT_FINDINGS:
                 findings.append(f)
-        chosen = next((last[r] for r in ROLES if r in last), None)
+        chosen = best[1] if best is not None else None
+        if first.found is not None:
+            rank = (_LEVEL_RANK["error"], 1, first.found.line_no)
+            if best is None or rank < best[0]:
+                chosen = self._unrecognised(first.found)
         also = [sid for sid in seen if chosen is None or sid != chosen.signature.id]
         return Verdict(finding=chosen, also=also, findings=findings)
+
+    def _unrecognised(self, err: ErrorLine) -> Finding:
+        """The finding for the first real error no entry names: the catalog's
+        `reward-function` entry when its traceback ran through reward code, else
+        `unrecognised-error`, titled with the error line as printed (made safe to show)."""
+        sig = _UNRECOGNISED
+        if err.reward:
+            sig = next((s for s in reversed(self.signatures)
+                        if s.id == REWARD_FUNCTION_ID and "error" in s.fields), _UNRECOGNISED)
+        groups = {name: "" for name in sig.fields}
+        groups["error"] = err.text
+        return Finding(signature=sig, line_no=err.line_no, line=err.line, groups=groups)
+
+
+REWARD_FUNCTION_ID = "reward-function"
+"""The catalog entry that names an exception raised inside the reward function (its
+traceback runs through reward code); its texts use {error}, the exception line."""
+
+_UNRECOGNISED = Signature(
+    id=UNRECOGNISED_ID, level="error", pattern=re.compile(r"(?!)"), title="{error}",
+    explanation=("No catalog entry knows this error. It is the first real error in the log (the "
+                 "innermost exception of the first traceback, a fatal signal, a non-zero exit), which "
+                 "is usually the cause of what follows it."),
+    fix=("Read the traceback that ends at this line and the lines just before it on the same "
+         "process or rank; if it recurs, add its wording to <config dir>/diagnosis.yaml so the "
+         "next run names it (README: Known failures)."),
+    role="cause", cls=UNRECOGNISED_ID, fields=("error",), source="rlconsole")
 
 
 @dataclass
 class Verdict:
     """The diagnosis of a log tail: the cause the console names, and the rest as context.
 
-    `finding` is the last `cause` finding in the lines, else the last `consequence`, else
-    the last `wrapper` (see ROLES): a specific cause printed before "a Ray worker died"
-    or "RayTaskError" is what killed the run, and the wrapper printed after it is its
-    echo through Ray. `also` lists the ids of the other known failures seen, in log order,
+    `finding` is the strongest failure in the lines: an error before a warning; then a
+    `cause`, else the first real error no entry knows (`unrecognised-error`), else a
+    `consequence`, else a `wrapper` (see ROLES); among equals the first in time, so its
+    line is the cause's first line (a consequence or Ray's wrapper printed before or after
+    it never wins). `also` lists the ids of the other known failures seen, in log order,
     each once; `findings` the first MAX_VERDICT_FINDINGS of them.
     """
 
@@ -599,6 +785,129 @@ class Verdict:
         return {"id": f.signature.id if f else None, "title": f.title if f else None,
                 "fix": f.fix if f else None, "line": f.line_no + 1 if f and f.line_no >= 0 else None,
                 "also": list(self.also)}
+
+
+# ----------------------------------------------------------------------- the first real error
+
+MAX_ERROR_TITLE = 300
+"""An unrecognised error's title is its line from the exception's name on, this long at most."""
+
+
+@dataclass
+class ErrorLine:
+    """A line `FirstError` takes for a real error: where, what, and how strong."""
+
+    line_no: int
+    line: str
+    text: str
+    kind: int
+    """0: a Python exception line, 1: a fatal line (signal, FATAL, core dumped), 2: a
+    non-zero exit."""
+    reward: bool = False
+    """Its traceback ran through reward code (a frame in a `reward` module, compute_score)."""
+
+
+_EXC_SUFFIX = r"(?:Error|Exception|Exit|Interrupt|Fault|Failure)"
+_EXC_NAME = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,60}?" + _EXC_SUFFIX
+                       + r"(?=:\s|:?[ \t`'\"]*$)")
+"""`SomeError: message` (or the name alone at the line's end) after any prefix: a dotted
+name whose last part ends as Python's exception classes do (`...Error`, `...Exception`,
+KeyboardInterrupt, SystemExit); never `...Warning`. Bounded repeats only: linear."""
+_TB_NAME = re.compile(r"[A-Za-z_][\w.]{0,120}(?=:\s|:?\s*$)")
+"""The exception line that ends a traceback, at the traceback's column: any dotted name
+(`socket.timeout: timed out`, `KeyboardInterrupt`)."""
+_FATAL = re.compile(r"Fatal Python error: |(?<![\w-])FATAL(?![\w-])|Segmentation fault|\bcore dumped\b"
+                    r"|\*\*\* SIG[A-Z]{2,6} received|Caught signal \d{1,3} \(")
+_EXIT = re.compile(r"exit(?:ed)?(?: with)? (?:code|status)[:= ]{1,3}(-?\d{1,4})|exitcode: (-?\d{1,4})"
+                   r"|non-zero exit status (\d{1,4})", re.IGNORECASE)
+_ANSI = re.compile(r"\x1b\[[0-9;]{0,32}[A-Za-z]")
+_ERROR_HINTS = ("rror", "xception", "Traceback", "atal", "FATAL", "Segmentation", "xit", "nterrupt",
+                "core dumped", "SIG", "Caught signal", "ault", "ailure")
+
+
+def _is_reward_frame(line: str) -> bool:
+    """A traceback frame in reward code: its file path names `reward` (VeRL's reward_score/,
+    reward_manager/, a user's reward.py) or its function is compute_score or a *reward*
+    function. Substring tests only: linear on any line."""
+    at = line.find('File "')
+    if at >= 0:
+        end = line.find('"', at + 6)
+        if "reward" in line[at + 6:end if end >= 0 else len(line)].lower():
+            return True
+    inn = line.rfind(", in ")
+    return inn >= 0 and ("compute_score" in line[inn:] or "reward" in line[inn:].lower())
+
+
+class FirstError:
+    """The first real error of a log, read line by line with the EchoFilter's answer for
+    each line (`in_frame`) and whether a catalog entry named it (`known`): the innermost
+    exception of the first traceback (Python prints the original one first when one
+    exception leads to another), else the first fatal line (a fatal signal, FATAL, a core
+    dump), else the first non-zero exit. Not an error: a `raise` echo, a warning
+    (`UserWarning: ...`), the traceback after "Exception ignored in" (Python carried on),
+    a line the catalog names (known failures, Ray's wrappers), and anything without such a
+    form. Cheap on ordinary lines: a few substring tests, no regex."""
+
+    def __init__(self) -> None:
+        self.found: ErrorLine | None = None
+        self._tb_col: int | None = None
+        self._reward = False
+        self._ignored = False
+        self._unpickling = False
+
+    def _take(self, cand: ErrorLine) -> None:
+        if self.found is None or cand.kind < self.found.kind:
+            self.found = cand
+
+    def step(self, line: str, line_no: int, in_frame: bool, known: bool) -> None:
+        if self.found is not None and self.found.kind == 0:
+            return  # the first exception is found: nothing later can be stronger
+        if in_frame:
+            if self._tb_col is not None and not self._reward and ("reward" in line or "compute_score" in line):
+                self._reward = _is_reward_frame(line)
+            if "from_ray_exception" in line:
+                # Ray rebuilding a worker's exception in the driver (ray/exceptions.py): what
+                # this traceback ends in is how that failed, not the run's error
+                self._unpickling = True
+            return
+        tb_col = self._tb_col
+        self._tb_col = None
+        if tb_col is None and not any(h in line for h in _ERROR_HINTS):
+            return
+        if "\x1b" in line:
+            line = _ANSI.sub("", line)  # a colour glued to the name: `\x1b[31mValueError: ...`
+        if "Exception ignored in" in line:
+            self._ignored = True  # Python reports an exception it then ignores: handled
+            return
+        col = line.find("Traceback (most recent call last)")
+        if col >= 0:
+            self._tb_col, self._reward, self._unpickling = col, False, False
+            return
+        if known:
+            return
+        if EchoFilter.is_code(line):
+            return
+        m = None
+        if tb_col is not None:
+            m = _TB_NAME.match(line, tb_col)
+        if m is None:
+            m = _EXC_NAME.search(line)
+        if m is not None:
+            if self._ignored or (self._unpickling and tb_col is not None):
+                self._ignored = self._unpickling = False
+                return
+            text = shown(line[m.start():].strip())[:MAX_ERROR_TITLE]
+            self._take(ErrorLine(line_no, line, text, 0, reward=self._reward and tb_col is not None))
+            return
+        if self.found is not None and self.found.kind <= 1:
+            return
+        if _FATAL.search(line):
+            self._take(ErrorLine(line_no, line, shown(line.strip())[:MAX_ERROR_TITLE], 1))
+            return
+        if self.found is None:
+            e = _EXIT.search(line)
+            if e is not None and int(next(g for g in e.groups() if g is not None)) != 0:
+                self._take(ErrorLine(line_no, line, shown(line.strip())[:MAX_ERROR_TITLE], 2))
 
 
 _EDGE = r"(?:(?<![^\W_])|(?![^\W_]))"
