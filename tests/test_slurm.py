@@ -448,3 +448,33 @@ def test_sim_up_slurm_says_in_one_line_that_it_needs_root(monkeypatch: pytest.Mo
     assert rc != 0 and out == ""
     assert len(err.splitlines()) == 1 and "sim up --slurm needs root" in err, err
     assert not (tmp_path / "sim" / "config.json").exists()
+
+
+def test_transport_is_chosen_in_one_place() -> None:
+    """`open_pool`: srun for a Slurm profile (the default), SSH with the allocation read for
+    `transport: ssh`, plain SSH for a static profile; before an allocation the SSH pool
+    knows of none."""
+    import asyncio
+
+    from tui.core.profile import load_profile_text
+    from tui.core.srun import SrunPool
+    from tui.core.ssh import SessionPool
+    from tui.core.transport import open_pool, transport_name
+
+    text = (Path(__file__).parent / "data" / "good_profile.yaml").read_text()
+    i, j = text.index("nodes:"), text.index("container:")
+
+    def slurm(transport: str) -> Any:
+        return load_profile_text(text[:i] + "cluster:\n  scheduler: slurm\n  nodes: 2\n  gpus_per_node: 8\n"
+                                 f"  time: '1:00:00'\n  transport: {transport}\n" + text[j:], "s.yaml")
+
+    async def go() -> None:
+        static = load_profile_text(text, "t.yaml")
+        assert transport_name(static) == "ssh" and type(open_pool(static)) is SessionPool
+        assert transport_name(slurm("srun")) == "srun" and isinstance(open_pool(slurm("srun")), SrunPool)
+        pool = open_pool(slurm("ssh"))
+        assert isinstance(pool, SessionPool) and transport_name(slurm("ssh")) == "ssh"
+        await pool.look()
+        assert pool.allocation is None
+        await pool.close()
+    asyncio.run(asyncio.wait_for(go(), 60))

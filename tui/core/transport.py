@@ -73,6 +73,61 @@ def open_pool(profile: Profile, **kwargs: Any) -> Any:
         from tui.core.srun import SrunPool
 
         return SrunPool(profile, **kwargs)
+    if profile.cluster.slurm:
+        return _slurm_ssh_pool(profile, **kwargs)
     from tui.core.ssh import SessionPool
 
     return SessionPool(profile, **kwargs)
+
+
+def _slurm_ssh_pool(profile: Profile, **kwargs: Any) -> Any:
+    """SSH to the nodes of a Slurm allocation (`transport: ssh`, pam_slurm_adopt): the SSH
+    pool, plus the allocation read by squeue (`allocation`, as SrunPool has it); when it
+    hands out nodes, the sessions learn their hosts in place and reconnect at once."""
+    import asyncio
+    import contextlib
+
+    from tui.core import slurm
+    from tui.core.ssh import SessionPool
+
+    class SlurmSshPool(SessionPool):
+        def __init__(self) -> None:
+            super().__init__(profile, **kwargs)
+            self.allocation: slurm.Allocation | None = None
+            self._poll: asyncio.Task[None] | None = None
+
+        async def look(self) -> None:
+            before = [n.ssh.host for n in profile.nodes]
+            try:
+                self.allocation = await slurm.resolve(profile, rename=False)
+            except Exception as e:  # noqa: BLE001 - a Slurm hiccup is a state
+                self.allocation = slurm.Allocation(slurm.known_job(profile) or "?", "UNKNOWN", reason=str(e))
+            if [n.ssh.host for n in profile.nodes] != before:
+                for s in self.sessions.values():
+                    s.reconnect_now()
+
+        async def _loop(self) -> None:
+            from tui.core.srun import POLL_S
+
+            while True:
+                await self.look()
+                await asyncio.sleep(POLL_S)
+
+        def start(self) -> None:
+            super().start()
+            if self._poll is None:
+                self._poll = asyncio.get_running_loop().create_task(self._loop(), name="slurm-allocation")
+
+        async def open(self, timeout: float | None = None) -> dict[str, bool]:
+            await self.look()
+            return await super().open(timeout)
+
+        async def close(self) -> None:
+            if self._poll is not None:
+                self._poll.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._poll
+                self._poll = None
+            await super().close()
+
+    return SlurmSshPool()
