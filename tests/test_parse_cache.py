@@ -223,3 +223,94 @@ def test_each_save_folds_only_the_steps_new_to_the_summary(tmp_path: Path, monke
     scratch = json.loads(json.dumps(orig(None, ((s, w.parser.steps[s]) for s in range(1, cut + 1)))))
     assert doc["base"] == scratch and [s for s, _ in doc["state"]["steps"]] == list(range(cut + 1, 311))
     w.spool.close()
+
+
+_HUGE = 10**400  # JSON holds it; float() of it raises OverflowError
+
+
+def _tamper_full(doc: dict[str, Any], what: str) -> None:
+    st = doc["state"]
+    if what == "metric":
+        st["steps"][0][1]["critic/rewards/mean"] = _HUGE
+    elif what == "step":
+        st["steps"][0][0] = _HUGE
+    elif what == "negative-step":
+        st["steps"][0][0] = -5
+    elif what == "total_steps":
+        st["total_steps"] = _HUGE
+    elif what == "last_checkpoint":
+        st["last_checkpoint"] = _HUGE
+    elif what == "negative-lines":
+        doc["lines"] = -3
+    elif what == "progress":
+        st["progress"] = {"n": _HUGE, "total": 1, "percent": 1, "elapsed_s": None, "remaining_s": None,
+                          "s_per_it": None}
+    elif what == "progress-types":
+        st["progress"] = {"n": 1, "total": 1, "percent": 1, "elapsed_s": "soon"}
+    elif what == "malformed":
+        st["malformed"] = _HUGE
+
+
+@pytest.mark.parametrize("what", ["metric", "step", "negative-step", "total_steps", "last_checkpoint",
+                                  "negative-lines", "progress", "progress-types", "malformed"])
+def test_a_cache_with_huge_or_negative_numbers_is_ignored_and_rebuilt(
+        what: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39 S8: a parse cache holding 10**400 as a metric crashed `runs` (float() of it
+    raised OverflowError, which the type check did not expect); others (a 400-digit step,
+    total or checkpoint, a negative line count, a tqdm bar of any types) were taken as they
+    were. Every integer is a count, a step or a line: 0 <= n < 10**18, as the parser's own;
+    a cache outside that is refused, the spool parsed from the start, the cache rebuilt."""
+    from tui.cli import main
+    from tui.core.job.runs import summarize_run
+
+    w = _spool(tmp_path)
+    doc = json.loads(w.cache_path.read_text())
+    _tamper_full(doc, what)
+    w.cache_path.write_text(json.dumps(doc))
+    s = summarize_run("j", None, tmp_path / "j")  # what `runs` does per run
+    assert s.step == 40 and s.total_steps == 100 and s.last_checkpoint is None, s
+    w2, fed = _reattach(tmp_path)
+    assert sum(fed) == len(LINES) and w2.parser.steps == STEPS and w2.cache.bad
+    _assert_rebuilt(w2)
+    # and the command itself, on a spool root holding it (every spool is summarised)
+    import shutil
+
+    from tui.core.locations import spool_root
+
+    doc = json.loads(w.cache_path.read_text())
+    _tamper_full(doc, what)
+    w.cache_path.write_text(json.dumps(doc))
+    spool_root().mkdir(parents=True, exist_ok=True)
+    shutil.copytree(tmp_path / "j", spool_root() / "raysubmit_tampered")
+    from tui.core.job.journal import Journal, state_entry
+
+    e = state_entry("RUNNING", None, "watch", at=100.0)
+    e.data["profile"] = "qwen3-8b-grpo-32gpu"
+    Journal(spool_root() / "raysubmit_tampered").append(e)
+    assert main(["runs", "--json", "-P", str(Path(__file__).resolve().parent.parent / "profiles"
+                                             / "qwen3-8b-grpo-32gpu.yaml")]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(r["id"], r["step"], r["total_steps"]) for r in got] == [("raysubmit_tampered", 40, 100)]
+
+
+@pytest.mark.parametrize("where", ["count", "sum", "point-step", "point-value"])
+def test_a_summary_with_huge_numbers_is_ignored_for_the_full_cache(tmp_path: Path, where: str) -> None:
+    """The summary file's base (what `status` reads): 10**400 as a count, a sum or a point
+    crashed in float() or was taken; now it is refused and the full cache read instead."""
+    _summary_spool(tmp_path)
+    _, full = _state(tmp_path, summary=False)
+    path = tmp_path / "j" / "parsed-summary.json"
+    doc = json.loads(path.read_text())
+    e = doc["base"]["keys"]["critic/rewards/mean"]
+    if where == "count":
+        e[0] = _HUGE
+    elif where == "sum":
+        e[1] = _HUGE
+    elif where == "point-step":
+        e[2][0][0] = _HUGE
+    else:
+        e[2][0][1] = _HUGE
+    path.write_text(json.dumps(doc))
+    w, small = _state(tmp_path, summary=True)
+    assert w.cache.base is None and len(w.parser.steps) == 307
+    assert small == full

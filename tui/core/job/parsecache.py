@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.core.job.spool import LogSpool
-from tui.core.job.verl_log import LogMetricsParser
+from tui.core.job.verl_log import MAX_LINE, LogMetricsParser
 
 log = logging.getLogger("rlconsole.jobwatch")
 
@@ -142,7 +142,7 @@ class ParseCache:
             state = _cache_state(doc, self.VERSION, fields)
             if state is not None and summary:
                 state["__base"] = _base(doc["base"])
-        except (ValueError, TypeError, KeyError, RecursionError):
+        except (ValueError, TypeError, KeyError, RecursionError, OverflowError):
             self.bad = True
             return None
         if state is None:
@@ -213,26 +213,25 @@ def _base(raw: Any) -> dict[str, Any]:
 
     if not isinstance(raw, dict) or set(raw) != {"steps", "keys"} or not isinstance(raw["keys"], dict):
         raise KeyError("base")
-    steps = raw["steps"]
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-        raise TypeError("base steps")
+    steps = _count(raw["steps"], "base steps")
     keys: dict[str, tuple[int, float, list[tuple[int, float]]]] = {}
     for k, e in raw["keys"].items():
         if not isinstance(e, list) or len(e) != 3:
             raise TypeError("base key")
-        n, total, pts = e
-        if not isinstance(n, int) or isinstance(n, bool) or not isinstance(total, (int, float)) \
-                or isinstance(total, bool) or not isinstance(pts, list) or not 0 <= len(pts) <= min(n, SUMMARY_POINTS):
+        n, total, pts = _count(e[0], "base count"), _number(e[1], "base sum"), e[2]
+        if not math.isfinite(total) or not isinstance(pts, list) or not 0 <= len(pts) <= min(n, SUMMARY_POINTS):
             raise TypeError("base key")
         got: list[tuple[int, float]] = []
         for p in pts:
-            if not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], int) or isinstance(p[0], bool) \
-                    or not isinstance(p[1], (int, float)) or isinstance(p[1], bool) or not math.isfinite(p[1]):
+            if not isinstance(p, list) or len(p) != 2:
                 raise TypeError("base point")
-            got.append((p[0], float(p[1])))
+            step, value = _count(p[0], "base point step"), _number(p[1], "base point")
+            if not math.isfinite(value):
+                raise TypeError("base point")
+            got.append((step, value))
         if n and len(got) < min(n, SUMMARY_POINTS):
             raise TypeError("base points")
-        keys[k] = (n, float(total), got)
+        keys[k] = (n, total, got)
     return {"steps": steps, "keys": keys}
 """A parse cache larger than this is not read (2710 steps x 150 metrics: 16 MB)."""
 
@@ -242,6 +241,66 @@ _CACHE_SCALARS: dict[str, tuple[type, ...]] = {
     "_pending_bad": (int,), "_pending_prefix_bad": (int,), "_pending_last_bad": (bool,)}
 """The parser fields the parse cache holds besides `steps` and `progress`, by type."""
 
+_MAX_INT = 10**18
+"""Every integer in a cache is a count, a step or a line number: the parser takes no step
+of more than 18 digits, so a larger one (or a negative one) is not what `write` wrote. An
+unbounded one was taken as it was: 10**400 as a metric crashed `runs` in float()."""
+_MAX_TEXT = MAX_LINE
+"""A parser string in a cache (a partial line, a wrapped segment) is at most the parser's own
+bound on a partial line."""
+
+
+def _count(v: Any, what: str) -> int:
+    """A non-negative integer below `_MAX_INT` (TypeError otherwise)."""
+    if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < _MAX_INT:
+        raise TypeError(what)
+    return v
+
+
+def _number(v: Any, what: str) -> float:
+    """A metric's value: a float as the parser keeps it (nan and inf included), or an
+    integer within `_MAX_INT` (TypeError otherwise: `float(10**400)` raises)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, int) and not -_MAX_INT < v < _MAX_INT):
+        raise TypeError(what)
+    return float(v)
+
+
+def _scalar(k: str, v: Any, types: tuple[type, ...]) -> Any:
+    """A plain parser field of one of `types`, integers and strings within their bounds."""
+    if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+        raise TypeError(k)
+    if isinstance(v, int) and not isinstance(v, bool):
+        _count(v, k)
+    elif isinstance(v, str) and len(v) > _MAX_TEXT:
+        raise TypeError(k)
+    return v
+
+
+def _progress(prog: Any) -> Any:
+    """The last tqdm bar: exactly TqdmProgress's fields, counts and finite times."""
+    import dataclasses
+    import math
+
+    from tui.core.job.verl_log import TqdmProgress
+
+    if prog is None:
+        return None
+    names = {f.name for f in dataclasses.fields(TqdmProgress)}
+    if not isinstance(prog, dict) or not {"n", "total", "percent"} <= set(prog) <= names:
+        raise KeyError("progress")
+    out: dict[str, Any] = {}
+    for k, v in prog.items():
+        if k in ("n", "total", "percent"):
+            out[k] = _count(v, f"progress {k}")
+        elif v is None:
+            out[k] = None
+        else:
+            x = _number(v, f"progress {k}")
+            if not math.isfinite(x) or x < 0:
+                raise TypeError(f"progress {k}")
+            out[k] = x
+    return TqdmProgress(**out)
+
 
 def _cache_state(doc: Any, version: int, fields: set[str]) -> dict[str, Any] | None:
     """The parser state in a parse-cache document, type-checked field by field (None:
@@ -249,12 +308,10 @@ def _cache_state(doc: Any, version: int, fields: set[str]) -> dict[str, Any] | N
     is data written by `ParseCache.write`, and nothing else is taken from it. `fields`: the
     parser's own attributes; a field added to the parser later (not in
     `_CACHE_SCALARS`) is taken only as a plain scalar."""
-    from tui.core.job.verl_log import TqdmProgress
-
     if not isinstance(doc, dict) or doc.get("version") != version:
         return None
-    if not all(isinstance(doc[k], int) and not isinstance(doc[k], bool) for k in ("size", "lines")):
-        raise TypeError("size/lines")
+    for k in ("size", "lines"):
+        _count(doc[k], k)
     raw = doc["state"]
     if not isinstance(raw, dict) or not set(_CACHE_SCALARS) | {"steps", "progress"} <= set(raw) <= fields:
         raise KeyError("state fields")
@@ -262,21 +319,17 @@ def _cache_state(doc: Any, version: int, fields: set[str]) -> dict[str, Any] | N
     for k, v in raw.items():
         if k in ("steps", "progress"):
             continue
-        types = _CACHE_SCALARS.get(k, (str, int, float, bool, type(None)))
-        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
-            raise TypeError(k)
-        state[k] = v
+        state[k] = _scalar(k, v, _CACHE_SCALARS.get(k, (str, int, float, bool, type(None))))
     steps: dict[int, dict[str, float]] = {}
+    if not isinstance(raw["steps"], list):
+        raise TypeError("steps")
     for item in raw["steps"]:
         step, metrics = item
-        if not isinstance(step, int) or not isinstance(metrics, dict):
+        if not isinstance(metrics, dict) or not all(isinstance(name, str) for name in metrics):
             raise TypeError("steps")
-        if not all(isinstance(name, str) and isinstance(x, (int, float)) for name, x in metrics.items()):
-            raise TypeError("step metrics")
-        steps[step] = {name: float(x) for name, x in metrics.items()}
+        steps[_count(step, "step")] = {name: _number(x, "step metrics") for name, x in metrics.items()}
     state["steps"] = steps
-    prog = raw["progress"]
-    state["progress"] = None if prog is None else TqdmProgress(**prog)
+    state["progress"] = _progress(raw["progress"])
     return state
 
 
