@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from typing import Callable, NoReturn
+from typing import Any, Callable, NoReturn
 
 from tui.cli.completion import SHELLS
 from tui.cli.serve import DEFAULT_PORT as SERVE_PORT
@@ -44,7 +44,8 @@ def _sim_profile_fallback() -> str | None:
 def _load(args: argparse.Namespace):  # -> Profile
     from tui.core.profile import load_profile, resolve_profile
 
-    path = resolve_profile(getattr(args, "profile", None), _sim_profile_fallback)
+    spec = getattr(args, "profile", None)
+    path = resolve_profile(spec, _sim_profile_fallback)
     prof = load_profile(path)
     if getattr(args, "read_only", False):
         from dataclasses import replace
@@ -53,9 +54,41 @@ def _load(args: argparse.Namespace):  # -> Profile
     log.info("profile %s (%s)%s", prof.name, prof.path, " read-only" if prof.console.read_only else "")
     from tui.core.profile import cwd_profile_warning
 
-    warning = cwd_profile_warning(prof)
+    warning = cwd_profile_warning(prof, found=path, spec=spec or os.environ.get("RLCONSOLE_PROFILE"))
     if warning is not None:
-        _notice(args, warning)
+        prof = _gate_cwd_profile(args, prof, warning)
+    return prof
+
+
+def _gate_cwd_profile(args: argparse.Namespace, prof: Any, warning: str) -> Any:
+    """A profile from the current directory that runs local commands (`notify.to`,
+    `ssh.config`: `cwd_profile_warning`) has them used only once the person says so:
+    `--trust-profile`, or `y` to the question at a terminal. Otherwise (headless, or not
+    `y`) the run goes on without them: no notify target, no ssh.config (the user's own
+    ~/.ssh/config applies), and the warning says so and how to use them. Said once either
+    way (stderr, and an alert in the console)."""
+    from dataclasses import replace
+
+    from tui.core.safetext import shown
+
+    trusted = bool(getattr(args, "trust_profile", False))
+    asked = answered = False
+    if not trusted and sys.stdin.isatty() and sys.stderr.isatty():
+        sys.stderr.write(f"rlconsole: warning: {shown(warning, lines=True)}\n"
+                         "use its local commands for this run? [y/N] ")
+        sys.stderr.flush()
+        asked = True
+        trusted = answered = sys.stdin.readline().strip().lower() in ("y", "yes")
+    if trusted:
+        text = f"{warning} (used: {'answered y' if answered else '--trust-profile'})"
+    else:
+        prof = replace(prof, notify=replace(prof.notify, to=[]), ssh=replace(prof.ssh, config=None))
+        text = (f"{warning}. Not used for this run (nothing it names runs or is posted to); "
+                "pass --trust-profile, or answer y at a terminal, to use them")
+    if asked:  # the question said it on stderr: the console's alert still shows it
+        args.notices = [*getattr(args, "notices", []), text]
+    else:
+        _notice(args, text)
     return prof
 
 
@@ -313,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     profile_flag = _Parser(add_help=False)
     profile_flag.add_argument("--profile", "-P", metavar="P", default=argparse.SUPPRESS,
                               help="profile path or name (./profiles, user config dir, packaged)")
+    profile_flag.add_argument("--trust-profile", action="store_true", default=argparse.SUPPRESS,
+                              help="a profile from the current directory may run its local commands "
+                                   "(notify.to, ssh.config) without the question")
     verbose_flag = _Parser(add_help=False)
     verbose_flag.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                               help="mirror the debug log on stderr")

@@ -1044,17 +1044,38 @@ def resolve_profile(spec: str | None, fallback: Callable[[], str | None] | None 
                      f"the packaged profiles; known: {names})")
 
 
-def cwd_profile_warning(profile: Profile) -> str | None:
-    """The one warning line for a profile read from ./profiles (the current directory:
-    perhaps a repository just cloned, written by anyone) that makes this machine run
-    commands or read an SSH config as soon as the console starts, before any key: its
-    file and those keys. None for any other profile, or one that sets none of them."""
+def cwd_origin(profile: Profile, found: str | Path | None = None, spec: str | None = None) -> str | None:
+    """Where in the current directory `profile` was read from ("./profiles", or "the current
+    directory" itself), or None when it was not from there. The current directory (perhaps a repository just
+    cloned, written by anyone): from ./profiles, judged on the path as it was found as well
+    as resolved (a link there is from ./profiles wherever it points), or a bare name
+    (`--profile NAME`) that named a file of the current directory itself. `found`: the path
+    `resolve_profile` returned; `spec`: what it was asked. The packaged profiles' own text
+    (rlconsole's checkout as the current directory, a link to one of them) is not."""
     try:
-        where = Path(profile.path).resolve()
-        cwd_dir = (Path.cwd() / "profiles").resolve()
-        if not where.is_relative_to(cwd_dir) or cwd_dir == packaged_profiles_dir().resolve():
+        cwd = Path.cwd()
+        resolved = Path(profile.path).resolve()
+        if resolved.is_relative_to(packaged_profiles_dir().resolve()):
             return None
+        seen = [resolved] + ([Path(os.path.abspath(found))] if found is not None else [])
+        dirs = (cwd / "profiles", (cwd / "profiles").resolve())
+        if any(p.is_relative_to(d) for p in seen for d in dirs):
+            return "./profiles in the current directory"
+        bare = spec is not None and "/" not in spec and not spec.endswith((".yaml", ".yml"))
+        if bare and found is not None and Path(os.path.abspath(found)).parent in (cwd, cwd.resolve()):
+            return "the current directory (found by its name)"
     except (OSError, ValueError):
+        pass
+    return None
+
+
+def cwd_profile_warning(profile: Profile, found: str | Path | None = None, spec: str | None = None) -> str | None:
+    """The one warning line for a profile read from the current directory (`cwd_origin`)
+    that makes this machine run commands or read an SSH config as soon as the console
+    starts, before any key: its file and those keys. None for any other profile, or one
+    that sets none of them."""
+    origin = cwd_origin(profile, found, spec)
+    if origin is None:
         return None
     keys: list[str] = []
     commands = [t for t in profile.notify.to if not t.startswith(("http://", "https://"))]
@@ -1067,5 +1088,5 @@ def cwd_profile_warning(profile: Profile) -> str | None:
         keys.append("ssh.config (an SSH config runs local commands: ProxyCommand, Match exec)")
     if not keys:
         return None
-    return (f"profile {profile.path} comes from ./profiles in the current directory and sets "
+    return (f"profile {profile.path} comes from {origin} and sets "
             f"{'; '.join(keys)}: read it before you trust it")
