@@ -202,9 +202,37 @@ async def test_t_plots_runs_against_hours() -> None:
         await pilot.press("t")
         await until(pilot, lambda: ("raysubmit_demo0001", "timing_s/step") in g.overlay)
         await pilot.pause()
-        assert g.by_time and "x: hours" in str(g.query_one("#graph-keys").render())
+        assert g.by_time and "x: time" in str(g.query_one("#graph-keys").render())
         text = re.sub(r"\x1b\[[0-9;]*m", "", g.query_one("#plot-0", PlotextPlot).plt.build())
-        assert "hours (sum of step times)" in text and "demo0001" in text
-        # 412 steps of ~1000 s and 240 of ~1050 s: the axis reaches past 100 hours, not step 812
-        axis = text.splitlines()[next(i for i, line in enumerate(text.splitlines()) if "hours (sum" in line) - 1]
-        assert max(float(x) for x in re.findall(r"\d+(?:\.\d+)?", axis)) < 200
+        assert "training time (sum of step times)" in text and "demo0001" in text
+        # 412 steps of ~1000 s and 240 of ~1050 s: the axis reaches past 100 hours, not step 812,
+        # labelled as durations (issue 36 major 6: no fractional hours)
+        axis = text.splitlines()[next(i for i, line in enumerate(text.splitlines()) if "training time" in line) - 1]
+        assert re.search(r"\b[1-8]d\d\dh\b", axis), axis
+        assert not re.search(r"\d\.\d", axis), axis
+
+
+async def test_graphs_use_the_panes_units() -> None:
+    """Issue 36 major 6: MFU in percent as the training pane says it (VeRL logs a
+    fraction), the step-time band as durations, not `0.1-7.99998`."""
+    import re
+
+    from tui.core.profile import Monitoring
+
+    series = {"perf/mfu/actor": [(s, 0.2 + s / 1000) for s in range(1, 100)],
+              "timing_s/step": [(s, 6.0) for s in range(1, 100)]}
+    mon = Monitoring(mfu_pct=(20.0, 42.0), step_time_min=(0.1, 7.99998))
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        g = GraphScreen(lambda: series, mon)
+        await app.push_screen(g)
+        await until(pilot, lambda: len(g.query(PlotextPlot)) == 2)
+        await settle(pilot)
+        titles = {}
+        for i, name in enumerate(g.selected):
+            text = re.sub(r"\x1b\[[0-9;]*m", "", g.query_one(f"#plot-{i}", PlotextPlot).plt.build())
+            titles[name] = text.splitlines()[0]
+        mfu, st = titles["perf/mfu/actor"], titles["timing_s/step"]
+        assert "[20-42%]" in mfu and "29.9%" in mfu, mfu
+        assert "7.99998" not in st and "[6 s-8 min]" in st and "6 s" in st, st

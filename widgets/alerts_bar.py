@@ -2,6 +2,9 @@
 open alert (a node that is down, a hot card, a failed job) or the newest event not yet
 looked at, with how many are open; the full history is a screen away (`a`, or a click).
 
+A message longer than the bar wraps onto up to four lines (three under 100 columns): a
+failed job's cause ends with its fix, which a one-line bar cut off at 120 columns.
+
 It shows what holds *now*: an episode's end (`Alert.ends`) removes it (tui/core/alerts.py
 `OpenAlerts`), so "node node3 is down" goes away when node3 is back. Alert text comes
 from nodes and logs, so it is drawn as Rich Text, never parsed as markup.
@@ -27,7 +30,7 @@ class AlertsBar(Static):
         """The bar was clicked: the screen opens the alert list (the widget only says so)."""
 
     DEFAULT_CSS = """
-    AlertsBar { height: 1; width: 1fr; padding: 0 1; background: $panel; color: $text-muted; }
+    AlertsBar { height: auto; max-height: 4; width: 1fr; padding: 0 1; background: $panel; color: $text-muted; }
     AlertsBar.-warning { background: $warning-muted; color: $text; }
     AlertsBar.-error { background: $error-muted; color: $text; }
     """
@@ -62,11 +65,25 @@ class AlertsBar(Static):
         where = f" (log line {top.line + 1})" if top.line is not None else ""
         t = Text()
         t.append(f"{ICON.get(top.level, '•')} ")
-        t.append(shown(top.source), style="bold")  # outside text: the one rule (tui/core/safetext.py)
-        t.append(f": {shown(top.message)}{where}")
-        more = f" · {len(current) - 1} more open" if len(current) > 1 else ""
-        t.append(f"  {more.lstrip(' ·') + ' · ' if more else ''}{history}", style="dim")
+        if top.source == "job" and top.message.startswith("job "):  # "job: job X FAILED" says it twice
+            t.append(shown(top.message), style="")
+            t.append(where)
+        else:
+            t.append(shown(top.source), style="bold")  # outside text: the one rule (tui/core/safetext.py)
+            t.append(f": {shown(top.message)}{where}")
+        k = len(current) - 1
+        suffix = f"  {f'{k} more open · ' if k else ''}{history}"
+        width = self.content_region.width
+        if width and t.cell_len <= width < t.cell_len + len(suffix):
+            # the alert fits one line, the counts do not: they shrink (or go) rather than
+            # grow the bar a line; a longer alert wraps with them after it
+            shorter = [f"  {f'+{k} open · ' if k else ''}{n} alerts", f"  {n} alerts", ""]
+            suffix = next(x for x in shorter if t.cell_len + len(x) <= width)
+        t.append(suffix, style="dim")
         self.update(t)
+
+    def on_resize(self) -> None:
+        self._show()
 
     def on_click(self, event: Click) -> None:
         self.post_message(self.Clicked())

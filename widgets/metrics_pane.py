@@ -18,6 +18,7 @@ from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import Label, Sparkline, Static
 
 from tui.core.job.metrics import MetricsSummary, fmt_range, fmt_step_time
+from tui.core.job.metrics import fmt_duration as fmt_core_duration
 from tui.core.profile import Monitoring
 from tui.core.safetext import shown
 from tui.core.state import JobStatus
@@ -26,18 +27,11 @@ PLOTS = (("reward", "reward"), ("throughput", "tok/s/node"), ("response_length",
 
 
 def fmt_duration(s: float | None) -> str:
-    """Coarse, human ETA: two units are enough for a run measured in days."""
+    """An ETA as every view says a duration (`core.job.metrics.fmt_duration`: "44s",
+    "3m10s", "2h05m", "3d04h"): 44 s left is never "0m"."""
     if s is None or s < 0:
         return "—"
-    s = int(s)
-    d, rem = divmod(s, 86_400)
-    h, rem = divmod(rem, 3_600)
-    m, _ = divmod(rem, 60)
-    if d:
-        return f"{d}d {h}h"
-    if h:
-        return f"{h}h {m:02d}m"
-    return f"{m}m"
+    return fmt_core_duration(s)
 
 
 def _job_head(summary: MetricsSummary, total: Any) -> str | None:
@@ -184,6 +178,8 @@ class MetricsPane(Vertical):
     DEFAULT_CSS = """
     MetricsPane { height: auto; }
     MetricsPane > #metrics-summary { height: auto; }
+    MetricsPane > #metrics-cause { height: auto; color: $text-error; display: none; }
+    MetricsPane > #metrics-cause.-shown { display: block; }
     MetricsPane > Horizontal { height: 1; }
     MetricsPane > Horizontal > Label { width: 11; color: $text-muted; }
     MetricsPane > Horizontal > Sparkline { width: 1fr; }
@@ -199,6 +195,7 @@ class MetricsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("[dim]no metrics yet[/]", id="metrics-summary")
+        yield Static("", id="metrics-cause")
         for key, label in PLOTS:
             with Horizontal(id=f"plot-{key}"):
                 yield Label(label)
@@ -238,6 +235,13 @@ class MetricsPane(Vertical):
                       and max(cell_len(line) for line in lines) <= width
                       and max(cell_len(line) for line in old[0].split("\n")) <= width)
         box.update(markup, layout=not same_shape)
+
+    def show_cause(self, cause: str | None) -> None:
+        """Why the job ended (the diagnosis and its fix), under the summary; None: none.
+        Outside text (a log line's words): drawn as plain text, wrapped, never markup."""
+        box = self.query_one("#metrics-cause", Static)
+        box.set_class(bool(cause), "-shown")
+        box.update(Content("✖ " + shown(cause)) if cause else "")
 
     def update_metrics(self, summary: MetricsSummary, series: dict[str, list[tuple[int, float]]]) -> None:
         self.summary = summary

@@ -266,6 +266,7 @@ class LiveBackend:
                     await asyncio.sleep(0.01)
             for alert in w.alerts[-20:]:
                 self._alert(alert)
+            self._past_end(w)
             self.watcher = w
             self._journal = Journal(w.spool.path.parent)
             self._journal_state(w, None)
@@ -277,6 +278,36 @@ class LiveBackend:
             w.start()
         self._alert(Alert("info", "ray", f"watching job {job_id}"))
         self._kick.set()
+
+    _past_key: str | None = None
+
+    def _past_end(self, w: Any) -> None:
+        """A job found FAILED (the console reopened on it): its cause, as the alert rules
+        would have told it had this console seen it end (they tell an end seen happen
+        only), an episode open while it is the watched job. Not journalled: the run's
+        journal has its end already."""
+        if self._past_key is not None:
+            for cb in self._alert_cbs:
+                with contextlib.suppress(Exception):
+                    cb(Alert("info", "job", f"no longer watching {self._past_key.partition(':')[2]}",
+                             key=self._past_key, ends=True))
+            self._past_key = None
+        if w.status != JobStatus.FAILED:
+            return
+        from tui.core.alerts import diagnose_tail
+
+        n = w.spool.line_count
+        start = max(0, n - 300)
+        d = diagnose_tail(w.spool.lines(start, n), start)
+        step = w.job_state().step
+        msg = f"job {w.job_id} FAILED" + (f" at step {step}" if step is not None else "") + ": " + \
+            (d.message if d is not None else "no known cause in the log's last lines (`rlconsole logs`)")
+        self._past_key = f"job-end:{w.job_id}"
+        a = Alert("error", "job", msg, line=d.line if d is not None else None, key=self._past_key,
+                  diagnosis=d.diagnosis if d is not None else None)
+        for cb in self._alert_cbs:
+            with contextlib.suppress(Exception):
+                cb(a)
 
     def all_series(self) -> dict[str, list[tuple[int, float]]]:
         """Every scalar of the watched run (TensorBoard reader or log step lines), for the

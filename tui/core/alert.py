@@ -69,7 +69,7 @@ class OpenAlerts:
 
     Feed it every alert in delivery order (`add`); `current()` is what a banner shows.
     An episode's end removes it; an event stays until `seen()` (the user opened the list)
-    or a newer event replaces it.
+    or a newer event at least as severe replaces it.
     """
 
     def __init__(self) -> None:
@@ -78,7 +78,10 @@ class OpenAlerts:
 
     def add(self, a: Alert) -> None:
         if a.key is None:
-            self.event = a
+            # a newer event replaces the unseen one unless it is less severe: "watching
+            # job X" (info) must not hide the error the job's log just told
+            if self.event is None or LEVEL_ORDER.get(a.level, 0) >= LEVEL_ORDER.get(self.event.level, 0):
+                self.event = a
         elif a.ends:
             self.open.pop(a.key, None)
         else:

@@ -35,6 +35,7 @@ from textual.widgets.selection_list import Selection
 from textual_plotext import PlotextPlot
 
 from tui.core.job.compare import STEP_TIME_KEYS, by_wall_time
+from tui.core.job.metrics import fmt_duration, fmt_range
 from tui.core.job.series import Point, ema, in_range, to_csv
 from tui.core.safetext import shown
 
@@ -125,6 +126,30 @@ class PickList(SelectionList[str]):
         base = segs[3].style
         return Strip([Segment("[", (base or segs[0].style)), Segment("x" if picked else " ", segs[1].style),
                       Segment("]", (base or segs[2].style)), *segs[3:]])
+
+
+def is_step_time(name: str) -> bool:
+    return name in ("timing_s/step", "step_time_s") or name in STEP_TIME_KEYS
+
+
+def shown_scale(name: str, points: list[Point]) -> float:
+    """The factor a scalar is drawn with so it has the training pane's unit: MFU in
+    percent (VeRL logs a fraction, the pane and the profile say `29.8%`); else 1."""
+    if "mfu" in name.lower() and points:
+        finite = [abs(v) for _, v in points if math.isfinite(v)]
+        if finite and max(finite) <= 1.5:
+            return 100.0
+    return 1.0
+
+
+def time_ticks(lo_h: float, hi_h: float, n: int) -> tuple[list[float], list[str]]:
+    """x ticks of the time axis (hours of training) labelled as durations ("3m10s",
+    "2h05m"), never fractional hours."""
+    if hi_h <= lo_h:
+        return [lo_h], [fmt_duration(lo_h * 3600)]
+    step = (hi_h - lo_h) / max(1, n - 1)
+    xs = [lo_h + i * step for i in range(n)]
+    return xs, [fmt_duration(x * 3600) for x in xs]
 
 
 def expected_band(name: str, points: list[Point], mon: Monitoring | None) -> tuple[float, float] | None:
@@ -282,7 +307,7 @@ class GraphScreen(Screen[None]):
         if self.step_range is not None:
             lo, hi = self.step_range
             win = f"steps {'' if lo is None else lo}:{'' if hi is None else hi}"
-        axis = "hours" if self.by_time else "step"
+        axis = "time" if self.by_time else "step"
         if self.has_class("-narrow"):  # every key still on screen at 80 columns, in fewer words
             cmp = f"[b]c[/] runs {len(self.compare)}  " if self.run_series is not None else ""
             return (f" [b]space[/] pick  [b][ ][/] {self.smoothing:.2f}  [b]w[/]/[b]:[/] {win}  "
@@ -347,6 +372,10 @@ class GraphScreen(Screen[None]):
         plt.clear_data()
         plt.clear_figure()
         pts = [p for p in self.series.get(name, []) if math.isfinite(p[1])]
+        scale = shown_scale(name, pts)
+        if scale != 1.0:  # the pane's unit (MFU in %), for this run and the overlaid ones
+            pts = [(s, v * scale) for s, v in pts]
+        unit = "%" if scale == 100.0 else " s" if is_step_time(name) else ""
         if self.step_range is not None:
             pts = in_range(pts, *self.step_range)
         elif pts and self.window is not None:
@@ -355,6 +384,9 @@ class GraphScreen(Screen[None]):
         others: list[tuple[str, str, list[Point]]] = []
         for j, colour in zip(self.compare, OVERLAY_COLOURS):
             o = self.overlay.get((j, name), [])
+            o_scale = shown_scale(name, o)
+            if o_scale != 1.0:
+                o = [(s, v * o_scale) for s, v in o]
             if self.step_range is not None:
                 o = in_range(o, *self.step_range)
             elif pts and self.window is not None:
@@ -392,15 +424,16 @@ class GraphScreen(Screen[None]):
                 lo, hi = band
                 plt.plot([xs[0], xs[-1]], [lo, lo], color="green", marker="-")
                 plt.plot([xs[0], xs[-1]], [hi, hi], color="green", marker="-")
-                title += f"  [{lo:g}-{hi:g}]"
+                band_unit = "%" if scale == 100.0 else ""  # a step time's range names its own units
+                title += f"  [{fmt_range('step_time' if is_step_time(name) else name, lo, hi)}{band_unit}]"
             if self.smoothing > 0:
                 plt.plot(xs, y_of(None, pts), color="gray", marker="braille")
                 sm = ema(pts, self.smoothing)
                 plt.plot(xs, y_of(None, sm), color="cyan", marker="braille", **mine)
-                title += f"  {pts[-1][1]:.4g} (smoothed {sm[-1][1]:.4g})"
+                title += f"  {pts[-1][1]:.4g}{unit} (smoothed {sm[-1][1]:.4g}{unit})"
             else:
                 plt.plot(xs, y_of(None, pts), color="cyan", marker="braille", **mine)
-                title += f"  {pts[-1][1]:.4g}"
+                title += f"  {pts[-1][1]:.4g}{unit}"
         else:
             title += "  (no points)"
         width = w.size.width or 60
@@ -408,7 +441,9 @@ class GraphScreen(Screen[None]):
         if xs_all and not self.by_time:
             ticks = int_ticks(int(min(xs_all)), int(max(xs_all)), max(2, min(6, (width - 12) // 10)))
             plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
-        plt.xlabel("hours (sum of step times)" if self.by_time else "step")
+        elif xs_all:
+            plt.xticks(*time_ticks(min(xs_all), max(xs_all), max(2, min(5, (width - 12) // 12))))
+        plt.xlabel("training time (sum of step times)" if self.by_time else "step")
         w.refresh()
 
     async def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:

@@ -181,8 +181,15 @@ class MainScreen(Screen[None]):
         self.query_one(LogPane).flush()
 
     def on_alert_raised(self, msg: AlertRaised) -> None:
-        if msg.alert.line is not None:
-            self._alert_job[id(msg.alert)] = self.log_job
+        a = msg.alert
+        if a.line is not None:
+            self._alert_job[id(a)] = self.log_job
+        if a.source == "job" and a.key is not None and a.key.startswith("job-end"):
+            # a job's end and its cause, in the Training pane too while it holds
+            cause = None if a.ends or a.level != "error" else a.message
+            if cause is not None and cause.startswith("job ") and ": " in cause:
+                cause = "FAILED: " + cause.split(": ", 1)[1]  # the pane names the job already
+            self.query_one(MetricsPane).show_cause(cause)
         self.query_one(AlertsBar).add_alert(msg.alert)
         if msg.alert.level == "error" and not msg.alert.ends and getattr(self.app, "bell_on", False):
             self.bells += 1  # counted, so a test can see it rang (headless apps make no sound)
@@ -371,6 +378,12 @@ class MainScreen(Screen[None]):
 
     @work(group="dialogs", exclusive=True)
     async def action_stop_job(self) -> None:
+        from tui.core.state import JobStatus
+
+        if self.backend.job_status() not in (JobStatus.RUNNING, JobStatus.PENDING, JobStatus.UNKNOWN):
+            # nothing to stop: said, not asked (a "Stop job" button that stops nothing)
+            self.notify("no job is running: nothing to stop (X stops the Ray cluster)", timeout=4, markup=False)
+            return
         what = self.backend.describe_stop(cluster=False)
         yes = await self.app.push_screen_wait(ConfirmationModal(
             "Stop the training job?", what[:1].upper() + what[1:] + ".", confirm_label="Stop job"))
