@@ -35,8 +35,15 @@ class ActionPanel(Vertical):
     ActionPanel.-active > Log { display: block; }
     """
 
+    CLOSE_OK_S = 8.0
+    """A finished action's panel gives its room back to the log after this long (done,
+    skipped); a failed or cancelled one after `CLOSE_FAILED_S` (its alert or toast says
+    why too). At 80x24 the idle panel took a quarter of the log's row for good."""
+    CLOSE_FAILED_S = 30.0
+
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
+        self._run = 0  # which action a close timer was set for (a newer one keeps the panel)
         self.action: str | None = None
         self.state = "idle"  # idle, running, done, failed, skipped, cancelled
         self.last_message = ""
@@ -52,6 +59,7 @@ class ActionPanel(Vertical):
         """A new action starts: forget the previous one's rows and output."""
         self.action, self.state, self.last_message = name, "running", ""
         self.nodes = {}
+        self._run += 1
         self.query_one(Log).clear()
         self.add_class("-active")
         self._refresh_view()
@@ -86,6 +94,13 @@ class ActionPanel(Vertical):
                 self.last_message = shown(message, lines=True)
                 self.query_one(Log).write_line(self.last_message)
         self._refresh_view()
+        run = self._run
+        delay = self.CLOSE_OK_S if self.state in ("done", "skipped") else self.CLOSE_FAILED_S
+        self.set_timer(delay, lambda: self._close(run))
+
+    def _close(self, run: int) -> None:
+        if run == self._run and self.state != "running":
+            self.remove_class("-active")
 
     def _refresh_view(self) -> None:
         st_style = {"running": "$text-primary", "done": "$text-success", "failed": "$text-error",

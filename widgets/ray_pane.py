@@ -42,6 +42,13 @@ def ray_markup(state: ClusterState, expected_nodes: int, expected_gpus: int) -> 
     return body if alloc is None else Content("\n").join([alloc, body])
 
 
+def _starting(state: ClusterState, used: float) -> bool:
+    """A job just submitted holds no GPU until its workers are placed: "0/32 used" alone
+    read as "the job is not using the cluster"."""
+    job = state.job
+    return used == 0 and job is not None and job.status in (JobStatus.PENDING, JobStatus.RUNNING)
+
+
 def _ray_body(state: ClusterState, expected_nodes: int, expected_gpus: int) -> Content:
     r = state.ray
     if not r.available:
@@ -54,7 +61,8 @@ def _ray_body(state: ClusterState, expected_nodes: int, expected_gpus: int) -> C
         f"nodes [{n_style}]{r.nodes_alive}/{expected_nodes}[/] alive"
         + (f"  [$text-error]{r.nodes_dead} dead[/]" if r.nodes_dead else ""),
         f"GPUs  {r.gpus_used:.0f}/[{g_style}]{r.gpus_total:.0f}[/] used"
-        + (f" [dim](expected {expected_gpus})[/]" if r.gpus_total != expected_gpus else ""),
+        + (f" [dim](expected {expected_gpus})[/]" if r.gpus_total != expected_gpus else "")
+        + (" [dim](job starting: its workers take them next)[/]" if _starting(state, r.gpus_used) else ""),
     )]
     jobs = sorted(r.jobs, key=lambda j: j.start_time or 0, reverse=True)[:MAX_JOBS]
     if not jobs:

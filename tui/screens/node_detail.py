@@ -12,6 +12,7 @@ outside text (`shown`: its control characters made visible, never sent to the te
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Iterable
 
 from rich.text import Text
@@ -30,6 +31,19 @@ if TYPE_CHECKING:
 
 SPARK = "▁▂▃▄▅▆▇█"
 REFRESH_S = 1.0
+
+
+_ISO = re.compile(r"^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:?\d\d)?$")
+
+
+def fmt_started(at: str) -> str:
+    """Docker's start time to the second (`2026-12-06T02:27:37.123456789Z` ->
+    `2026-12-06 02:27:37 UTC`): nanoseconds are noise here. Anything else as it is."""
+    m = _ISO.match(at.strip())
+    if m is None:
+        return at
+    zone = m[3] or ""
+    return f"{m[1]} {m[2]}" + (" UTC" if zone in ("Z", "+00:00", "+0000") else f" {zone}" if zone else "")
 
 
 def _spark(values: Iterable[float], width: int) -> str:
@@ -61,7 +75,7 @@ def _container_part(t: Text, c: ContainerState | None) -> None:
     if c.image:
         t.append(f"  image {shown(c.image)}", style="dim")
     if c.started_at:
-        t.append(f"  started {shown(c.started_at)}", style="dim")
+        t.append(f"  started {shown(fmt_started(c.started_at))}", style="dim")
     t.append("\n           exit code ")
     t.append("—" if c.exit_code is None else str(c.exit_code),
              style="bold red" if c.exit_code not in (None, 0) else "")

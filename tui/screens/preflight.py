@@ -1,4 +1,5 @@
-"""Preflight results: one row per check and node, failures first.
+"""Preflight results: one row per check and result, failures first; the same result on
+several nodes is one row naming the nodes (as `rlconsole check` folds it).
 
 The checks live in the core (`rlconsole check` runs the same ones and prints the same
 results); this screen only lists the `CheckResult`s the "check" action streamed, read
@@ -16,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from tui.core.actions.events import ActionEvent
-from tui.core.checks import CheckResult, CheckStatus, counts, result_of
+from tui.core.checks import CheckResult, CheckStatus, result_of, summary
 from tui.core.safetext import shown
 
 SEVERITY = {CheckStatus.FAIL: 0, CheckStatus.WARN: 1, CheckStatus.SKIP: 2, CheckStatus.PASS: 3}
@@ -30,6 +31,20 @@ def results_of(events: list[ActionEvent]) -> list[CheckResult]:
     """The results of a "check" run, worst first (stable within a status)."""
     rows = [r for r in (result_of(e) for e in events) if r is not None]
     return sorted(rows, key=lambda r: SEVERITY[r.status])
+
+
+def folded(rows: list[CheckResult]) -> list[tuple[CheckResult, list[str]]]:
+    """Runs of rows that say the same thing (check, status, message, fix, cause) on
+    several nodes, as one (result, nodes): `format_results`' fold, for the table."""
+    out: list[tuple[CheckResult, list[str]]] = []
+    for r in rows:
+        if out and r.node and out[-1][1]:
+            prev = out[-1][0]
+            if (prev.id, prev.status, prev.message, prev.fix, prev.cause) == (r.id, r.status, r.message, r.fix, r.cause):
+                out[-1][1].append(r.node)
+                continue
+        out.append((r, [r.node] if r.node else []))
+    return out
 
 
 class PreflightScreen(ModalScreen[None]):
@@ -49,26 +64,27 @@ class PreflightScreen(ModalScreen[None]):
         self.summary = summary
 
     def compose(self) -> ComposeResult:
-        c = counts(self.rows)
-        fails, warns = c[CheckStatus.FAIL], c[CheckStatus.WARN]
+        fails = any(r.status is CheckStatus.FAIL for r in self.rows)
+        counted = summary(self.rows)
         with Vertical() as v:
             v.border_title = "Preflight"
             v.border_subtitle = "Esc closes"
             style = "$text-error" if fails else "$text-success"
+            # the counts once (the action's own message says the same, or more: then that too);
             # Content, not markup: the summary and the messages quote what nodes printed
-            yield Static(Content.assemble((f"{len(self.rows)} checks: {fails} failed, {warns} warnings", style),
-                                          ("  " + shown(self.summary) if self.summary else "", "dim")),
-                         id="preflight-summary")
+            extra = "" if not self.summary or self.summary.strip() == counted else "  " + shown(self.summary)
+            yield Static(Content.assemble((counted, style), (extra, "dim")), id="preflight-summary")
             yield DataTable(cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("status", "check", "node", "message", "fix")
-        for r in self.rows:
+        for r, nodes in folded(self.rows):
             why = f" (see {r.cause})" if r.cause else ""
             # Text cells: a str cell is parsed as markup, and messages quote node output (so
             # through the one rule for outside text too)
-            table.add_row(Text(r.status.value.upper(), style=STYLE[r.status]), Text(shown(r.id)), Text(shown(r.node or "")),
+            table.add_row(Text(r.status.value.upper(), style=STYLE[r.status]), Text(shown(r.id)),
+                          Text(shown(", ".join(nodes))),
                           Text(shown(r.message + why)),
                           Text(shown(r.fix or "") if r.status is not CheckStatus.PASS else ""))
         table.focus()

@@ -73,9 +73,11 @@ class SubmitPlan:
         return self.ok and ((time.time() if now is None else now) - self.taken_at) < FRESH_S
 
     def verdict(self) -> str:
-        failed = len(self.failed_ids)
+        # results counted as the preflight list shows them (one per check and node), the
+        # failed checks named once: "4 failed (containers.images)", never "1 failed" beside 4 rows
+        failed = sum(getattr(r.status, "value", r.status) == "fail" for r in self.results) or len(self.failed_ids)
         text = f"preflight: {self.passed} passed, {self.warnings} warnings, {failed} failed"
-        if failed:
+        if self.failed_ids:
             text += f" ({', '.join(self.failed_ids)})"
         return text
 

@@ -1,0 +1,92 @@
+"""Issue 36's console minors, each as the user met it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.app import RlconsoleApp
+from tui.backend.static import demo_backend
+from widgets.action_panel import ActionPanel
+from widgets.log_pane import LogPane
+
+from .pilot_helpers import confirm_yes, settle, until
+
+
+async def test_the_action_pane_gives_its_room_back_once_the_action_is_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80x24 the Action pane took 20 of the log's 80 columns for good after one action."""
+    monkeypatch.setattr(ActionPanel, "CLOSE_OK_S", 0.2)
+    b = demo_backend()
+    app = RlconsoleApp(b)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        panel = app.main_screen.query_one(ActionPanel)
+        assert not panel.display
+        await pilot.press("r")
+        await confirm_yes(pilot)
+        await until(pilot, lambda: panel.state == "done", 20)
+        await until(pilot, lambda: not panel.display, 20)
+        await settle(pilot)
+        assert app.main_screen.query_one(LogPane).size.width == 80
+
+
+async def test_preflight_folds_one_result_over_nodes_and_counts_once() -> None:
+    """The preflight header said its counts twice and listed one result per node, while
+    `check` folds them; the refusal said `1 failed` beside 4 failed rows."""
+    from textual.widgets import DataTable, Static
+
+    from tui.backend.static import demo_profile
+    from tui.core.actions.plan import build_plan
+    from tui.core.checks import CheckResult, CheckStatus, check_event, summary
+    from tui.screens.preflight import PreflightScreen
+
+    rows = [CheckResult("containers.images", CheckStatus.FAIL, "image verl:latest missing", "run u", node=f"node{i}")
+            for i in range(1, 5)] + [CheckResult("ray.cluster", CheckStatus.PASS, "Ray is up", node=None)]
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await app.push_screen(PreflightScreen([check_event(r) for r in rows], summary(rows)))
+        await until(pilot, lambda: isinstance(app.screen, PreflightScreen), 20)
+        await settle(pilot)
+        head = str(app.screen.query_one("#preflight-summary", Static).render())
+        assert head.count("failed") == 1 and "4 failed" in head, head
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 2
+        assert str(table.get_row_at(0)[2]) == "node1, node2, node3, node4"
+    plan = build_plan(demo_profile(), rows, None)
+    assert "4 failed (containers.images)" in plan.verdict()
+
+
+async def test_x_with_no_job_says_so_instead_of_offering_a_stop() -> None:
+    from tui.backend.static import demo_state
+    from tui.screens.main import MainScreen
+
+    b = demo_backend()
+    b.state = demo_state(b.profile, job_status=None, busy=False)
+    app = RlconsoleApp(b)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        await until(pilot, lambda: any("nothing to stop" in n.message for n in app._notifications), 20)
+        assert isinstance(app.screen, MainScreen) and b.calls == []
+
+
+def test_node_detail_shows_a_containers_start_to_the_second() -> None:
+    from tui.screens.node_detail import fmt_started
+
+    assert fmt_started("2026-12-06T02:27:37.123456789Z") == "2026-12-06 02:27:37 UTC"
+    assert fmt_started("2026-12-06T02:27:37+02:00") == "2026-12-06 02:27:37 +02:00"
+    assert fmt_started("yesterday") == "yesterday"
+
+
+def test_gpus_zero_used_just_after_submit_says_the_job_is_starting() -> None:
+    from tui.backend.static import demo_profile, demo_state
+    from widgets.ray_pane import ray_markup
+
+    prof = demo_profile()
+    st = demo_state(prof, job_status="PENDING", busy=False)
+    st.ray.gpus_used = 0
+    text = ray_markup(st, 4, 32).plain
+    assert "GPUs  0/32 used (job starting" in text, text
+    st = demo_state(prof, job_status=None, busy=False)
+    st.ray.gpus_used = 0
+    assert "job starting" not in ray_markup(st, 4, 32).plain
