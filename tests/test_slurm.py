@@ -96,8 +96,43 @@ def test_the_slurm_sim_is_a_real_slurm(slurm_sim: Any) -> None:
     assert "scheduler: slurm" in path.read_text() and "transport: srun" in path.read_text()
 
 
-def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    sim, path = slurm_sim
+def short_walltime(path: Path, dst: Path) -> Path:
+    """The sim's Slurm profile with a walltime (10 min) shorter than its run (160 steps at
+    5 s a step): the walltime warning's case."""
+    import yaml
+
+    data = yaml.safe_load(path.read_text())
+    data["cluster"]["time"] = "10"
+    data["training"].setdefault("env", {})["RLCONSOLE_SIM_STEP_S"] = "5"
+    dst.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dst
+
+
+async def _walltime_alert(path: Path) -> Any:
+    import asyncio
+
+    from tui.backend.live import LiveBackend
+    from tui.core.profile import load_profile
+
+    b = LiveBackend(load_profile(path))
+    alerts: list[Any] = []
+    b.subscribe_alerts(alerts.append)
+    await asyncio.wait_for(b.start(), 60)
+    try:
+        while True:
+            found = next((a for a in alerts if a.source == "slurm"), None)
+            if found is not None:
+                return found
+            await asyncio.sleep(0.5)
+    finally:
+        await asyncio.wait_for(b.stop(), 60)
+
+
+def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import asyncio
+
+    sim, sim_profile = slurm_sim
+    path = short_walltime(sim_profile, tmp_path / "slurm-short.yaml")
     P = ["--profile", str(path)]
     until("an empty queue", lambda: squeue(sim) == [], 60)
 
@@ -126,7 +161,7 @@ def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str])
     assert all(n["reachable"] and n["container"]["status"] == "running" for n in st["nodes"])
     a = st["allocation"]
     assert a["job_id"] == job and a["state"] == "RUNNING" and a["nodes"] == ["node1", "node2"]
-    assert 0 < a["time_left_s"] <= 4 * 3600
+    assert 0 < a["time_left_s"] <= 600
 
     # -- the rest of the chain, every command over srun job steps
     for cmd in (["convert", "--yes"], ["setup-ray", "--yes"], ["submit", "--yes"]):
@@ -138,6 +173,12 @@ def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str])
     assert got["allocation"]["state"] == "RUNNING"
     rc, out, _ = run(["status", *P], capsys)
     assert f"Allocation: Slurm job {job} RUNNING on node1,node2" in out
+
+    # -- the walltime (10 min) ends before the run's ETA (160 steps x 5 s): the console warns
+    alert = asyncio.run(asyncio.wait_for(_walltime_alert(path), 240))
+    assert alert.level == "warning" and alert.key == "walltime", alert
+    assert f"the allocation (Slurm job {job}) ends in" in alert.message, alert.message
+    assert "of 160: the last checkpoint before it is step" in alert.message, alert.message
 
     # -- stop --cluster: asks first, naming the Slurm job; --yes releases it
     rc, out, err = run(["stop", "--cluster", *P], capsys)
