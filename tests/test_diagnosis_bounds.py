@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.test_parser_bounds import SIZES, assert_linear_retried
-from tui.core.diagnosis import Diagnoser
+from tui.core.diagnosis import Diagnoser, literal_alternation
 
 _D: list[Diagnoser] = []
 
@@ -66,6 +66,8 @@ CASES: list[tuple[str, Callable[[str], Any], Callable[[int], str], Callable[[Any
     ("dotted callees before an unexpected keyword", _one,
      lambda n: "a.b " * (n // 4) + "got an unexpected keyword argument 'k'", lambda v: v["id"] is None),
     ("exit codes without a number", _one, lambda n: "exit code: " * (n // 11), lambda v: v["id"] is None),
+    ("keyword prefixes without their ends (the prefilter's trie)", _one,
+     lambda n: "out of memor exceeds the total number of available gpu" * (n // 55), lambda v: v["id"] is None),
 ]
 
 
@@ -74,3 +76,28 @@ def test_diagnosis_grows_linearly(name: str, fn: Callable[[str], Any], make: Cal
                                   check: Callable[[Any], bool]) -> None:
     assert_linear_retried(fn, make, SIZES)
     assert check(fn(make(SIZES[-2]))), fn(make(SIZES[-2]))
+
+
+def test_prefilter_trie_finds_what_the_keywords_find() -> None:
+    """The prefilter's one regex (`literal_alternation`, the keywords' trie) passes a line
+    exactly when some keyword is in it: on every line of both corpora with the catalog's
+    keywords, and on random words and texts over a small alphabet (shared prefixes, a
+    word inside another, regex metacharacters)."""
+    import random
+    import re
+    from pathlib import Path
+
+    d = _diag()
+    assert d._gate is not None
+    data = Path(__file__).parent / "data"
+    for log in sorted(data.glob("failures*/*.log")):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            low = line.lower()
+            assert (d._gate.search(low) is not None) == any(k in low for k in d._keywords), line
+    rnd = random.Random(40)
+    for _ in range(1500):
+        words = ["".join(rnd.choice("ab(.*") for _ in range(rnd.randint(1, 4))) for _ in range(rnd.randint(1, 6))]
+        rx = re.compile(literal_alternation(words))
+        for _ in range(15):
+            text = "".join(rnd.choice("ab(.*x") for _ in range(rnd.randint(0, 12)))
+            assert (rx.search(text) is not None) == any(w in text for w in words), (words, text)
