@@ -519,3 +519,31 @@ def test_transport_is_chosen_in_one_place() -> None:
         assert pool.allocation is None
         await pool.close()
     asyncio.run(asyncio.wait_for(go(), 60))
+
+
+def test_srun_moves_a_loopback_dashboard_to_the_heads_address() -> None:
+    """srun has no tunnel: a dashboard the profile keeps on loopback (the seed's 127.0.0.1)
+    listens on the head's address once the allocation names it (the head changes with the
+    allocation); the preflight says what that exposes. An address the profile gives stays."""
+    from tui.core.checks import static_checks
+    from tui.core.profile import load_profile_text
+    from tui.core.slurm import Allocation, apply
+
+    text = (Path(__file__).parent / "data" / "good_profile.yaml").read_text()
+    i, j = text.index("nodes:"), text.index("container:")
+    prof = load_profile_text(text[:i] + "cluster:\n  scheduler: slurm\n  nodes: 2\n  gpus_per_node: 8\n"
+                             "  time: '1:00:00'\n" + text[j:], "s.yaml")
+    assert prof.ray.dashboard_host == "127.0.0.1"
+    apply(prof, Allocation("5", "RUNNING", nodes=["gn1", "gn2"], addresses={"gn1": "10.0.0.1", "gn2": "10.0.0.2"}))
+    assert prof.ray.dashboard_host == "10.0.0.1" and prof.head.address == "10.0.0.1"
+    apply(prof, Allocation("6", "RUNNING", nodes=["gn7", "gn8"], addresses={"gn7": "10.0.0.7", "gn8": "10.0.0.8"}))
+    assert prof.ray.dashboard_host == "10.0.0.7"  # a new allocation, a new head
+    [dash] = [r for r in static_checks(prof) if r.id == "ray.dashboard"]
+    assert dash.status == "warn" and "transport: ssh keeps it on the head's loopback" in (dash.fix or "")
+    fixed = load_profile_text(text[:i] + "cluster:\n  scheduler: slurm\n  nodes: 2\n  gpus_per_node: 8\n"
+                              "  time: '1:00:00'\n" + text[j:].replace("ray:\n", "ray:\n  dashboard_host: 10.9.9.9\n", 1)
+                              if "ray:\n" in text[j:] else text[:i] + "cluster:\n  scheduler: slurm\n  nodes: 2\n"
+                              "  gpus_per_node: 8\n  time: '1:00:00'\n" + text[j:] + "ray:\n  dashboard_host: 10.9.9.9\n",
+                              "f.yaml")
+    apply(fixed, Allocation("5", "RUNNING", nodes=["gn1", "gn2"], addresses={"gn1": "10.0.0.1"}))
+    assert fixed.ray.dashboard_host == "10.9.9.9"

@@ -269,6 +269,11 @@ def static_tensorboard(p: Profile, L: _Layout) -> list[CheckResult]:
 
 
 def static_dashboard(p: Profile, L: _Layout) -> list[CheckResult]:
+    if p.cluster.slurm and p.cluster.transport == "srun":
+        return [CheckResult("ray.dashboard", WARN, "transport: srun has no tunnel: the dashboard listens on the "
+                            "head's address (the allocation's first node) for this machine to reach it; its job API "
+                            "is unauthenticated and open to the cluster's network",
+                            "transport: ssh keeps it on the head's loopback, reached through SSH")]
     if dashboard_exposed(p.ray.dashboard_host):
         return [CheckResult("ray.dashboard", WARN, f"dashboard bound to {p.ray.dashboard_host}: an unauthenticated "
                             "job API (run any command on the cluster) reachable from the network",

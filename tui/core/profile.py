@@ -131,6 +131,7 @@ class ClusterSettings:
     slurm_conf: str | None = _rule(None, local=True)  # SLURM_CONF for the Slurm commands run here
     time_s: int = 0  # `time` in seconds
     node_ray_args: dict[str, list[str]] = field(default_factory=dict)  # `nodes[]` by Slurm host name
+    dashboard_on: str = ""  # srun: the head's address the dashboard was moved to from loopback (slurm.apply)
     ssh_defaults: Any = None  # the `ssh:` node defaults (_NodeDefaults), for the allocation's nodes
 
     @property
@@ -776,7 +777,7 @@ _SLURM_ONLY = ("partition", "nodes", "gpus_per_node", "time", "account", "qos", 
 
 def _cluster(root: _Section) -> ClusterSettings:
     c = root.section("cluster")
-    cl = _read(ClusterSettings, c, time_s=0, node_ray_args={}, ssh_defaults=None)
+    cl = _read(ClusterSettings, c, time_s=0, node_ray_args={}, ssh_defaults=None, dashboard_on="")
     c.done()
     if not cl.slurm:
         for k in _SLURM_ONLY:

@@ -252,6 +252,10 @@ def apply(profile: Profile, alloc: Allocation, rename: bool = True) -> None:
     c = profile.cluster
     gpus = c.gpus_per_node or 1
     d = c.ssh_defaults
+    if c.transport == "srun" and alloc.nodes and (profile.ray.dashboard_host in LOOPBACK_NAMES
+                                                  or profile.ray.dashboard_host == c.dashboard_on):
+        # no SSH tunnel: the login node reaches the head's dashboard at the head's address
+        c.dashboard_on = profile.ray.dashboard_host = alloc.addresses.get(alloc.nodes[0], alloc.nodes[0])
     if not rename and len(profile.nodes) == len(alloc.nodes):
         for node, host in zip(profile.nodes, alloc.nodes):
             node.slurm_host = host
@@ -268,6 +272,9 @@ def apply(profile: Profile, alloc: Allocation, rename: bool = True) -> None:
         nodes.append(Node(host, addr, gpus, "head" if i == 0 else "worker", ep,
                           list(c.node_ray_args.get(host, [])), slurm_host=host))
     profile.nodes[:] = nodes
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
 def has_nodes(profile: Profile) -> bool:
