@@ -479,7 +479,9 @@ async def probe_ray(session: NodeSession, profile: Profile, allow_cli: bool = Tr
     """Ray as the head sees it: dashboard API through a port forward; if the
     dashboard is silent but the GCS listens, `ray status` over SSH (if `allow_cli`)."""
     if not session.connected:
-        return RayState(available=False, error=f"head {session.name} unreachable: {session.reason}", unasked=True)
+        # before its first connection the head has no reason yet: it is connecting, not "unreachable: None"
+        why = f"unreachable: {session.reason}" if session.reason else f"{session.state}..."
+        return RayState(available=False, error=f"head {session.name} {why}", unasked=True)
     host, port = _dashboard_host(profile), profile.ray.dashboard_port
     api_error = None
     try:
