@@ -538,3 +538,69 @@ def test_feed_text_without_newlines_stays_bounded() -> None:
         assert len(p._tail) <= MAX_LINE
     p.feed_text("\nstep:7 - a:1\n")
     assert p.steps == {7: {"a": 1.0}}
+
+
+# ------------------------------------------- issue 39 S11: metric names from the log, bounded
+
+
+def _named_log(steps: int, fresh: bool, per_step: int = 50) -> list[str]:
+    """Step lines of `per_step` metrics: the same names every step, or new ones each step
+    (a counter in the key, a hostile job)."""
+    out = []
+    for s in range(1, steps + 1):
+        keys = [f"m/{s}_{i}_{'x' * 20}" if fresh else f"m/fixed_{i}_{'x' * 20}" for i in range(per_step)]
+        out.append(f"(TaskRunner pid=1) step:{s} - " + " - ".join(f"{k}:{i}.5" for i, k in enumerate(keys)))
+    return out
+
+
+def test_distinct_metric_names_are_capped_and_said_once() -> None:
+    """New names every step: past MAX_METRIC_NAMES their values are dropped (counted), and
+    `take_names_note` says so once; a name longer than MAX_METRIC_NAME is dropped too. The
+    steps themselves are kept, and the names already known keep their values."""
+    from tui.core.job.verl_log import MAX_METRIC_NAME, MAX_METRIC_NAMES
+
+    p = LogMetricsParser(clock=None)
+    steps = 4 * MAX_METRIC_NAMES // 50
+    p.feed_many(_named_log(steps, fresh=True))
+    names = {k for m in p.steps.values() for k in m}
+    assert len(names) == MAX_METRIC_NAMES and p.names_dropped == steps * 50 - MAX_METRIC_NAMES
+    assert len(p.steps) == steps
+    note = p.take_names_note()
+    assert note is not None and str(MAX_METRIC_NAMES) in note and p.take_names_note() is None
+    p.feed("(TaskRunner pid=1) step:9999 - m/1_0_xxxxxxxxxxxxxxxxxxxx:7.0 - " + "k" * (MAX_METRIC_NAME + 1) + ":1.0")
+    assert p.steps[9999] == {"m/1_0_xxxxxxxxxxxxxxxxxxxx": 7.0}
+    q = LogMetricsParser(clock=None)
+    q.feed("step:1 - " + "k" * (MAX_METRIC_NAME + 1) + ":1.0 - ok:2.0")
+    assert q.steps[1] == {"ok": 2.0} and q.take_names_note() is not None
+
+
+def test_a_log_of_new_names_costs_no_more_than_one_of_fixed_names(tmp_path: Path) -> None:
+    """The watcher's whole path (parser, store, run metrics): a log that names new metrics
+    every step keeps far less than the same-size log with fixed names (the cap; before it
+    kept more: every name's own series), and the console hears of it once, as a warning."""
+    import tracemalloc
+
+    from tui.backend.static import demo_profile
+    from tui.core.job.watcher import JobWatcher
+
+    kept: dict[bool, int] = {}
+    noted: dict[bool, int] = {}
+    last: dict[bool, int] = {}
+    for fresh in (False, True):
+        lines = _named_log(600, fresh)
+        heard: list[object] = []
+        tracemalloc.start()
+        try:
+            w = JobWatcher(demo_profile(), pool=None, job_id=f"j{fresh}", root=tmp_path, wall_clock=False)
+            w.on_alert = heard.append
+            w._consume(w.spool.append(("\n".join(lines) + "\n").encode()))
+            rm = w.run_metrics()
+            w.job_state(rm)
+            kept[fresh] = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+            w.spool.close()
+        noted[fresh] = sum(getattr(a, "source", None) == "log" and "distinct metrics" in a.message for a in heard)
+        last[fresh] = len(rm.by_step[rm.last_step])
+    assert kept[True] < kept[False] / 2, kept
+    assert noted == {False: 0, True: 1} and last == {False: 50, True: 0}

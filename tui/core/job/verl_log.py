@@ -71,6 +71,16 @@ _CKPT_RE = re.compile(r"global_step_([0-9]{1,18})(?!\d)")
 MAX_LINE = 1 << 20
 """A partial line `feed_text` keeps waiting for its newline, at most (1 MiB)."""
 
+MAX_METRIC_NAMES = 4096
+"""Distinct metric names one run keeps. VeRL prints 100-300 (a validation set adds a few
+per dataset); a log that makes up new names every step (a counter or a timestamp in a key,
+a hostile job) would grow every step's dict, the series index and the graph picker
+without bound: 8.6x the memory of the same log with fixed names. Values of a name past the
+cap are dropped, and that is said once (`take_names_note`)."""
+
+MAX_METRIC_NAME = 256
+"""Characters of one metric name; a longer key is dropped (VeRL's longest are under 100)."""
+
 MAX_SEGMENT = 4096
 """Longest last segment a continuation may extend: a `key:value` is well under 200
 characters; a run of lines each ending in a cut segment is not one metric."""
@@ -325,6 +335,11 @@ class LogMetricsParser:
         self._pending_bad = 0
         self._pending_prefix_bad = 0
         self._pending_last_bad = False
+        # The distinct metric names kept (MAX_METRIC_NAMES). None: not built yet (a parser
+        # restored from the parse cache builds it from its steps); a set is not cached.
+        self._names: set[str] | None = None
+        self.names_dropped = 0  # values dropped: their name was past the cap, or too long
+        self._names_noted = False
 
     # -- input --------------------------------------------------------------------------
 
@@ -415,6 +430,14 @@ class LogMetricsParser:
             "progress": self.progress.to_dict() if self.progress else None,
         }
 
+    def take_names_note(self) -> str | None:
+        """Once per run, when names were first dropped: what a person should be told."""
+        if not self.names_dropped or self._names_noted:
+            return None
+        self._names_noted = True
+        return (f"the log names more than {MAX_METRIC_NAMES} distinct metrics (or names longer than "
+                f"{MAX_METRIC_NAME} characters): the values of the others are not kept")
+
     # -- internals ----------------------------------------------------------------------
 
     def _one(self, line: str) -> int | None:
@@ -458,7 +481,23 @@ class LogMetricsParser:
             self.malformed += 1  # metrics with no step line to belong to
         return None
 
+    def _admit(self, metrics: dict[str, float]) -> None:
+        """Drop from `metrics` (ours to change) the names past MAX_METRIC_NAMES and the too
+        long ones. A step of known names costs one C-level subset test."""
+        names = self._names
+        if names is None:
+            names = self._names = {k for m in self.steps.values() for k in m}
+        if names.issuperset(metrics):
+            return
+        for k in [k for k in metrics if k not in names]:
+            if len(k) > MAX_METRIC_NAME or len(names) >= MAX_METRIC_NAMES:
+                del metrics[k]
+                self.names_dropped += 1
+            else:
+                names.add(k)
+
     def _record(self, step: int, metrics: dict[str, float]) -> None:
+        self._admit(metrics)
         cur = self.steps.get(step)
         if cur is None:
             self.steps[step] = metrics  # fresh from _parse, owned by us

@@ -157,6 +157,13 @@ class JobWatcher:
             return
         first = self.spool.line_count - len(lines)
         self.parser.feed_many(lines)
+        note = self.parser.take_names_note()  # (once per run: metric names past the cap)
+        if note is not None:
+            log.warning("job %s: %s", self.job_id, note)
+            a = Alert("warning", "log", note)
+            self.alerts.append(a)
+            if notify and self.on_alert:
+                self.on_alert(a)
         for i, line in enumerate(lines if self.diagnose else ()):
             a = self.diagnoser.match(line, first + i)
             if a is not None:
