@@ -90,3 +90,74 @@ def test_gpus_zero_used_just_after_submit_says_the_job_is_starting() -> None:
     st = demo_state(prof, job_status=None, busy=False)
     st.ray.gpus_used = 0
     assert "job starting" not in ray_markup(st, 4, 32).plain
+
+
+async def test_help_wraps_under_its_description_and_lists_the_graph_keys() -> None:
+    """At 80 columns help's wrapped lines restarted at column 0; the graph screen's own
+    keys were nowhere."""
+    from tui.commands import GRAPH_KEYS
+    from tui.screens.graph import GraphScreen
+    from tui.screens.help import KEY_COL, HelpScreen
+
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), 20)
+        await settle(pilot)
+        box = app.screen.query_one("#help-text")
+        lines = [box.render_line(y).text.rstrip() for y in range(box.size.height)]
+        body = [ln for ln in lines if ln.strip()]
+        assert len(body) > 20
+        starts = ("Graphs", "Quitting", "READ-ONLY", "re-attaches")
+        bad = [ln for ln in body if not (ln[:KEY_COL + 2].strip() == "" or ln[KEY_COL:KEY_COL + 2] == "  "
+                                          or ln.strip().startswith(starts))]
+        assert bad == [], bad
+        text = "\n".join(lines)
+        assert "Graphs (g)" in text and "export every scalar" in text
+    # the graph keys listed are the graph screen's
+    listed = " ".join(k for k, _ in GRAPH_KEYS)
+    names = {"left_square_bracket": "[", "right_square_bracket": "]", "colon": ":"}
+    for b in GraphScreen.BINDINGS:
+        for key in b.key.split(","):
+            assert names.get(key, key) in listed, key
+
+
+def test_the_key_bar_at_80_columns_labels_the_chain() -> None:
+    from tui.commands import offered_keys
+    from widgets.key_bar import fit_keys
+
+    got = dict(fit_keys(offered_keys(False), 80))
+    assert {k: got[k] for k in "umcrs"} == {"u": "up", "m": "model", "c": "conv", "r": "ray", "s": "run"}
+    assert got["?"] == "Help" and got["q"] == "Quit"
+
+
+async def test_a_changing_key_in_a_read_only_console_says_why_it_does_nothing() -> None:
+    from dataclasses import replace
+
+    from tui.core.profile import ConsoleSettings
+    from tui.screens.main import MainScreen
+
+    b = demo_backend()
+    b.profile = replace(b.profile, console=ConsoleSettings(read_only=True))
+    app = RlconsoleApp(b)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await until(pilot, lambda: any("read-only" in n.message and "Containers" in n.message
+                                       for n in app._notifications), 20)
+        assert isinstance(app.screen, MainScreen) and b.calls == []
+
+
+async def test_the_head_before_its_first_connection_is_connecting_not_unreachable_none() -> None:
+    from types import SimpleNamespace
+
+    from tui.backend.static import demo_profile
+    from tui.core.probes import probe_ray
+
+    head = SimpleNamespace(name="node1", connected=False, reason=None, state="connecting")
+    st = await probe_ray(head, demo_profile())  # type: ignore[arg-type]
+    assert not st.available and "None" not in st.error and "connecting" in st.error, st.error
+    head.reason, head.state = "connection refused", "down"
+    st = await probe_ray(head, demo_profile())  # type: ignore[arg-type]
+    assert st.error == "head node1 unreachable: connection refused"

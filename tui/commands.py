@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from tui.app import RlconsoleApp
 
 
+SHORT_LABELS = {"u": "up", "m": "model", "c": "conv", "r": "ray", "s": "run"}
+"""The bring-up chain's keys keep a word on an 80-column key bar, in the chain's order."""
+
+
 @dataclass(frozen=True)
 class KeyAction:
     key: str  # Textual key name
@@ -28,6 +32,11 @@ class KeyAction:
     display: str | None = None  # how the key is shown when its name is not the key itself
     footer: bool = True
     changes: bool = False  # changes the cluster: not offered in read-only mode
+    short: str = ""  # a label of a few letters for a narrow key bar (80 columns): the chain's keys
+
+    def __post_init__(self) -> None:
+        if not self.short and self.key in SHORT_LABELS:
+            object.__setattr__(self, "short", SHORT_LABELS[self.key])
 
     @property
     def shown_key(self) -> str:
@@ -79,6 +88,20 @@ EXTRA_KEYS: tuple[tuple[str, str], ...] = (
     ("Tab", "move focus between panes"),
     ("ctrl+p", "command palette: every action by name"),
 )
+
+
+GRAPH_KEYS: tuple[tuple[str, str], ...] = (
+    ("space", "pick or drop the scalar under the cursor (the list on the left)"),
+    ("[ / ]", "less / more smoothing (EMA weight 0 .. 0.99; the raw curve stays drawn faintly)"),
+    ("w", "step window: all / last 50 / 200 / 1000 steps"),
+    (":", "explicit step range FROM:TO (either may be empty)"),
+    ("c", "overlay other runs of this profile (pick them, Enter)"),
+    ("t", "x axis: step or training time (the sum of step times)"),
+    ("e", "export every scalar of the run to CSV"),
+    ("Esc q g", "back to the main screen"),
+)
+"""The graph screen's own keys (`g`), for the help screen; tests/test_tui_minors.py holds
+them to the screen's bindings."""
 
 
 class RlconsoleCommands(Provider):

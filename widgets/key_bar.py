@@ -10,7 +10,7 @@ always on screen, even at 80.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from rich.text import Text
 from textual.widgets import Static
@@ -62,8 +62,13 @@ def fit_keys(keys: Sequence[KeyLike], width: int) -> list[tuple[str, str | None]
     for i in reversed(range(len(shown))):
         if not keep[i]:
             entries[i] = (entries[i][0], None)
-            if fits(entries + [PALETTE]):
-                return entries + [PALETTE]
+            labelled = any(lab for (_, lab), kept in zip(entries, keep) if lab and not kept)
+            if labelled and fits(entries + [PALETTE]):
+                return _with_short_labels(shown, entries, lambda es: fits(es + [PALETTE])) + [PALETTE]
+    # every label but ?'s and q's gone: the chain's short ones come back before the palette hint
+    entries = _with_short_labels(shown, entries, fits)
+    if fits(entries + [PALETTE]):
+        return entries + [PALETTE]
     if fits(entries + [(PALETTE[0], None)]):
         return entries + [(PALETTE[0], None)]
     for i in reversed(range(len(shown))):
@@ -72,6 +77,19 @@ def fit_keys(keys: Sequence[KeyLike], width: int) -> list[tuple[str, str | None]
         if not keep[i]:
             entries[i] = ("", None)
     return [e for e in entries if e[0]]
+
+
+def _with_short_labels(shown: Sequence[KeyLike], entries: list[tuple[str, str | None]],
+                       fits: Callable[[list[tuple[str, str | None]]], bool]) -> list[tuple[str, str | None]]:
+    """Bare keys that have a short label (`short`: the chain's u m c r s) get it back, in
+    order, while the bar still fits: at 80 columns the chain reads "u up  m model ..."."""
+    for i, k in enumerate(shown):
+        short = getattr(k, "short", "")
+        if short and entries[i][0] and entries[i][1] is None:
+            trial = entries[:i] + [(entries[i][0], short)] + entries[i + 1:]
+            if fits([e for e in trial if e[0]]):
+                entries = trial
+    return entries
 
 
 class KeyBar(Static):

@@ -18,7 +18,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import Header
 from textual.worker import Worker, WorkerState
@@ -128,6 +128,20 @@ class MainScreen(Screen[None]):
         if self.read_only and action in CHANGING_KEY_ACTIONS:
             return False
         return True
+
+    def on_key(self, event: Key) -> None:
+        """Read-only: a key that would change the cluster is not bound, so it reached no
+        one and the console said nothing (a watcher pressing `u` in a browser tab). Said now."""
+        from textual.widgets import Input
+
+        if not self.read_only or isinstance(self.focused, Input):  # typing in the search box
+            return
+        k = next((k for k in KEYS if k.changes and k.key == event.key), None)
+        if k is not None:
+            event.stop()
+            self.notify(f"{k.shown_key} ({k.label}) is off: this console is read-only (--read-only / "
+                        "console.read_only); it watches, it does not change the cluster", title="read-only",
+                        severity="warning", timeout=5, markup=False)
 
     def on_resize(self, event: Resize) -> None:
         w = event.size.width
