@@ -282,3 +282,53 @@ def test_event_frame_claiming_a_tebibyte_is_not_reread(tmp_path: Path) -> None:
     for _ in range(3):
         r.update()
     assert r.bytes_read == read
+
+
+# ------------------------------------------ issue 39 S12: the mirror's byte limit, kept here too
+
+
+class _FloodSession:
+    """A head whose `head -c` is not there (or lies): `stream_bytes` sends `chunks` MiB
+    whatever the command asks. Counts what it sent and whether the stream was closed."""
+
+    def __init__(self, chunks: int) -> None:
+        self.chunks = chunks
+        self.sent = 0
+        self.closed = False
+        self.commands: list[str] = []
+
+    async def stream_bytes(self, cmd: str, container: bool) -> AsyncIterator[bytes]:
+        self.commands.append(cmd)
+        try:
+            for _ in range(self.chunks):
+                self.sent += 1
+                yield b"x" * (1 << 20)
+        finally:
+            self.closed = True
+
+
+async def test_remote_read_keeps_its_limit_locally() -> None:
+    """read_remote_bytes: at most `limit` bytes are kept, whatever the node sends, and the
+    stream is closed once they are there (before: everything sent was kept)."""
+    from tui.core.job.remote_files import read_remote_bytes
+
+    sess = _FloodSession(16)
+    data = await asyncio.wait_for(read_remote_bytes(sess, "/tb/e.tfevents.1", 0, False, limit=3 << 20), 30)
+    assert len(data) == 3 << 20
+    assert sess.sent <= 4 and sess.closed
+    assert "head -c 3145728" in sess.commands[0]  # (the remote bound is still asked for)
+
+
+async def test_mirror_copies_no_more_than_the_file_gained(tmp_path: Path) -> None:
+    """The mirror asks for what the scan said each file gained and keeps no more, so a node
+    that sends more (16 MiB for a file of 100 bytes) cannot grow the local copy past it."""
+    from tui.core.job.mirror import RemoteTbMirror
+
+    sess = _FloodSession(16)
+    m = RemoteTbMirror(sess, "/tb", tmp_path / "mirror", container=False)
+    got = await asyncio.wait_for(m.fetch({"run/events.out.tfevents.1": 100}), 30)
+    assert got == 100
+    assert (tmp_path / "mirror" / "run" / "events.out.tfevents.1").stat().st_size == 100
+    assert sess.sent == 1 and sess.closed
+    got = await asyncio.wait_for(m.fetch({"run/events.out.tfevents.1": 150}), 30)  # it grew by 50
+    assert got == 50 and (tmp_path / "mirror" / "run" / "events.out.tfevents.1").stat().st_size == 150

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from tui.core.job.remote_files import ascii_uint, read_remote_bytes
+from tui.core.job.remote_files import READ_LIMIT, ascii_uint, read_remote_bytes
 from tui.core.profile import Profile
 
 log = logging.getLogger("rlconsole.jobwatch")
@@ -85,7 +85,10 @@ class RemoteTbMirror:
                     continue
                 local.parent.mkdir(parents=True, exist_ok=True)
                 confined(self.local_dir, rel, max_parts=32)  # mkdir followed nothing out
-                data = await read_remote_bytes(self.sess, f"{self.remote_dir}/{rel}", have, self.container)
+                # no more than the scan said the file gained (nor than one read's limit):
+                # the copy never runs ahead of what the head's file holds
+                data = await read_remote_bytes(self.sess, f"{self.remote_dir}/{rel}", have, self.container,
+                                               limit=min(READ_LIMIT, size - have))
                 if data:
                     fd = open_confined(self.local_dir, rel, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
                                        0o600, max_parts=32)

@@ -7,14 +7,24 @@ import contextlib
 import shlex
 from typing import Any
 
+READ_LIMIT = 64 << 20
+"""Bytes of one remote file fetched in one read, at most."""
 
-async def read_remote_bytes(sess: Any, path: str, offset: int, container: bool, limit: int = 64 << 20) -> bytes:
-    """Bytes of a remote file from `offset` (at most `limit`)."""
-    cmd = f"tail -c +{int(offset) + 1} -- {shlex.quote(path)} 2>/dev/null | head -c {int(limit)}"
+
+async def read_remote_bytes(sess: Any, path: str, offset: int, container: bool, limit: int = READ_LIMIT) -> bytes:
+    """Bytes of a remote file from `offset`, at most `limit`. The remote `head -c` says so,
+    and so does this end: what a node sends past `limit` (whatever runs there in place of
+    `head`) is not kept, and the stream is closed at once."""
+    limit = max(0, int(limit))
+    cmd = f"tail -c +{int(offset) + 1} -- {shlex.quote(path)} 2>/dev/null | head -c {limit}"
     buf = bytearray()
+    if not limit:
+        return b""
     async with contextlib.aclosing(sess.stream_bytes(cmd, container)) as it:
         async for chunk in it:
-            buf += chunk
+            buf += chunk[:limit - len(buf)]
+            if len(buf) >= limit:
+                break
     return bytes(buf)
 
 
