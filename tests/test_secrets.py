@@ -346,3 +346,80 @@ def test_the_new_forms_stay_linear_on_hostile_lines() -> None:
 
     for unit in ("'x-api-key:", '"api_key: \\', "-u a:", "-u 'a:", "-H k:", "/bot12345:", "'token: \"key: -u a:'"):
         assert_linear_retried(mask_secrets, runs_of(unit))
+
+
+# --------------------------------------------------------------------------- issue 39 D12
+# the forms round 4 found still in clear (each secret marked Q42AB, or a token of its shape)
+
+D12_LINES = [
+    "MYSQL_PWD=Q42AB mysql -u root -h db",
+    "export MYSQL_PWD='Q42AB x'",
+    "env DB_PWD=Q42AB ./migrate",
+    "redis://:Q42AB@cache.example:6379/0",
+    "REDIS_URL=rediss://:Q42AB@cache.example:6380",
+    "https://api.example/v1/push?pass=Q42AB&chat=7",
+    "https://api.example/v1/push?password=Q42AB",
+    "https://api.example/v1/push?chat=7&auth=Q42AB",
+    "https://api.example/v1/push?token=Q42AB#frag",
+    "request failed: Bearer Q42ABeyJhbGciOiJIUzI1NiJ9.e30.sig",
+    "sent header bearer Q42AB0123456789abcdef",
+    "db_password = 'Q42AB'",
+    "{'hf_token': 'Q42AB', 'model': 'qwen'}",
+    "cloning with ghp_Q42ABcdefghijklmnopqrstuvwxyz0123456789",
+    "github_pat_11Q42ABFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFG done",
+    "HF login hf_Q42ABcdefghijklmnopqrstuvwxyzAB ok",
+    "OPENAI=sk-Q42ABcdefghijklmnopqrstuvwxyz0123456789 python x.py",
+    "key: sk-proj-Q42ABcd-efghijklmnop_qrstuvwxyz0123456789ABCDEF",
+    "slack xoxb-1234567890-Q42AB0123456789-abcdefghijklmnop",
+]
+
+
+@pytest.mark.parametrize("line", D12_LINES)
+def test_round4_credential_forms_are_masked(line: str) -> None:
+    out = mask_secrets(line)
+    assert "Q42AB" not in out, out
+    assert "***" in out
+    assert mask_secrets(out) == out  # masking twice changes nothing
+
+
+def test_round4_forms_keep_what_says_who_and_what() -> None:
+    """The name, the user, the scheme and the token's kind stay readable."""
+    assert mask_secrets("MYSQL_PWD=Q42AB mysql") == "MYSQL_PWD=*** mysql"
+    assert mask_secrets("redis://:Q42AB@cache:6379/0") == "redis://:***@cache:6379/0"
+    assert mask_secrets("https://x/p?chat=7&pass=Q42AB&n=1") == "https://x/p?chat=7&pass=***&n=1"
+    assert mask_secrets("got Bearer Q42AB0123456789 back") == "got Bearer *** back"
+    assert mask_secrets("db_password = 'Q42AB' # x") == "db_password = *** # x"
+    assert mask_secrets("{'hf_token': 'Q42AB', 'lr': '0.1'}") == "{'hf_token': '***', 'lr': '0.1'}"
+    assert mask_secrets("use ghp_Q42ABcdefghijklmnopqrstuvwxyz0123456789.") == "use ghp_***."
+    assert mask_secrets("HF_HUB hf_Q42ABcdefghijklmnopqrstuvwxyzAB") == "HF_HUB hf_***"
+    assert mask_secrets("sk-Q42ABcdefghijklmnopqrstuvwxyz0123") == "sk-***"
+
+
+@pytest.mark.parametrize("line", [
+    "PWD=/home/rl OLDPWD=/tmp cd data",                      # the shell's directories, not passwords
+    "paths.hf_model=/data/models/qwen hf_transfer hf_model",
+    "pip install scikit-learn sk-learn sk-some-very-long-package-name-2024",
+    "export HF_HUB_ENABLE_HF_TRANSFER=1 ghp_x gh_pages github_pat_notes",
+    "the bearer of bad news; Bearer authentication failed; bearer token expired",
+    "https://example.org/list?author=bob&page=2&passes=3",
+    "if token == 'x': lr = 0.1; x = 5",
+    "{'name': 'grpo', 'lr': '0.1'}",
+    "xoxo-hugs and xoxb-short",
+    "SyntaxError: unexpected token: '}'",
+])
+def test_round4_look_alikes_stay_readable(line: str) -> None:
+    assert mask_secrets(line) == line
+
+
+def test_round4_forms_stay_linear_on_hostile_lines() -> None:
+    """Runs of the new forms' starts with no end: n and 4n characters, compared in a ratio."""
+    from tests.test_parser_bounds import assert_linear_retried
+
+    def runs_of(unit: str) -> Callable[[int], str]:
+        return lambda n: (unit * (n // len(unit) + 1))[:n]
+
+    for unit in ("Bearer ", "bearer a", "hf_", "sk-", "ghp_a", "xoxb-1", "github_pat_", "'a': ", "'hf_token': '",
+                 "a = ", "a =", "redis://:", "?pass=", "&auth=a", "MYSQL_PWD=", "sk-a1B"):
+        assert_linear_retried(mask_secrets, runs_of(unit))
+    for shape in ("hf_", "sk-", "ghp_", "xoxb-", "github_pat_", "Bearer "):
+        assert_linear_retried(mask_secrets, lambda n, s=shape: s + "aB1" * (n // 3))

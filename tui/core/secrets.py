@@ -20,6 +20,14 @@ What counts as a secret:
 * the password of curl's `-u`/`--user`/`-U`/`--proxy-user user:password` (the user stays);
 * a Telegram bot token in a URL path (`/bot123456:ABC.../sendMessage`, `/file/bot...`).
 * a PEM private key block;
+* `*_PWD` variables (`MYSQL_PWD`; never the shell's `PWD`/`OLDPWD`), a URL's password
+  with no user (`redis://:PASSWORD@`), `?pass=`/`?pw=`/`?auth=` query values, a bare
+  `Bearer X` (a token-like X: not prose), `name = 'X'` and `{'name': 'X'}` (judged by
+  the name, as `name=X` and JSON are);
+* a token by its shape, the prefix kept: GitHub's `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_`/
+  `github_pat_`, Hugging Face's `hf_`, `sk-` (OpenAI, `sk-proj-`, `sk-ant-`), Slack's
+  `xoxb-`...; strict enough (length, mixed case, digits) that `hf_model`, `sk-learn`,
+  `ghp_x` stay words;
 * a lower- or mixed-case name that ENDS with a credential word (`hf_token`,
   `wandb_api_key`, `accessToken`, `db_password`; `key`, `sig`, `signature` only as the
   whole name or its last word), in free text (`hf_token=X`), as a Hydra override
@@ -52,7 +60,8 @@ MASK = "***"
 
 # a NAME that says its value is a credential
 _WORDS = r"(?:TOKEN(?!IZER)|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL)"
-SECRET_NAME = rf"(?:[A-Z0-9_]*{_WORDS}[A-Z0-9_]*|(?:[A-Z0-9_]*_)?PAT(?:_[A-Z0-9_]*)?)"
+SECRET_NAME = rf"(?:[A-Z0-9_]*{_WORDS}[A-Z0-9_]*|(?:[A-Z0-9_]*_)?PAT(?:_[A-Z0-9_]*)?|[A-Z0-9_]*_PWD)"
+# (`_PWD` as the last word: MYSQL_PWD, DB_PWD; never the shell's PWD or OLDPWD, a directory)
 _NAME_RE = re.compile(SECRET_NAME)
 
 # one shell word: unquoted runs, '...' and "..." pieces glued together
@@ -73,7 +82,8 @@ _FLAG = re.compile(r"(?i)((?<!-)--(?:[a-z0-9][a-z0-9_-]{0,200}?)?(?:token|passwo
                    rf"(?!-)(?:{_SHELL_WORD})")
 _AUTH = re.compile(r"(?i)(\bauthorization\s*[:=]\s*(?:(?:token|bearer|basic|digest|negotiate)\s+)?)"
                    r"[^\s'\",;}]+")
-_URL_PW = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+):([^/\s@'\"]*)@")
+_URL_PW = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]*):([^/\s@'\"]*)@")
+# (the user may be empty: `redis://:password@host`)
 _URL_USER = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://)([^/\s:@'\"]+)@")
 # curl's user:password (`-u bot:X`, `-ubot:X`, `--user=bot:X`, `--proxy-user`, `-U`): the
 # word after the flag, when it holds a colon (`sudo -u root`, `python -u` are not one)
@@ -109,15 +119,31 @@ _LOWER_COLON = re.compile(r"""(?<![A-Za-z0-9_.\-"'])([A-Za-z][A-Za-z0-9]*[_-][A-
 # ?name=value / &name=value (a URL's query, wherever it is): the value up to the next
 # parameter, so the rest of the URL stays readable
 _QUERY = re.compile(r"([?&;])([A-Za-z0-9_.\-]{1,100})=([^&#\s'\"<>]*)")
+# `Bearer <credential>` without its `Authorization:` (a log line, an error quoting the
+# header's value): a token-like word after it; prose ("the bearer of bad news") is not one
+_BEARER = re.compile(r"(?i)(?<![\w-])(bearer[ \t]+)([A-Za-z0-9\-._~+/]{8,}=*)")
+# credentials by their shape, wherever they stand: GitHub's (`ghp_`, `gho_`, `ghu_`,
+# `ghs_`, `ghr_`, `github_pat_`), Hugging Face's (`hf_`), OpenAI-style (`sk-`,
+# `sk-proj-`), Slack's (`xoxb-`...). The prefix stays (it says what kind). A start never
+# sits inside a word (the look-behind), so a long run is scanned once.
+_TOKEN_SHAPE = re.compile(r"(?<![A-Za-z0-9_\-])(gh[pousr]_|github_pat_|hf_|sk-(?:proj-|ant-|svcacct-)?|xox[abposr]-)"
+                          r"([A-Za-z0-9_\-]{10,})")
+_SHAPE_HINT = re.compile(r"gh[pousr]_|github_pat_|hf_|sk-|xox[abposr]-")
+# a Python dict's `'name': 'value'` (a repr in a log line), judged by name as a JSON pair
+_PY_PAIR = re.compile(r"(?<![\\A-Za-z0-9_])'([A-Za-z][A-Za-z0-9_]{0,100})'(\s*:\s*)'[^'\n]*'")
+# `name = value` with blanks around the `=` (Python, INI): lower-case names by their end
+_SPACED_ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z_][A-Za-z0-9_]{0,100})[ \t]+=[ \t]+"
+                            r"""('[^'\n]*'|"(?:[^"\\\n]|\\.)*"|[^\s,;)}]+)""")
 # a URL's host and path, for the webhook rule
 _URL_PATH = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,30}://(?:[^\s/?#'\"@]*@)?([^\s/?#'\"]+))(/[^\s?#'\"]*)")
 _HOOK_MARK = re.compile(r"(?i)webhooks?[a-z0-9]*|hooks")
 _RANDOM_SEG = re.compile(r"[A-Za-z0-9_\-=.~%+@]{20,}|(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9_\-=.~%+@]{8,}")
 
 # cheap pre-checks: most log lines hold none of these, and skip every pattern
-_UPPER_WORD = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|PAT")
+_UPPER_WORD = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|PAT|_PWD")
 _LOWER_WORD = re.compile(r"(?i)token|key|secret|passw|credential|pat")
 _LOWER_HINT = re.compile(r"(?i)token|key|secret|passw|pwd|credential|pat|sig")
+_QUERY_HINT = re.compile(r"(?i)[?&;](?:pass|pw|auth|access_code)")
 
 
 def _named(m: re.Match[str], keep: str) -> str:
@@ -157,11 +183,17 @@ def _lower_assign(m: re.Match[str]) -> str:
     return m.group(0)
 
 
+_QUERY_NAMES = frozenset({"pass", "pw", "auth", "passcode", "access_code"})
+"""Query parameter names that carry a credential without ending in a credential word
+(`?pass=`, `?auth=`); only in a URL's query, where they mean that."""
+
+
 def _query(m: re.Match[str]) -> str:
     # a value masked already stays as it is (`?token=***: ...` keeps its colon): masking
     # twice changes nothing
     value = m.group(3)
-    if value and not value.startswith(MASK) and is_lower_secret_name(m.group(2)):
+    if value and not value.startswith(MASK) and (m.group(2).lower() in _QUERY_NAMES
+                                                 or is_lower_secret_name(m.group(2))):
         return f"{m.group(1)}{m.group(2)}={MASK}"
     return m.group(0)
 
@@ -185,6 +217,40 @@ def _hook_path(m: re.Match[str]) -> str:
         if (n == len(rest) - 1 and len(rest) >= 2) or _RANDOM_SEG.fullmatch(segs[i]):
             segs[i] = MASK
     return m.group(1) + "/".join(segs)
+
+
+def _bearer(m: re.Match[str]) -> str:
+    value = m.group(2)
+    if value.isalpha() and len(value) < 20:  # a word ("Bearer authentication"), not a token
+        return m.group(0)
+    return m.group(1) + MASK
+
+
+def _token_shape(m: re.Match[str]) -> str:
+    """A word of a token's shape: the rest long and random enough (mixed case, digits) that
+    `hf_model`, `hf_transformers_cache`, `sk-learn` or `github_pat_notes` stay words."""
+    prefix, rest = m.group(1), m.group(2)
+    mixed = any(c.isupper() for c in rest) and any(c.islower() for c in rest)
+    if prefix.startswith("gh") and not prefix.startswith("github"):
+        ok = len(rest) >= 30 and rest.isalnum()
+    elif prefix == "github_pat_":
+        ok = len(rest) >= 40 and "-" not in rest and mixed
+    elif prefix == "hf_":
+        ok = len(rest) >= 30 and rest.isalnum() and mixed
+    elif prefix.startswith("sk-"):  # sk-<20+ letters and digits>, or a long one with - and _
+        digits = any(c.isdigit() for c in rest)
+        ok = (len(rest) >= 20 and rest.isalnum() and digits and not rest.isdigit()) or \
+            (len(rest) >= 40 and mixed and digits)
+    else:  # Slack
+        ok = len(rest) >= 10 and any(c.isdigit() for c in rest) and "_" not in rest
+    return prefix + MASK if ok else m.group(0)
+
+
+def _spaced_assign(m: re.Match[str]) -> str:
+    name = m.group(1)
+    if m.group(2).startswith(MASK) or not (is_lower_secret_name(name) if not name.isupper() else is_secret_name(name)):
+        return m.group(0)
+    return m.group(0)[:m.start(2) - m.start(0)] + MASK
 
 
 def _curl_user(m: re.Match[str]) -> str:
@@ -228,7 +294,7 @@ def mask_secrets(text: str) -> str:
     if "PRIVATE KEY-----" in text:
         text = _PEM.sub("-----PRIVATE KEY (masked)-----", text)
     lower = _LOWER_HINT.search(text) is not None
-    if lower and "=" in text and ("?" in text or "&" in text or ";" in text):
+    if "=" in text and ("?" in text or "&" in text or ";" in text) and (lower or _QUERY_HINT.search(text)):
         text = _QUERY.sub(_query, text)
     if _UPPER_WORD.search(text):
         text = _JSON_PAIR.sub(lambda m: _named(m, f'"{m.group(1)}"{m.group(2)}"{MASK}"'), text)
@@ -255,6 +321,14 @@ def mask_secrets(text: str) -> str:
         text = _FLAG.sub(rf"\1{MASK}", text)
     if "uthorization" in text or "UTHORIZATION" in text:
         text = _AUTH.sub(rf"\1{MASK}", text)
+    if "earer" in text or "EARER" in text:
+        text = _BEARER.sub(_bearer, text)
+    if _SHAPE_HINT.search(text):
+        text = _TOKEN_SHAPE.sub(_token_shape, text)
+    if "'" in text and ":" in text and (lower or _UPPER_WORD.search(text)):
+        text = _PY_PAIR.sub(lambda m: _named(m, f"'{m.group(1)}'{m.group(2)}'{MASK}'"), text)
+    if " =" in text or "\t=" in text:
+        text = _SPACED_ASSIGN.sub(_spaced_assign, text)
     if "://" in text and "@" in text:
         text = _URL_PW.sub(rf"\1\2:{MASK}@", text)
         text = _URL_USER.sub(rf"\1{MASK}@", text)
