@@ -129,6 +129,18 @@ EMPTY_AND_ODD = {
     "nnodes_arabic_indic": (_sub("nnodes: 2", 'nnodes: "٣"'), 43, "training.overrides.trainer.nnodes",
                             "written with 0-9"),
     "port_arabic_indic": (_sub("  port: 2222\n", '  port: "٣"\n'), 6, "ssh.port", "expected an integer"),
+    # issue 39 leftovers: D3 (a hex integer's digits were not counted; its str() in the
+    # message raised) and D14 (a jump hop's port was not checked: it loaded)
+    "port_hex_20000_digits": (_sub("  head_port: 6379\n", "  head_port: 0x" + "f" * 20000 + "\n"), 35,
+                              "ray.head_port", "20000 digits"),
+    "port_hex_90_digits": (_sub("  head_port: 6379\n", "  head_port: 0x" + "f" * 90 + "\n"), 35,
+                           "ray.head_port", "a port number 1-65535, got an integer of about 109 digits"),
+    "jump_not_a_port": (_sub("  port: 2222\n", "  port: 2222\n  jump: ['127.0.0.1:notaport']\n"), 7,
+                        "ssh.jump", 'hop 1: expected [user@]host[:port] with a port 1-65535, got "127.0.0.1:notaport"'),
+    "jump_host_port_0": (_sub("  port: 2222\n", "  port: 2222\n  jump_host: bastion:0\n"), 7,
+                         "ssh.jump_host", "a port 1-65535"),
+    "node_jump_superscript": (_sub("    role: head\n", "    role: head\n    ssh: {jump: ['bastion:²']}\n"), 12,
+                              "nodes[0].ssh.jump", "a port 1-65535"),
 }
 
 

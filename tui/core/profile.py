@@ -346,7 +346,17 @@ def _show(value: Any) -> str:
         return '"' + value[:SHOWN_CHARS].replace('"', '\\"') + more + '"'
     if isinstance(value, (dict, list)):
         return _type_name(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _int_text(value)
     return repr(value)
+
+
+def _int_text(v: int) -> str:
+    """An integer for a message: itself, or its size when it is huge (str() of one past
+    4300 digits raises; one of 100 is no port or count to print whole)."""
+    if -10**30 < v < 10**30:
+        return str(v)
+    return f"an integer of about {int(v.bit_length() * 0.30103) + 1} digits"
 
 
 class _Section:
@@ -410,15 +420,15 @@ class _Section:
             what = "a positive integer" if positive else "an integer"
             raise self.error(name, f"expected {what}, got {_show(v)}")
         if positive and v <= 0:
-            raise self.error(name, f"expected a positive integer, got {v}")
+            raise self.error(name, f"expected a positive integer, got {_int_text(v)}")
         if minimum is not None and v < minimum:
-            raise self.error(name, f"expected an integer >= {minimum}, got {v}")
+            raise self.error(name, f"expected an integer >= {minimum}, got {_int_text(v)}")
         return v
 
     def port(self, name: str, default: Any = _MISSING) -> Any:
         v = self.integer(name, default)
         if v is not None and not 1 <= v <= 65535:
-            raise self.error(name, f"expected a port number 1-65535, got {v}")
+            raise self.error(name, f"expected a port number 1-65535, got {_int_text(v)}")
         return v
 
     def number(self, name: str, default: Any = _MISSING, positive: bool = False,
@@ -428,6 +438,8 @@ class _Section:
             return v
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.error(name, f"expected a number, got {_show(v)}")
+        if isinstance(v, int) and not -10**30 < v < 10**30:  # (float() of it overflows)
+            raise self.error(name, f"expected a number, got {_int_text(v)}")
         # `.nan` compares false with everything, so `v <= 0` lets it through and a NaN
         # timeout silently means no timeout; `.inf` is no timeout said out loud. Both out.
         if not math.isfinite(v):
@@ -538,6 +550,41 @@ def _check_address(sec: _Section, name: str, value: str) -> None:
         pass
     if not _HOST_RE.match(value):
         raise sec.error(name, f"expected an IP address or host name, got {_show(value)}")
+
+
+def _check_jumps(sec: _Section, name: str, hops: list[str] | str | None) -> None:
+    """Each hop of `jump`/`jump_host` is `[user@]host[:port]` (`[v6]:port`, or a bare IPv6
+    address without a port), the port 1-65535 in ASCII digits: `127.0.0.1:notaport` loaded,
+    `check --static` said nothing, and the connection failed naming the node, not the hop."""
+    for i, hop in enumerate([hops] if isinstance(hops, str) else (hops or [])):
+        spec = hop.rsplit("@", 1)[1] if "@" in hop else hop
+        port = ""
+        if spec.startswith("[") and "]" in spec:
+            host, _, rest = spec[1:].partition("]")
+            if rest and not rest.startswith(":"):
+                host = ""
+            port = rest[1:] if rest else ""
+            if rest == ":":
+                host = ""
+        elif spec.count(":") == 1:
+            host, port = spec.split(":")
+            if not port:
+                host = ""
+        else:
+            host = spec
+        ok_host = bool(host) and (_HOST_RE.match(host) is not None or _is_ip(host))
+        ok_port = not port or (port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535)
+        if not (ok_host and ok_port and "@" not in spec):
+            which = "" if isinstance(hops, str) else f"hop {i + 1}: "
+            raise sec.error(name, f"{which}expected [user@]host[:port] with a port 1-65535, got {_show(hop)}")
+
+
+def _is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        return False
 
 
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
@@ -708,6 +755,8 @@ def _ssh(root: _Section) -> tuple[SshSettings, _NodeDefaults]:
         jump_host=s.string("jump_host", None),
         jump=s.str_list("jump", [], allow_scalar=True),
     )
+    _check_jumps(s, "jump_host", defaults.jump_host)
+    _check_jumps(s, "jump", defaults.jump)
     if s.raw("strict_host_key_checking", True) is not True:
         raise s.error("strict_host_key_checking",
                       "host keys are always verified; add the node's key to known_hosts instead")
@@ -736,6 +785,8 @@ def _node(n: _Section, line: int, d: _NodeDefaults) -> Node:
         jump_host=e.string("jump_host", d.jump_host),
         jump=e.str_list("jump", d.jump, allow_scalar=True),
     )
+    _check_jumps(e, "jump_host", endpoint.jump_host)
+    _check_jumps(e, "jump", endpoint.jump)
     e.done()
     n.done()
     return Node(nname, address, gpus, role, endpoint, ray_args, line)

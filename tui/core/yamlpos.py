@@ -132,7 +132,10 @@ class _Located(_MixinBase):
         if isinstance(node, yaml.ScalarNode):
             size = 1
             if node.tag == _INT_TAG:
-                digits = sum(ch.isdigit() for ch in str(node.value))
+                # every digit of any base: `0x` + 20,000 hex digits is an integer of 24,000
+                # decimal ones (only its decimal digits were counted: none)
+                digits = sum(ch.isalnum() for ch in str(node.value).lower().replace("0x", "", 1)
+                             .replace("0o", "", 1).replace("0b", "", 1))
                 if digits > MAX_INT_DIGITS:
                     raise LimitError(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})",
                                      node.start_mark, self._key_path())
