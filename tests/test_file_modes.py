@@ -132,3 +132,34 @@ async def test_console_shows_the_tightening_as_one_alert(tmp_path: Path, monkeyp
             await pilot.pause(0.02)
         mine = [a for a in app.main_screen.alerts if a.source == "console"]
         assert [(a.level, a.message) for a in mine] == [("warning", notices[0])]
+
+
+def test_a_state_dir_of_another_user_is_not_used(tmp_path: Path) -> None:
+    """Issue 39 N7: `$XDG_STATE_HOME/rlconsole` made 0777 by another user (a shared place)
+    was used silently: the debug log and spools were created in it, theirs to read and
+    plant in. Now a command that needs the state dir refuses in one line (exit 2) and
+    nothing is created there; one that does not (render) runs without its log."""
+    shared = tmp_path / "shared"
+    foreign = shared / "rlconsole"
+    foreign.mkdir(parents=True)
+    foreign.chmod(0o777)
+    if os.geteuid() == 0:
+        os.chown(foreign, 65534, 65534)
+    else:  # (not root: a directory of root's stands for another user's)
+        shared, foreign = Path("/usr"), Path("/usr/rlconsole")
+        if foreign.exists() or os.stat("/usr").st_uid == os.getuid():
+            import pytest
+
+            pytest.skip("no directory of another user to point at")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(tmp_path), "XDG_STATE_HOME": str(shared),
+           "RLCONSOLE_CONFIG_DIR": str(tmp_path / "config")}
+    profile = str(REPO / "profiles" / "qwen3-8b-grpo-32gpu.yaml")
+    r = subprocess.run([sys.executable, "-m", "tui.cli", "runs", "-P", profile], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.count("\n") == 1 and "belongs to another user" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "tui.cli", "render", "-P", profile], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    if foreign.exists():
+        assert list(foreign.iterdir()) == []  # no rlconsole.log, no spool/

@@ -18,6 +18,8 @@ import os
 import stat
 from pathlib import Path
 
+from tui.core.errors import UsageError
+
 APP = "rlconsole"
 
 
@@ -40,12 +42,26 @@ def user_catalog_path() -> Path:
 
 
 def state_dir() -> Path:
-    """Created on first use, 0700."""
+    """Created on first use, 0700; only ever one of this user's own (`ForeignStateDir`)."""
     from platformdirs import user_state_dir
 
     d = Path(os.environ.get("RLCONSOLE_STATE_DIR") or user_state_dir(APP))
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.stat(d)  # (a link given as the dir is the user's choice: followed)
+    if st.st_uid != os.getuid():
+        raise ForeignStateDir(d, st.st_uid)
     return d
+
+
+class ForeignStateDir(UsageError, PermissionError):
+    """The state dir exists and belongs to another user (`$XDG_STATE_HOME/rlconsole` made
+    0777 by someone else in a shared place): its log, spools and run history would be
+    theirs to read and to plant. Refused: a usage error (one line, exit 2) and an OSError
+    (what a start that tolerates an unwritable state dir already handles)."""
+
+    def __init__(self, path: Path, uid: int) -> None:
+        super().__init__(f"state directory {path} belongs to another user (uid {uid}), not to you: "
+                         "not used; set RLCONSOLE_STATE_DIR or XDG_STATE_HOME to a directory of your own")
 
 
 def log_path() -> Path:
