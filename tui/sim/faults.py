@@ -52,7 +52,8 @@ FAULTS: dict[str, Fault] = {f.kind: f for f in (
           "collective operation timeout: WorkMCCL(...)`)", True, JobStatus.FAILED, "collective-timeout", "job-end"),
     Fault("actor-death", "the node's worker process dies (SIGKILL); Ray reports `A worker died or was "
           "killed ...` and the driver gets `ActorDiedError: The actor died unexpectedly ...` (one class, "
-          "the first named)", True, JobStatus.FAILED, "ray-worker-died", "job-end"),
+          "ray-actor-died when the driver's error is printed first)", True, JobStatus.FAILED,
+          "ray-worker-died", "job-end"),
     Fault("driver-killed", "the job's driver is killed (SIGKILL, as by the kernel's OOM killer); "
           "Ray: `Job entrypoint command failed with exit code ...`", False, JobStatus.FAILED, "driver-killed", "job-end"),
     Fault("stall", "the trainer stops making steps, its process alive (a hang); undone by clear",
