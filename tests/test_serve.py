@@ -132,3 +132,102 @@ def test_browser_shows_the_live_console_behind_the_token(small_sim: Path, tmp_pa
     finally:
         rc = _stop(proc)
     assert rc == 0
+
+
+# ------------------------------------------------------- issue 39 N9: the served page itself
+
+
+async def _client(allow_remote: bool = False, command: str = "sleep 5"):  # type: ignore[no-untyped-def]
+    """An aiohttp test client on `make_server`'s app (no browser, no sim): the guard, the
+    page and the websocket's handshake as a browser meets them."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from tui.cli.serve import make_server
+
+    server = make_server(command, "T" * 32, "rlconsole test", allow_remote=allow_remote)
+    client = TestClient(TestServer(await server._make_app()))
+    await client.start_server()
+    return client
+
+
+async def test_the_token_leaves_the_address_bar() -> None:
+    """The first good request (`/?token=...`) is a redirect to the page without the token,
+    the cookie set: before, the page was served at the URL with the token in it."""
+    import asyncio
+
+    client = await _client()
+    try:
+        r = await asyncio.wait_for(client.get("/?token=" + "T" * 32 + "&fontsize=20", allow_redirects=False), 30)
+        assert r.status == 303, r.status
+        assert "token" not in r.headers["Location"] and r.headers["Location"] == "/?fontsize=20"
+        assert "rlconsole_serve" in r.cookies
+        r = await asyncio.wait_for(client.get("/?fontsize=20", cookies={"rlconsole_serve": "T" * 32}), 30)
+        assert r.status == 200
+    finally:
+        await client.close()
+
+
+async def test_the_page_loads_nothing_from_elsewhere() -> None:
+    """textual-serve's page linked a Google font: the page a tab gets names no other site,
+    and its Content-Security-Policy allows this server only."""
+    import asyncio
+
+    client = await _client()
+    try:
+        r = await asyncio.wait_for(client.get("/", cookies={"rlconsole_serve": "T" * 32}), 30)
+        body = await r.text()
+        assert r.status == 200 and "textual.js" in body
+        assert "googleapis" not in body and not re.search(r"(?:href|src)=[\"']https?://(?!127\.0\.0\.1)", body), body
+        csp = r.headers["Content-Security-Policy"]
+        assert "default-src 'self'" in csp and "font-src 'self'" in csp and "http" not in csp.replace("'self'", "")
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("host", ["evil.example:8765", "evil.example", "10.1.2.3:8765", "[2001:db8::1]:8765"])
+async def test_a_foreign_host_is_refused_even_with_the_token(host: str) -> None:
+    """DNS rebinding: a page of another site, its name made to resolve to 127.0.0.1, sends
+    its own name as Host and as Origin (they agree with each other): refused unless
+    --allow-remote. Through `ssh -L 9000:...` the Host is localhost:9000: served."""
+    import asyncio
+
+    client = await _client()
+    try:
+        r = await asyncio.wait_for(client.get("/?token=" + "T" * 32, headers={"Host": host, "Origin": f"http://{host}"},
+                                              allow_redirects=False), 30)
+        assert r.status == 403, (host, r.status)
+        for h in ("localhost:9000", "127.0.0.1:8765", "[::1]:8765"):
+            r = await asyncio.wait_for(client.get("/", headers={"Host": h, "Origin": f"http://{h}"},
+                                                  cookies={"rlconsole_serve": "T" * 32}), 30)
+            assert r.status == 200, (h, r.status)
+    finally:
+        await client.close()
+    client = await _client(allow_remote=True)
+    try:
+        r = await asyncio.wait_for(client.get("/", headers={"Host": host}, cookies={"rlconsole_serve": "T" * 32}), 30)
+        assert r.status == 200
+    finally:
+        await client.close()
+
+
+async def test_the_terminal_size_a_tab_asks_for_is_bounded() -> None:
+    """`/ws?width=1000000` started a console of a million columns; now it is refused before
+    the handshake, and a `resize` message is bounded."""
+    import asyncio
+
+    import aiohttp
+
+    from tui.cli.serve import MAX_COLUMNS, MAX_ROWS, _bounded
+
+    client = await _client()
+    try:
+        for q in ("width=1000000&height=24", "width=80&height=99999", "width=-1", "width=1e9"):
+            with pytest.raises(aiohttp.WSServerHandshakeError) as e:
+                await asyncio.wait_for(client.ws_connect(f"/ws?{q}", headers={"Cookie": "rlconsole_serve=" + "T" * 32}),
+                                       30)
+            assert e.value.status == 400, q
+    finally:
+        await client.close()
+    assert _bounded(10**9, 80, MAX_COLUMNS) == MAX_COLUMNS and _bounded(-5, 24, MAX_ROWS) == 1
+    assert _bounded("100", 80, MAX_COLUMNS) == 80 and _bounded(True, 24, MAX_ROWS) == 24
+    assert _bounded(120, 80, MAX_COLUMNS) == 120
