@@ -458,7 +458,7 @@ def test_garbage_never_crashes(tmp_path: Path) -> None:
                                   "ray job submit -- ", " \\\n", "\n# c\n", "export ", "f() {", "}\n", "x=(", "a.b=",
                                   # issue 39 S3's shapes: a nameless function, a non-ASCII digit,
                                   # array gaps, += copies, arithmetic through names
-                                  "function\n", "shift ", "²", "a[", "]=", "+=", "$((a))", "a=-", "f\n"])
+                                  "function\n", "shift ", "²", "a[", "]=", "+=", "$((a))", "a=-", "f\n", "<<", ")"])
     script = tmp_path / "g.sh"
 
     @settings(max_examples=int(os.environ.get("IMPORT_FUZZ", "200")), deadline=None,
@@ -850,6 +850,22 @@ def test_odd_shapes_are_one_line_not_a_traceback(tmp_path: Path) -> None:
     s.write_text("x=$((1a))\n" + _L + "\n")  # Python's parser warned on stderr ("invalid decimal literal")
     r = _import_bounded([str(s)], tmp_path)
     assert r.returncode == 0 and "SyntaxWarning" not in r.stderr, r.stderr[-2000:]
+
+
+def test_a_heredoc_start_at_the_end_does_not_hang(tmp_path: Path) -> None:
+    """`<<` as the last characters of the text the scanner reads (an array body `x=(a <<)`,
+    a script without a last newline) looped for ever: peek() at the end is "", which
+    `in " \\t"` finds. Found by the fuzz below with S3's alphabet."""
+    for body in ("x=(a <<)\n" + LAUNCH + "\n", LAUNCH + "\nx=(a <<-)\n", LAUNCH + " <<"):
+        s = tmp_path / "h.sh"
+        s.write_text(body)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        try:
+            r = subprocess.run([sys.executable, "-m", "tui.cli", "import", str(s), "-o", str(tmp_path / "o.yaml"),
+                                "--force"], capture_output=True, text=True, timeout=60, env=env, check=False)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"import of {body!r} did not finish")
+        assert r.returncode in (0, 2) and "Traceback" not in r.stderr, r.stderr[-2000:]
 
 
 def test_huge_arithmetic_is_64_bit_as_in_bash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

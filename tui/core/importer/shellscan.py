@@ -307,7 +307,7 @@ def _heredoc_start(sc: _Scanner) -> bool:
     if sc.peek() == "-":
         strip = True
         sc.adv()
-    while sc.peek() in " \t":
+    while sc.peek() and sc.peek() in " \t":  # (at the end peek() is "", which `in` finds in any string)
         sc.adv()
     m = _HEREDOC_RE.match(sc.s, sc.i)  # (at i: a slice per `<<` is quadratic)
     if m:
