@@ -385,7 +385,7 @@ async def test_an_unchanged_sample_is_compared_on_the_loop_and_a_changed_one_par
 
     prof = load_profile(SEED_PROFILE)
     mon = ClusterMonitor(prof, refresh_s=2.0)
-    sess = SimpleNamespace(name=prof.nodes[0].name, connected=True)
+    sess = SimpleNamespace(name=prof.nodes[0].name, connected=True, node=prof.nodes[0])
     hops: list[int] = []
     real = asyncio.to_thread
 

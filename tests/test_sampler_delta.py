@@ -298,7 +298,7 @@ def test_the_loop_under_each_shell_sends_full_then_heartbeats_then_a_delta(shell
     """The real loop, run by each POSIX shell here (a node's login shell runs it):
     a full sample, heartbeats while nothing changes, the changed card's lines only."""
     cards = FakeCards(tmp_path / "cards")
-    script = sampler_script(_direct_profile(), 0.05, heartbeat_every=2)
+    script = sampler_script(_direct_profile(), 0.05, heartbeat_s=1)
     argv = [shutil.which(shell) or shell, *(["sh"] if shell == "busybox" else []), "-c", script]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                             env={"PATH": cards.path, "LANG": "C.UTF-8", "HOME": str(tmp_path)})
@@ -359,7 +359,8 @@ async def two_nodes(node_server: Any, ssh_kit: Any, tmp_path: Path) -> Any:
 @pytest.mark.integration
 async def test_an_idle_node_sends_almost_nothing_and_a_changed_card_arrives_alone(two_nodes: Any) -> None:
     prof, cards = two_nodes
-    mon = ClusterMonitor(prof, refresh_s=0.2)
+    mon = ClusterMonitor(prof, refresh_s=0.2, stale_after_s=2.0)
+    assert mon.heartbeat_s == 0  # a heartbeat every unchanged sample: the most an idle node sends
     await mon.start()
     try:
         await _until(lambda: all(n.gpu is not None and len(n.gpus) == 8 for n in mon.state.nodes), "first samples")
@@ -417,8 +418,8 @@ async def test_a_node_whose_sampler_goes_silent_goes_stale_one_with_heartbeats_d
     answers: n2 is shown down with its last cards, stale; n1, idle, sends heartbeats only
     and stays up all along. When the tool answers again n2 is back."""
     prof, cards = two_nodes
-    mon = ClusterMonitor(prof, refresh_s=0.3, stale_after_s=3.0)
-    assert mon.heartbeat_every >= 2  # a heartbeat every few unchanged samples, within stale_after/2
+    mon = ClusterMonitor(prof, refresh_s=0.3, stale_after_s=6.0)
+    assert mon.heartbeat_s >= 2  # a heartbeat every few unchanged samples, about every stale_after/2
     n1_down: list[str | None] = []
     mon.subscribe(lambda st: n1_down.append(st.nodes[0].error) if not st.nodes[0].reachable else None)
     await mon.start()
@@ -445,11 +446,12 @@ async def test_stale_after_sets_the_heartbeat() -> None:
     prof = _direct_profile()
     mon = ClusterMonitor(prof, refresh_s=2.0)
     assert mon.stale_after_s == ClusterMonitor.STALE_AFTER_MIN_S  # a slow sample is not a stale node
-    assert mon.heartbeat_every * mon.refresh_s <= mon.stale_after_s / 2
-    assert ClusterMonitor(prof, refresh_s=1.0).heartbeat_every == 3  # at most every stale_after/2
+    # heard from about every stale_after/2: the sample that notices comes up to an interval later
+    assert mon.heartbeat_s == 3 and mon.heartbeat_s + mon.refresh_s <= mon.stale_after_s / 2
+    assert ClusterMonitor(prof, refresh_s=1.0).heartbeat_s == 4
     assert ClusterMonitor(prof, refresh_s=10.0).stale_after_s == 25.0  # 2.5 intervals
-    assert ClusterMonitor(prof, refresh_s=10.0).heartbeat_every == 1
-    script = sampler_script(prof, 2.0, heartbeat_every=3)
+    assert ClusterMonitor(prof, refresh_s=10.0).heartbeat_s == 2
+    script = sampler_script(prof, 2.0, heartbeat_s=3)
     assert re.search(r'-ge 3 \]; then echo \'@@sample-end\'', script)
     assert "-r" not in script.split()  # never a guessed flag
 
@@ -482,3 +484,33 @@ def test_a_node_without_awk_sends_every_sample_in_full(tmp_path: Path) -> None:
         proc.wait(timeout=30)
     assert len(got) >= 3 and None not in got and stream.full == len(got)
     assert all('"Gpu": "0%"' in t for t in got if t)
+
+
+def test_a_node_whose_date_has_no_epoch_sends_a_heartbeat_every_unchanged_sample(tmp_path: Path) -> None:
+    """The heartbeat's clock is `date +%s` (GNU, BSD and busybox date have it; POSIX does
+    not promise it): where it prints no number, the loop says so every unchanged sample
+    rather than never."""
+    cards = FakeCards(tmp_path / "cards")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "date").write_text("#!/bin/sh\necho 'date: invalid format'\n")  # what a date without %s might say
+    (tools / "date").chmod(0o755)
+    script = sampler_script(_direct_profile(), 0.05, heartbeat_s=3600)
+    proc = subprocess.Popen([shutil.which("sh") or "/bin/sh", "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            env={"PATH": f"{tools}:{cards.path}", "LANG": "C.UTF-8", "HOME": str(tmp_path)})
+    stream = SampleStream("no-clock")
+    got: list[str | None] = []
+    try:
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        deadline = time.monotonic() + 60  # a bound, not a measurement
+        while time.monotonic() < deadline and got.count(None) < 3:
+            if select.select([fd], [], [], 0.1)[0]:
+                raw = os.read(fd, 65536)
+                assert raw, got
+                got += stream.feed(raw.decode())
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert got[0] is not None and got.count(None) >= 3 and stream.full == 1

@@ -179,7 +179,7 @@ last sample from line `SA` (0-based) with the `SN` lines that follow its header.
 
 
 def sampler_script(profile: Profile, interval: float | None = None, *, deltas: bool = True,
-                   heartbeat_every: int = 1) -> str:
+                   heartbeat_s: int = 0) -> str:
     """The per-node loop: one sample (cards, then container) every `interval` s.
     With interval 0, a single sample (for one-shot status).
 
@@ -187,8 +187,9 @@ def sampler_script(profile: Profile, interval: float | None = None, *, deltas: b
 
     * its first sample in full: `@@sample-begin` ... `@@sample-end`, as a one-shot sample;
     * for a sample that repeats the last one sent but for the tools' timestamps: nothing,
-      and after every `heartbeat_every` such samples in a row a heartbeat: the end marker
-      alone (`@@sample-end`, 13 bytes), i.e. an empty message;
+      or a heartbeat when the node has sent nothing for `heartbeat_s` seconds (whole
+      seconds by its clock, `date +%s`; 0, or a `date` without `%s`: every such sample):
+      the end marker alone (`@@sample-end`, 13 bytes), i.e. an empty message;
     * for a changed one: `@@sample-delta NS M`, NS splices (`@@splice A D N` and N lines:
       replace D lines from line A of the last sample sent), the end marker; M is the
       sample's line count after. Or the whole sample, when the splices would not be shorter.
@@ -206,10 +207,11 @@ def sampler_script(profile: Profile, interval: float | None = None, *, deltas: b
         f"rlc_sample() {{\n{_one_sample(profile, end=False)}}}\n"
         f"rlc_sep='{sep}'\n"
         "rlc_p=\n"
-        "rlc_h=0\n"
+        "rlc_l=$(date +%s 2>/dev/null)\n"
         "if command -v awk >/dev/null 2>&1; then rlc_awk=1; else rlc_awk=; fi\n"
         "while :; do\n"
         "rlc_c=$(rlc_sample)\n"
+        "rlc_n=$(date +%s 2>/dev/null)\n"
         'if [ -n "$rlc_p" ] && [ -n "$rlc_awk" ]; then\n'
         f'  rlc_o=$(printf \'%s\\n\' "$rlc_p" "$rlc_sep" "$rlc_c" | awk -v sep="$rlc_sep" \'{DELTA_AWK}\' 2>/dev/null)'
         ' || rlc_o=$rlc_c\n'
@@ -219,10 +221,12 @@ def sampler_script(profile: Profile, interval: float | None = None, *, deltas: b
         'if [ -n "$rlc_o" ]; then\n'
         f"  printf '%s\\n%s\\n' \"$rlc_o\" '{SAMPLE_END}'\n"
         "  rlc_p=$rlc_c\n"
-        "  rlc_h=0\n"
+        "  rlc_l=$rlc_n\n"
         "else\n"
-        "  rlc_h=$((rlc_h + 1))\n"
-        f'  if [ "$rlc_h" -ge {max(1, int(heartbeat_every))} ]; then echo \'{SAMPLE_END}\'; rlc_h=0; fi\n'
+        '  case "$rlc_n:$rlc_l" in\n'
+        f"    *[!0-9:]*|:*|*:) echo '{SAMPLE_END}' ;;\n"  # no clock: a heartbeat every unchanged sample
+        f'    *) if [ $((rlc_n - rlc_l)) -ge {max(0, int(heartbeat_s))} ]; then echo \'{SAMPLE_END}\'; rlc_l=$rlc_n; fi ;;\n'
+        "  esac\n"
         "fi\n"
         f"sleep {interval:g} || exit 0\n"
         "done\n"
@@ -564,8 +568,8 @@ class ClusterMonitor:
     notification, and a frame of the UI, every few milliseconds; with it, one frame carries
     every node that changed in that window, and a change shows at most that much later.
 
-    A node's sampler sends only changes, and when nothing changes a heartbeat at most
-    every `stale_after_s`/2 (`heartbeat_every`); a connected node that sends nothing at all
+    A node's sampler sends only changes, and when nothing changes a heartbeat about every
+    `stale_after_s`/2 (`heartbeat_s`); a connected node that sends nothing at all
     for `stale_after_s` (default: 2.5 refresh intervals, at least STALE_AFTER_MIN_S) gets a
     liveness check: no answer drops its connection (down, then reconnect); an answer means
     its sampler is stuck (a hung card tool, a stopped shell), and the node is shown down
@@ -716,16 +720,15 @@ class ClusterMonitor:
         self._changed()
 
     @property
-    def heartbeat_every(self) -> int:
-        """Unchanged samples in a row after which a node's sampler sends a heartbeat: as
-        many whole refresh intervals as fit in a third of `stale_after_s` (at least one),
-        so a heartbeat comes at most every `stale_after_s`/2 and, with each sample taking
-        its own time on top of the interval, well before `stale_after_s`."""
-        return max(1, int(self.stale_after_s / 3 // self.refresh_s))
+    def heartbeat_s(self) -> int:
+        """Whole seconds without a message after which a node's sampler sends a heartbeat:
+        `stale_after_s`/2 less one refresh interval (the sample that notices comes up to an
+        interval, a sample's own time and the clock's second later), so that a node that is
+        alive is heard from about every `stale_after_s`/2, never near `stale_after_s`."""
+        return max(0, int(self.stale_after_s / 2 - self.refresh_s))
 
     async def _node_loop(self, sess: NodeSession) -> None:
-        script = sampler_script(self.profile, self.refresh_s, deltas=self.deltas,
-                                heartbeat_every=self.heartbeat_every)
+        script = sampler_script(self.profile, self.refresh_s, deltas=self.deltas, heartbeat_s=self.heartbeat_s)
         wake = self._wake[sess.name]
         while self.running:
             if not sess.connected:
