@@ -202,3 +202,36 @@ def test_headless_load_drops_them_and_trust_keeps_them(tmp_path: Path, monkeypat
     assert prof.notify.to == [] and prof.ssh.config is None
     prof = _load(argparse.Namespace(profile="cloned", notices=[], trust_profile=True))
     assert prof.notify.to == [f"touch {notified}"] and prof.ssh.config == str(repo / "ssh_config")
+
+
+def test_served_tabs_do_what_serve_was_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve` gives each tab the resolved profile path (a link's target, outside
+    ./profiles) and a tab has no terminal: it must not read the file's commands afresh.
+    Headless serve drops them, and so does each tab (--no-profile-commands); a trusted one
+    hands --trust-profile on."""
+    import tui.cli.serve as serve_mod
+    from tui.cli import main
+    from tui.cli.main import _load
+    from tui.cli.serve import console_command
+
+    repo = _cwd_repo(tmp_path)
+    (repo / "conf").mkdir()
+    (repo / "conf" / "real.yaml").write_text(RISKY)
+    (repo / "profiles" / "linked.yaml").symlink_to("../conf/real.yaml")
+    monkeypatch.chdir(repo)
+    got: dict[str, object] = {}
+    monkeypatch.setattr(serve_mod, "run_serve", lambda prof, **kw: got.update(prof=prof, **kw) or 0)
+    assert main(["serve", "-P", "linked"]) == 0
+    assert got["profile_commands"] == "dropped"
+    tab = console_command(str(got["prof"].path), True, "dropped")  # type: ignore[attr-defined]
+    assert tab.endswith("--read-only --no-profile-commands")
+    # what the tab loads: the link's target, by its path; without them all the same
+    prof = _load(argparse.Namespace(profile=str(repo / "conf" / "real.yaml"), notices=[], no_profile_commands=True))
+    assert prof.notify.to == [] and prof.ssh.config is None
+    got.clear()
+    assert main(["serve", "-P", "linked", "--trust-profile"]) == 0
+    assert got["profile_commands"] == "trusted"
+    assert console_command("/p.yaml", True, "trusted").endswith("--trust-profile")
+    got.clear()
+    assert main(["serve", "-P", "qwen3-8b-grpo-32gpu"]) == 0  # not from here: nothing to hand on
+    assert got["profile_commands"] is None

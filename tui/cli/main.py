@@ -55,9 +55,20 @@ def _load(args: argparse.Namespace):  # -> Profile
     from tui.core.profile import cwd_profile_warning
 
     warning = cwd_profile_warning(prof, found=path, spec=spec or os.environ.get("RLCONSOLE_PROFILE"))
-    if warning is not None:
+    if getattr(args, "no_profile_commands", False):
+        # a served tab's console: `serve` asked (or not) and ran without them; a tab has no
+        # terminal to ask at, and the file it is given is the resolved one (a link's target)
+        if prof.notify.to or prof.ssh.config is not None:
+            prof = _without_local_commands(prof)
+    elif warning is not None:
         prof = _gate_cwd_profile(args, prof, warning)
     return prof
+
+
+def _without_local_commands(prof: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(prof, notify=replace(prof.notify, to=[]), ssh=replace(prof.ssh, config=None))
 
 
 def _gate_cwd_profile(args: argparse.Namespace, prof: Any, warning: str) -> Any:
@@ -67,8 +78,6 @@ def _gate_cwd_profile(args: argparse.Namespace, prof: Any, warning: str) -> Any:
     `y`) the run goes on without them: no notify target, no ssh.config (the user's own
     ~/.ssh/config applies), and the warning says so and how to use them. Said once either
     way (stderr, and an alert in the console)."""
-    from dataclasses import replace
-
     from tui.core.safetext import shown
 
     trusted = bool(getattr(args, "trust_profile", False))
@@ -82,9 +91,10 @@ def _gate_cwd_profile(args: argparse.Namespace, prof: Any, warning: str) -> Any:
     if trusted:
         text = f"{warning} (used: {'answered y' if answered else '--trust-profile'})"
     else:
-        prof = replace(prof, notify=replace(prof.notify, to=[]), ssh=replace(prof.ssh, config=None))
+        prof = _without_local_commands(prof)
         text = (f"{warning}. Not used for this run (nothing it names runs or is posted to); "
                 "pass --trust-profile, or answer y at a terminal, to use them")
+    args.profile_commands = "trusted" if trusted else "dropped"  # (what `serve` hands its tabs)
     if asked:  # the question said it on stderr: the console's alert still shows it
         args.notices = [*getattr(args, "notices", []), text]
     else:
@@ -263,8 +273,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from tui.cli.serve import run_serve
 
-    return run_serve(_load(args), host=args.host, port=args.port,
-                     allow_remote=args.allow_remote, allow_actions=args.allow_actions)
+    prof = _load(args)
+    return run_serve(prof, host=args.host, port=args.port, allow_remote=args.allow_remote,
+                     allow_actions=args.allow_actions, profile_commands=getattr(args, "profile_commands", None))
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
@@ -349,6 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
     profile_flag.add_argument("--trust-profile", action="store_true", default=argparse.SUPPRESS,
                               help="a profile from the current directory may run its local commands "
                                    "(notify.to, ssh.config) without the question")
+    profile_flag.add_argument("--no-profile-commands", action="store_true", default=argparse.SUPPRESS,
+                              help=argparse.SUPPRESS)  # serve's tabs: the profile's local commands are not used
     verbose_flag = _Parser(add_help=False)
     verbose_flag.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                               help="mirror the debug log on stderr")

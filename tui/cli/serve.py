@@ -49,12 +49,18 @@ REMOTE_WHY = ("the page is plain HTTP: the token and everything the console show
               "network in clear; prefer `ssh -L PORT:127.0.0.1:PORT head` and the default host")
 
 
-def console_command(profile_path: str, read_only: bool) -> str:
+def console_command(profile_path: str, read_only: bool, profile_commands: str | None = None) -> str:
     """The shell command textual-serve runs per tab: this interpreter's rlconsole, so the
-    served console is the installed one even when `rlconsole` is not on PATH."""
+    served console is the installed one even when `rlconsole` is not on PATH. A profile
+    from the current directory that runs local commands: the tab does what `serve` was
+    told at its start (`profile_commands`: "trusted" or "dropped"), never asks again."""
     argv = [sys.executable, "-m", "tui.cli", "--profile", profile_path]
     if read_only:
         argv.append("--read-only")
+    if profile_commands == "trusted":
+        argv.append("--trust-profile")
+    elif profile_commands == "dropped":
+        argv.append("--no-profile-commands")
     return shlex.join(argv)
 
 
@@ -183,13 +189,14 @@ async def serve_until_stopped(server: Any, host: str, port: int,
         await runner.cleanup()
 
 
-def run_serve(profile: Any, host: str, port: int, allow_remote: bool, allow_actions: bool) -> int:
+def run_serve(profile: Any, host: str, port: int, allow_remote: bool, allow_actions: bool,
+              profile_commands: str | None = None) -> int:
     if not is_loopback(host) and not allow_remote:
         raise UsageError(f"serve: --host {host} is not a loopback address; add --allow-remote to "
                          f"serve it anyway ({REMOTE_WHY})")
     read_only = profile.console.read_only or not allow_actions
     token = secrets.token_urlsafe(24)
-    server = make_server(console_command(str(profile.path), read_only), token,
+    server = make_server(console_command(str(profile.path), read_only, profile_commands), token,
                          title=f"rlconsole {profile.name}", allow_remote=allow_remote)
 
     def ready(bound: int) -> None:
