@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import re
 import signal
@@ -307,13 +306,8 @@ class SrunSession:
     def _direct_host(self, host: str) -> str | None:
         """Where this machine reaches `host` as the node sees it: the node's own loopback
         is not reachable from here (None); any other address is used as it is."""
-        try:
-            if ipaddress.ip_address(host).is_loopback and host in ("127.0.0.1", "::1"):
-                return None
-        except ValueError:
-            if host == "localhost":
-                return None
-        return host
+        # the node's own loopback names (the one rule's netaddr judges exposure, not this)
+        return None if host in ("127.0.0.1", "::1", "localhost") else host
 
     async def tcp_probe(self, host: str, port: int, timeout: float = 3.0) -> bool | None:
         """Whether something listens on host:port, tried from here (the login node reaches
