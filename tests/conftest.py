@@ -223,3 +223,69 @@ def require_slurm() -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{problem}, and CI=true")
     pytest.skip(problem)
+
+
+# --------------------------------------------------------------------------- the shared sim, put back
+
+
+def reset_sim(info: SimInfo) -> None:
+    """Put a sim back as `sim up` left it: no fault, every node's SSH server up, no
+    container (and so no Ray and no job: the sim runs them in the containers), no model,
+    checkpoint or TensorBoard files. What a module that changed the shared sim
+    (`shared_sim`) undoes when it ends, so that no module depends on what another left,
+    whatever order xdist runs them in. Removing the containers is the quick way (a second
+    or two); `stop --cluster` (the job stopped and waited for, `ray stop` on every node)
+    runs only if Ray's GCS still answers afterwards."""
+    import asyncio
+    import contextlib
+    import io
+    import socket
+
+    from tui.core.profile import load_profile
+    from tui.core.ssh import SessionPool
+    from tui.sim.faults import clear_faults
+
+    clear_faults(info.state_dir)  # first: it restarts a node's stopped SSH server
+    prof = load_profile(info.profile_path)
+
+    async def remove_containers() -> None:
+        async with SessionPool(prof) as pool:
+            await asyncio.gather(*(pool.session(n.name).run([*prof.container.docker, "rm", "-f", prof.container.name],
+                                                            timeout=120)
+                                   for n in prof.nodes))
+
+    asyncio.run(asyncio.wait_for(remove_containers(), 300))
+    with socket.socket() as s:
+        s.settimeout(5)
+        gcs_up = s.connect_ex((prof.head.address, prof.ray.head_port)) == 0
+    if gcs_up:  # Ray outside the containers: stopped the product's way
+        from tui.cli import main as cli
+
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            cli(["stop", "--profile", str(info.profile_path), "--yes", "--cluster"])
+    for p in (prof.paths.hf_model, prof.paths.mcore_checkpoint, prof.paths.checkpoint_dir, prof.paths.tensorboard_dir):
+        path = Path(p)
+        if path.resolve().is_relative_to(Path(info.state_dir).resolve()):  # the sim's own files only
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def shared_sim(sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimInfo]:
+    """The session's simulated cluster (`sim_cluster`: 4 x 8, one per xdist worker) for a
+    module that changes it (containers, model, Ray, jobs, faults), instead of a sim of its
+    own (issue 37: a `sim up` and `sim down` per module). The module gets its own console
+    state dir (RLCONSOLE_STATE_DIR) and RLCONSOLE_SIM_DIR pointing at the sim; when it ends
+    the sim is put back as `sim up` left it (`reset_sim`). A module writes its profile
+    variants to its own temp dir, never over the sim's profile; what a job needs of the
+    sim's environment (e.g. RLCONSOLE_SIM_STEP_S) goes in the variant's `env`."""
+    mp = pytest.MonkeyPatch()
+    state = tmp_path_factory.mktemp("shared-sim-console")
+    mp.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
+    mp.setenv("RLCONSOLE_SIM_DIR", str(sim_cluster.state_dir))
+    try:
+        yield sim_cluster
+    finally:
+        try:
+            reset_sim(sim_cluster)
+        finally:
+            mp.undo()

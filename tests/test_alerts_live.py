@@ -36,35 +36,22 @@ WAIT_S = 180.0
 
 
 @pytest.fixture(scope="module")
-def monkeypatch_module():
-    mp = pytest.MonkeyPatch()
-    yield mp
-    mp.undo()
-
-
-@pytest.fixture(scope="module")
-def live_job(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch):
-    """A sim with Ray up and a long job running; yields (sim state dir, profile path)."""
+def live_job(shared_sim: Any, tmp_path_factory: pytest.TempPathFactory):
+    """The worker's shared sim with Ray up and a long job running (a step a second, the
+    job's own environment); yields (sim state dir, profile path). When the module ends
+    the sim is put back as `sim up` left it (the job and Ray stopped, containers gone)."""
     require_dockerd()
-    from tui.sim.cluster import sim_down, sim_up
-
-    state = tmp_path_factory.mktemp("alerts-state")
-    monkeypatch_module.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
-    monkeypatch_module.setenv("RLCONSOLE_SIM_STEP_S", "1.0")
-    sim = tmp_path_factory.mktemp("alerts-sim")
-    path = sim_up(4, 8, state_dir=sim)
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-        data["training"]["overrides"].setdefault("trainer", {})["total_epochs"] = 1000  # outlives the module
-        data["monitoring"].update(stall_factor=5, refresh_s=1.0)
-        prof = sim / "alerts.yaml"
-        prof.write_text(yaml.safe_dump(data, sort_keys=False))
-        for action in (["containers"], ["model"], ["convert"], ["setup-ray"], ["submit", "--skip-checks"]):
-            rc = main([*action, "--profile", str(prof), "--yes"])
-            assert rc == 0, f"{action[0]} failed on the sim"
-        yield sim, prof
-    finally:
-        sim_down(state_dir=sim)
+    sim = Path(shared_sim.state_dir)
+    data = yaml.safe_load(Path(shared_sim.profile_path).read_text())
+    data["training"]["overrides"].setdefault("trainer", {})["total_epochs"] = 1000  # outlives the module
+    data.setdefault("env", {})["RLCONSOLE_SIM_STEP_S"] = "1.0"
+    data["monitoring"].update(stall_factor=5, refresh_s=1.0)
+    prof = tmp_path_factory.mktemp("alerts-profile") / "alerts.yaml"
+    prof.write_text(yaml.safe_dump(data, sort_keys=False))
+    for action in (["containers"], ["model"], ["convert"], ["setup-ray"], ["submit", "--skip-checks"]):
+        rc = main([*action, "--profile", str(prof), "--yes"])
+        assert rc == 0, f"{action[0]} failed on the sim"
+    yield sim, prof
 
 
 def variant(src: Path, dst: Path, **monitoring: Any) -> Path:

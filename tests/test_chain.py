@@ -29,25 +29,11 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def chain_sim(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch):
+def chain_sim(shared_sim: Any) -> Path:
+    """The worker's shared 4 x 8 sim (as `sim up` left it; put back so when the module
+    ends), with this module's own console state dir."""
     require_dockerd()
-    from tui.sim.cluster import sim_down, sim_up
-
-    state = tmp_path_factory.mktemp("chain-state")
-    monkeypatch_module.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
-    sim = tmp_path_factory.mktemp("chain-sim")
-    path = sim_up(4, 8, state_dir=sim)
-    try:
-        yield path
-    finally:
-        sim_down(state_dir=sim)
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    mp = pytest.MonkeyPatch()
-    yield mp
-    mp.undo()
+    return Path(shared_sim.profile_path)
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -32,20 +32,10 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def guard_sim(tmp_path_factory: pytest.TempPathFactory):
+def guard_sim(shared_sim: Any) -> Path:
+    """The worker's shared 4 x 8 sim, put back as `sim up` left it when the module ends."""
     require_dockerd()
-    from tui.sim.cluster import sim_down, sim_up
-
-    mp = pytest.MonkeyPatch()
-    state = tmp_path_factory.mktemp("guard-state")
-    mp.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
-    sim = tmp_path_factory.mktemp("guard-sim")
-    path = sim_up(4, 8, state_dir=sim)
-    try:
-        yield Path(path)
-    finally:
-        sim_down(state_dir=sim)
-        mp.undo()
+    return Path(shared_sim.profile_path)
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

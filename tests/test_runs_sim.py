@@ -23,30 +23,22 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def sim(shared_sim: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The worker's shared 4 x 8 sim (put back as `sim up` left it when the module ends),
+    through a profile of this module's: long jobs, a checkpoint every 2 steps, a step
+    every 0.5 s (the job's own environment), the console refreshing every 0.5 s."""
     require_dockerd()
-    from tui.sim.cluster import sim_down, sim_up
-
-    mp = pytest.MonkeyPatch()
-    state = tmp_path_factory.mktemp("runs-state")
-    mp.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
-    mp.setenv("RLCONSOLE_SIM_STEP_S", "0.5")
-    d = tmp_path_factory.mktemp("runs-sim")
-    mp.setenv("RLCONSOLE_SIM_DIR", str(d))
-    try:
-        path = Path(sim_up(4, 8, state_dir=d))
-        data = yaml.safe_load(path.read_text())
-        o = data["training"]["overrides"]
-        _set(o, "trainer.total_epochs", 1000)
-        _set(o, "trainer.save_freq", 2)
-        data["monitoring"].update(refresh_s=0.5)
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-        for action in ("containers", "model", "convert", "setup-ray"):
-            assert main([action, "--profile", str(path), "--yes"]) == 0, f"{action} failed on the sim"
-        yield path
-    finally:
-        sim_down(state_dir=d)
-        mp.undo()
+    data = yaml.safe_load(Path(shared_sim.profile_path).read_text())
+    o = data["training"]["overrides"]
+    _set(o, "trainer.total_epochs", 1000)
+    _set(o, "trainer.save_freq", 2)
+    data.setdefault("env", {})["RLCONSOLE_SIM_STEP_S"] = "0.5"
+    data["monitoring"].update(refresh_s=0.5)
+    path = tmp_path_factory.mktemp("runs-profile") / "runs.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    for action in ("containers", "model", "convert", "setup-ray"):
+        assert main([action, "--profile", str(path), "--yes"]) == 0, f"{action} failed on the sim"
+    yield path
 
 
 def _checkpoints(w: BgWatch, job_id: str) -> list[int]:
