@@ -113,6 +113,9 @@ def test_chain_as_an_unprivileged_user() -> None:
     except KeyError:
         _need(False, f"no user {USER} (useradd -m {USER}; .ci/run makes it)")
         return
+    # What this test makes for the user (its venv, PATH dir, wheels) must be readable by it
+    # whatever umask the runner has (CI's is 077: a 0700 venv the user cannot enter).
+    old_umask = os.umask(0o022)
     work = Path(tempfile.mkdtemp(prefix="rlconsole-nonroot-"))
     work.chmod(0o755)
     home = work / "home"
@@ -143,6 +146,7 @@ def test_chain_as_an_unprivileged_user() -> None:
             _as_user([str(work / "venv" / "bin" / "python"), "-c",
                       f"from tui.sim.cluster import sim_down; sim_down({str(sim)!r})"], env, 120)
         shutil.rmtree(work, ignore_errors=True)
+        os.umask(old_umask)
 
 
 def _raylets(ray_tmp: Path, names: list[str]) -> dict[str, list[int]]:

@@ -361,7 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
                               help="a profile from the current directory may run its local commands "
                                    "(notify.to, ssh.config) without the question")
     profile_flag.add_argument("--no-profile-commands", action="store_true", default=argparse.SUPPRESS,
-                              help=argparse.SUPPRESS)  # serve's tabs: the profile's local commands are not used
+                              help="a profile from the current directory: run without its local commands "
+                                   "(notify.to, ssh.config), no question (serve hands it to its tabs)")
     verbose_flag = _Parser(add_help=False)
     verbose_flag.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                               help="mirror the debug log on stderr")
