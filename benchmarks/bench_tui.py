@@ -13,7 +13,7 @@ first screen refresh after the node grid holds every card.
 Latency is measured from posting the key to the end of the first screen refresh after
 its handler ran (the handler toggles log follow and repaints the status line).
 
-    python benchmarks/bench_tui.py [--presses 40] [--write]     # runs 4 x 8 and 64 x 8
+    python benchmarks/bench_tui.py [--presses 40] [--sizes 4,64,200] [--write]
 
 `--write` replaces the section between `<!-- bench:tui -->` and `<!-- /bench:tui -->` in
 BENCHMARKS.md (only that section).
@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BEGIN, END = "<!-- bench:tui -->", "<!-- /bench:tui -->"
+FIRST_FRAME_S = {200: 1.5}
+"""First-frame targets where they differ from 1 s (issue 37: 200 x 8)."""
 
 
 def import_time() -> float:
@@ -158,11 +160,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description="TUI first frame and keypress latency")
     ap.add_argument("--presses", type=int, default=40)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--sizes", default="4,64,200", help="nodes of 8 cards, one run each")
     a = ap.parse_args()
     imp = import_time()
     heavy = heavy_modules_loaded()
     rows = []
-    for nodes, gpus in ((4, 8), (64, 8)):
+    for nodes, gpus in ((int(n), 8) for n in a.sizes.split(",") if n.strip()):
         r = asyncio.run(run(nodes, gpus, a.presses))
         rows.append((nodes, gpus, r))
         print(nodes, gpus, r, file=sys.stderr)
@@ -187,7 +190,7 @@ def main() -> None:
               "scroll request to repaint (one Line-API widget draws only the rows in view)."]
     lines += ["", "Settled (CPU idle after start: footer, first log flush and plots done): "
               + ", ".join(f"{n} x {g} {r['settled_s']:.2f} s" for n, g, r in rows) + ".",
-              "", "Target: first frame < 1 s (plus import), key to screen < 100 ms."]
+              "", "Target: first frame < 1 s (plus import; 200 x 8: <= 1.5 s, issue 37), key to screen < 100 ms."]
     text = "\n".join(lines)
     print(text)
     if a.write:
@@ -199,9 +202,11 @@ def main() -> None:
 
         summary = []
         for nodes, gpus, r in rows:
+            limit = FIRST_FRAME_S.get(nodes, 1.0)
             summary.append({"figure": f"console first frame, {nodes} x {gpus} (bench_tui)", "baseline": "-",
-                            "rlconsole": f"{r['first_frame_s']:.2f} s", "ratio": "-", "target": "< 1 s",
-                            "met": "yes" if r["first_frame_s"] < 1 else "no"})
+                            "rlconsole": f"{r['first_frame_s']:.2f} s", "ratio": "-",
+                            "target": f"< {limit:g} s" if nodes not in FIRST_FRAME_S else f"<= {limit:g} s",
+                            "met": "yes" if r["first_frame_s"] <= limit else "no"})
             summary.append({"figure": f"keypress to screen p95 under a 10k lines/s log, {nodes} x {gpus} (bench_tui)",
                             "baseline": "-", "rlconsole": f"{r['p95_ms']:.0f} ms", "ratio": "-", "target": "<= 100 ms",
                             "met": "yes" if r["p95_ms"] <= 100 else "no"})
