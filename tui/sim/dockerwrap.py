@@ -183,6 +183,10 @@ class Wrapper:
             return 1
         run_env = dict(os.environ)
         run_env.update(env)
+        # The container's "/" (Docker's default working dir) is, for a command run on the
+        # node itself, the node's home: never the caller's cwd (srun's, a checkout), where a
+        # Hydra app would leave its outputs/.
+        workdir = workdir or os.environ.get("HOME") or "/"
         if workdir:
             try:
                 os.chdir(workdir)

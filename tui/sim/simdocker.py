@@ -876,7 +876,9 @@ class Cli:
             raise DockerError(f"Error response from daemon: Container {cid} is not running")
         env = self.rt.env_of(c, _env_entries(opts))
         o = dict(opts)
-        workdir = o.get("-w") or o.get("--workdir") or c["Config"].get("WorkingDir")
+        # Docker's default working dir is the container's "/": here, where the command runs on
+        # the node itself, the node's home, never the caller's cwd (srun's, a checkout).
+        workdir = o.get("-w") or o.get("--workdir") or c["Config"].get("WorkingDir") or os.environ.get("HOME") or "/"
         if workdir:
             try:
                 os.chdir(workdir)
