@@ -227,19 +227,21 @@ def test_demo_healthy_run_draws_no_cross_and_raises_no_alert(demo_run) -> None:
 
 
 def test_demo_planted_fault_raises_exactly_its_alert(demo_run) -> None:
-    """`sim fault low-throughput`: the throughput turns ✗ and the one alert is the range
-    alert on throughput; step time and MFU stay ✓; nothing else is raised."""
+    """`sim fault low-throughput`: the modelled cards slow down, so the throughput and the
+    MFU both turn ✗ (figures that follow from one another, issue 36) and the alerts raised
+    are their two range alerts; no stall (the steps are slower, not stopped), nothing else."""
     term, sim_dir, env, before = demo_run
     r = subprocess.run([sys.executable, "-m", "tui.cli", "sim", "fault", "low-throughput"], env=env,
                        capture_output=True, text=True, timeout=60, cwd=str(Path(__file__).resolve().parent.parent))
     assert r.returncode == 0, r.stderr
-    screen = term.wait_for("outside the profile's", timeout=60)
-    assert "throughput" in screen.splitlines()[1], screen
+    screen = term.wait_for("outside the profile's", timeout=90)
+    assert "throughput" in screen.splitlines()[1] or "MFU" in screen.splitlines()[1], screen
     screens = _watch(term, 10)
     last = screens[-1]
     assert re.search(r"tok/s/node ✗ [\d.]+-[\d.]+", last), last
-    assert re.search(r"s/step ✓", last) and re.search(r"MFU [\d.]+% ✓", last), last
+    assert re.search(r"MFU [\d.]+% ✗", last), last
     problems = _problems([r for r in _alert_rows(term) if r not in before])
-    assert len(problems) == 1, problems
-    assert re.search(r"warning +job +throughput [\d.]+ tokens/s per node outside the profile's [\d.]+-[\d.]+",
-                     problems[0]), problems
+    assert len(problems) == 2, problems
+    assert any(re.search(r"warning +job +throughput [\d.]+ tokens/s per node outside the profile's [\d.]+-[\d.]+", p)
+               for p in problems), problems
+    assert any(re.search(r"warning +job +MFU [\d.]+ ?% outside the profile's", p) for p in problems), problems

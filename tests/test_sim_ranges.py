@@ -61,6 +61,10 @@ def test_sim_ranges_hold_the_trainers_healthy_figures_and_not_its_faults(step_s:
     assert fast_low < tput[0] / 2
     assert (P.TOKENS_PER_S_PER_NODE + clip) / P.SLOW_STEPS_FACTOR / (k * 0.97) < tput[0] / 2
     assert step_s * wall * P.SLOW_STEPS_FACTOR > hi_s
+    # low-throughput slows the cards, not the run to a halt: its MFU (the draw / the factor)
+    # is below the range, its steps inside the stall factor
+    assert P.MFU_CLIP[1] * 100 / P.LOW_THROUGHPUT_FACTOR < mon.mfu_pct[0] / 2
+    assert P.LOW_THROUGHPUT_FACTOR < mon.stall_factor
     # a stall: the rule's limit (stall_factor x the cadence) holds a doubled step, not a slow one
     assert 2 * (wall + P.WALL_VAL + P.WALL_SAVE) / wall < mon.stall_factor < P.SLOW_STEPS_FACTOR
 

@@ -12,12 +12,14 @@ those of other tests running at the same time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import signal
 import socket
+import statistics
 import struct
 import subprocess
 import tempfile
@@ -522,6 +524,63 @@ def test_trainer_run(model_ready: dict[str, Path], ray_head: dict[str, object],
     assert seen["critic/score/mean"] == list(range(1, 21))
     assert seen["val-core/aime_2025/reward/mean@1"] == [5, 10, 15, 20]
     assert set(first) <= set(seen)
+
+
+@pytest.mark.integration
+def test_low_throughput_slows_every_figure_alike(model_ready: dict[str, Path], ray_head: dict[str, object],
+                                                 tmp_path: Path) -> None:
+    """`sim fault low-throughput` (issue 36, major 7): the modelled cards are F times slower,
+    so the figures follow from one another: each step takes F times as long on the wall
+    clock (the sleeps are a floor load cannot lower) and in `timing_s/step`, the tokens a
+    second fall by F and the MFU with them (out of its range), not the throughput alone."""
+    from tui.sim.sim_ranges import perf_model
+
+    P = perf_model()
+    F, step_s, at = P.LOW_THROUGHPUT_FACTOR, 0.2, 14
+    # The trainer loop runs in Ray's TaskRunner actor, whose environment is the raylet's:
+    # its sim dir is the node dir's grandparent (RLCONSOLE_SIM_NODE_DIR), as on the sim.
+    fault = Path(str(ray_head["node_dir"])).parent.parent / "fault.json"
+    fault.write_text(json.dumps({"kind": "low-throughput", "node": None, "at_step": at}))
+    cmd = _trainer_cmd(model_ready, f"trainer.default_local_dir={tmp_path / 'ckpt'}", "trainer.test_freq=-1",
+                       "trainer.save_freq=-1")
+    env = _trainer_env(model_ready, ray_head, tmp_path / "tb", RLCONSOLE_SIM_STEP_S=str(step_s))
+    log = tmp_path / "run.log"
+    seen: dict[int, float] = {}  # step -> when its line was first seen
+    with open(log, "w") as out, contextlib.ExitStack() as undo:
+        undo.callback(fault.unlink, missing_ok=True)  # the module's other runs are healthy
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.time() + 180
+            while proc.poll() is None and time.time() < deadline:
+                for s_, _ in _parse_steps(log.read_text()):
+                    seen.setdefault(s_, time.monotonic())
+                time.sleep(0.02)
+            rc = proc.wait(timeout=max(1.0, deadline - time.time()))
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert rc == 0, log.read_text()[-4000:]
+    steps = dict(_parse_steps(log.read_text()))
+    before = [steps[s_] for s_ in range(2, at)]
+    after = [steps[s_] for s_ in range(at, 21)]
+
+    def med(rows: list[dict[str, float]], key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    # tokens a second per card and the modelled step time per token: F times apart (the
+    # per-step token counts and the tokens/s draw vary, hence the band)
+    tput = med(before, "perf/throughput") / med(after, "perf/throughput")
+    per_tok = statistics.median(r["timing_s/step"] / r["perf/total_num_tokens"] for r in after) / \
+        statistics.median(r["timing_s/step"] / r["perf/total_num_tokens"] for r in before)
+    assert F / 1.6 <= tput <= F * 1.6 and F / 1.6 <= per_tok <= F * 1.6, (tput, per_tok)
+    # MFU: the actor's healthy draw, then that draw / F (below the sim profile's floor)
+    assert all(P.MFU_CLIP[0] <= r["perf/mfu/actor"] <= P.MFU_CLIP[1] for r in before)
+    assert all(r["perf/mfu/actor"] <= P.MFU_CLIP[1] / F + 1e-9 for r in after)
+    # the wall clock: every slowed step at least F x the phases' sleeps
+    wall = step_s * (P.WALL_GEN + P.WALL_LOGPROB + sum(P.WALL_UPDATE))
+    gaps = [seen[s_ + 1] - seen[s_] for s_ in range(at, 20)]
+    assert min(gaps) >= 0.9 * F * wall, gaps
 
 
 @pytest.mark.integration

@@ -61,8 +61,9 @@ FAULTS: dict[str, Fault] = {f.kind: f for f in (
     Fault("slow-steps", f"every step takes {_PERF.SLOW_STEPS_FACTOR:g}x as long (wall clock, and the modelled "
           f"cards: throughput / {_PERF.SLOW_STEPS_FACTOR:g}); the steps stall, then leave the step-time "
           "range; undone by clear", False, "RUNNING (slow)", None, "stall"),
-    Fault("low-throughput", f"the modelled cards move {_PERF.LOW_THROUGHPUT_FACTOR:g}x fewer tokens a second "
-          "(wall pace unchanged): throughput leaves its range; undone by clear",
+    Fault("low-throughput", f"the modelled cards move {_PERF.LOW_THROUGHPUT_FACTOR:g}x fewer tokens a second: "
+          f"each step {_PERF.LOW_THROUGHPUT_FACTOR:g}x as long (wall clock and timing_s), MFU / "
+          f"{_PERF.LOW_THROUGHPUT_FACTOR:g}; throughput and MFU leave their ranges; undone by clear",
           False, "RUNNING (slow)", None, "range:throughput"),
     Fault("card-hot", "a card runs hot (93 C) with its memory nearly full (card tool hook)",
           True, JobStatus.RUNNING, None, "card:"),

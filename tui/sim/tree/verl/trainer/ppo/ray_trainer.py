@@ -142,7 +142,7 @@ class RayPPOTrainer:
         self.config = config
         self.stop_event = stop_event or threading.Event()
         self.step_s = float(os.environ.get("RLCONSOLE_SIM_STEP_S", str(perf.STEP_S_DEFAULT)))
-        self._slow = 1.0  # `sim fault slow-steps`: the wall pace and the modelled timings x this
+        self._slow = 1.0  # a slowing fault's factor: the wall pace and the modelled timings x this, MFU / this
         self.workers: list[Any] = []
         self.placement_groups: list[Any] = []
         self.logger: Tracking | None = None
@@ -338,9 +338,12 @@ class RayPPOTrainer:
                 if self.stop_event.is_set():
                     raise StopTraining()
                 self._planted_fault()
+                # A fault makes the modelled cards slower by its factor: every phase takes
+                # that much longer on the wall clock and in `timing_s/*`, and the tokens a
+                # second and the MFU fall by it (figures that follow from one another).
                 slow = sim_fault.active(self.global_steps, ("slow-steps",))
-                self._slow = perf.SLOW_STEPS_FACTOR if slow else 1.0
                 low = sim_fault.active(self.global_steps, ("low-throughput",))
+                self._slow = (perf.SLOW_STEPS_FACTOR if slow else perf.LOW_THROUGHPUT_FACTOR if low else 1.0)
                 metrics: dict[str, Any] = {}
                 timing_raw: dict[str, float] = {}
                 is_last_step = self.global_steps >= self.total_training_steps
@@ -380,7 +383,7 @@ class RayPPOTrainer:
                 self._sleep(perf.WALL_UPDATE[0])
                 outs = ray.get([w.update_actor.remote({
                     "global_step": self.global_steps, "progress": progress, "lr": lr,
-                    "advantages": adv[:64].tolist(), "num_micro_batches": 8,
+                    "advantages": adv[:64].tolist(), "num_micro_batches": 8, "speed": 1.0 / self._slow,
                 }) for w in self.workers])
                 self._sleep(perf.WALL_UPDATE[1])
                 metrics.update(outs[0])
@@ -390,8 +393,6 @@ class RayPPOTrainer:
                 clip = perf.TOKENS_PER_S_CLIP_SD * perf.TOKENS_PER_S_SD
                 tps_node = float(np.clip(rng.normal(perf.TOKENS_PER_S_PER_NODE, perf.TOKENS_PER_S_SD),
                                          perf.TOKENS_PER_S_PER_NODE - clip, perf.TOKENS_PER_S_PER_NODE + clip))
-                if low:
-                    tps_node /= perf.LOW_THROUGHPUT_FACTOR
                 core = tokens / (self.nnodes * tps_node) * self._slow
                 for name, frac in perf.PHASES.items():
                     if name in ("gen", "update_actor"):

@@ -58,7 +58,8 @@ class MegatronPPOActor:
         pg_clipfrac = (np.abs(ratio - 1.0) > clip).astype(np.float64) + rng.uniform(0, 0.003, n)
         ppo_kl = rng.normal(-1e-4, 2e-4, n)
         grad_norm = rng.lognormal(np.log(0.18), 0.25, 1)
-        mfu = rng.normal(perf.MFU_MEAN, perf.MFU_SD, 1).clip(*perf.MFU_CLIP)
+        # MFU follows the cards' speed: a planted fault that slows them lowers it as much
+        mfu = rng.normal(perf.MFU_MEAN, perf.MFU_SD, 1).clip(*perf.MFU_CLIP) * float(data.get("speed", 1.0))
         clip = perf.MEM_ALLOC_CLIP_SD * perf.MEM_ALLOC_SD
         alloc = rng.normal(perf.MEM_ALLOC_GIB, perf.MEM_ALLOC_SD, 1).clip(perf.MEM_ALLOC_GIB - clip,
                                                                         perf.MEM_ALLOC_GIB + clip)
