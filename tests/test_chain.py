@@ -148,6 +148,14 @@ def whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     busy = [c for n in json.loads(run(["status", *P, "--json"], capsys)[1])["nodes"] for c in n["gpus"]
             if (c["util_pct"] or 0) > 0]
     assert len(busy) == cards
+    # check while the job runs: its cards busy with its workers are no finding; the running
+    # job is a warning whose fix a command-line user can follow
+    rc, out, _ = run(["check", *P, "--json"], capsys)
+    res = {(r["id"], r["node"]): r for r in json.loads(out)["results"]}
+    free = [r for (i, _), r in res.items() if i == "cards.free"]
+    assert free and all(r["status"] == "pass" and job_id in r["message"] for r in free), free
+    jobs = res[("ray.jobs", None)]
+    assert jobs["status"] == "warn" and job_id in jobs["message"] and "rlconsole stop" in jobs["fix"], jobs
 
     # -- logs: the driver log, with VeRL step lines
     rc, out, _ = run(["logs", *P], capsys)

@@ -145,6 +145,45 @@ async def test_graph_draws_integer_step_labels_and_a_picker_that_reads_without_c
         assert labels and all(re.fullmatch(r"\d+", lab) for lab in labels), axis
 
 
+def test_value_ticks_are_round_and_cover_the_values() -> None:
+    from tui.screens.graph import value_ticks
+
+    lo, hi, ticks, labels = value_ticks(727.0, 993.3, 5)
+    assert (lo, hi, labels) == (700, 1000, ["700", "800", "900", "1000"])
+    lo, hi, ticks, labels = value_ticks(0.2, 0.42, 5)
+    assert labels == ["0.2", "0.3", "0.4", "0.5"] and lo <= 0.2 and hi >= 0.42
+    assert value_ticks(29.8, 29.8, 5)[3] == ["28", "29", "30", "31", "32"]  # one value: a band around it
+    for a, b in ((-0.05, 0.03), (0.1, 7.99998), (1e-7, 3e-7), (12345, 98765)):
+        lo, hi, ticks, labels = value_ticks(a, b, 6)
+        assert lo <= a and hi >= b and 2 <= len(ticks) <= 7, (a, b, labels)
+        assert len(set(labels)) == len(labels), labels  # distinct labels: enough decimals
+
+
+async def test_y_labels_name_the_value_of_their_row() -> None:
+    """The y axis is labelled with round values at their own rows (plotext's row-centre
+    labels put `727` beside a line at 993.3): the row of the last point is the row whose
+    label is nearest its value."""
+    import re
+
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
+        g: GraphScreen = app.screen  # type: ignore[assignment]
+        await pilot.pause()
+        plot = g.query_one("#plot-0", PlotextPlot)
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", plot.plt.build()).splitlines()
+        labelled = [(i, float(m.group(1))) for i, line in enumerate(lines)
+                    if (m := re.match(r"\s*(-?[\d.]+)\s*[┤│]", line))]
+        assert len(labelled) >= 2, lines
+        values = [v for _, v in labelled]
+        gaps = {round(a - b, 9) for a, b in zip(values, values[1:])}
+        assert len(gaps) == 1, labelled  # evenly spaced round values, top to bottom
+        gap = gaps.pop()
+        assert all(abs(v / gap - round(v / gap)) < 1e-6 for v in values), labelled
+
+
 async def test_c_overlays_another_run_with_a_legend() -> None:
     """`c` lists the profile's other runs; the picked one is drawn on the same axes in
     its own colour, labelled in a legend, the resumed run stitched onto its parent."""

@@ -591,6 +591,7 @@ class _Run:
     deps_missing: str | None = None
     ready: dict[str, asyncio.Event] = field(default_factory=dict)
     _missing: dict[str, asyncio.Task[list[str] | None]] = field(default_factory=dict)
+    _jobs: asyncio.Task[list[str] | str] | None = None
 
     @property
     def head(self) -> str:
@@ -633,6 +634,23 @@ class _Run:
             self.ray_down = self.ray_down or f"is unknown ({why})"
         else:
             self.python_broken = self.python_broken or f"is unknown ({why})"
+
+    def running_jobs(self) -> Awaitable[list[str] | str]:
+        """The Ray jobs running now, or why that cannot be said: asked once a preflight
+        (ray.jobs reports it; cards.free reads it, since cards busy with a running job's
+        workers are what a running job looks like, not a finding)."""
+        if self._jobs is None:
+            self._jobs = asyncio.ensure_future(self._list_running())
+        return self._jobs
+
+    async def _list_running(self) -> list[str] | str:
+        try:
+            from tui.core.actions.jobs import job_client, list_jobs
+
+            jobs = await asyncio.wait_for(list_jobs(await job_client(self.remote)), 60)
+        except Exception as e:  # noqa: BLE001 - the job API's errors are many; all mean "cannot say"
+            return f"cannot list jobs: {e}"
+        return [j.id for j in jobs if j.status in ACTIVE_JOB_STATUSES]
 
     def paths_missing(self, node: str) -> Awaitable[list[str] | None]:
         """The profile's paths that do not exist on `node` (in the container), asked once
@@ -723,6 +741,12 @@ async def check_cards(r: _Run, n: Node) -> list[CheckResult]:
     else:
         out = [CheckResult("cards.count", PASS, f"{n.gpus} cards ({rep.tool})", node=n.name)]
     busy = [f"card {c.index}: pid {', '.join(str(x.pid) for x in c.processes)}" for c in rep.cards if c.processes]
+    if busy and not r.before_submit and not r.ray_down:
+        running = await r.running_jobs()
+        if isinstance(running, list) and running:  # what a running job looks like (ray.jobs says it runs)
+            out.append(CheckResult("cards.free", PASS, f"{len(busy)} of {len(rep.cards)} cards busy while job "
+                                   f"{', '.join(running)} runs", node=n.name))
+            return out
     if busy:
         out.append(CheckResult("cards.free", FAIL if r.before_submit else WARN,
                                "busy with processes: " + "; ".join(busy), "stop what runs there", n.name))
@@ -1041,16 +1065,12 @@ async def check_ray(r: _Run, n: Node) -> list[CheckResult]:
 
 async def check_ray_jobs(r: _Run, n: Node) -> list[CheckResult]:
     """No job runs already (a second one would fight it for the cards)."""
-    try:
-        from tui.core.actions.jobs import job_client, list_jobs
-
-        jobs = await list_jobs(await job_client(r.remote))
-    except Exception as e:  # noqa: BLE001 - the job API's errors are many; all mean "cannot say"
-        return [CheckResult("ray.jobs", WARN, f"cannot list jobs: {e}")]
-    running = [j.id for j in jobs if j.status in ACTIVE_JOB_STATUSES]
+    running = await r.running_jobs()
+    if isinstance(running, str):
+        return [CheckResult("ray.jobs", WARN, running)]
     return [CheckResult("ray.jobs", (FAIL if r.before_submit else WARN) if running else PASS,
                         f"a job is running: {', '.join(running)}" if running else "no job running",
-                        "stop it first (x)" if running else None)]
+                        "stop it first (`rlconsole stop`, or x in the console)" if running else None)]
 
 
 _IN = (Need.NODE, Need.CONTAINER)

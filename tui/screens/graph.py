@@ -108,6 +108,26 @@ def int_ticks(lo: int, hi: int, most: int = 6) -> list[int]:
     return list(range(first, hi + 1, gap)) or [lo]
 
 
+def value_ticks(lo: float, hi: float, most: int = 5) -> tuple[float, float, list[float], list[str]]:
+    """The y axis as a person reads it: limits widened to a round spacing (1, 2, 5 x
+    10^k) and a label at each multiple of it, so that a label names the value of its own
+    row (plotext's own labels are row centres: `727` beside a line at 993.3 read wrong).
+    Returns (low limit, high limit, ticks, labels)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return lo, hi, [], []
+    if hi <= lo:
+        pad = abs(lo) * 0.05 or 1.0
+        lo, hi = lo - pad, hi + pad
+    raw = (hi - lo) / max(1, most - 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    gap = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw * (1 - 1e-9))
+    first, last = math.floor(lo / gap + 1e-9), math.ceil(hi / gap - 1e-9)
+    ticks = [k * gap for k in range(first, last + 1)]
+    decimals = max(0, -math.floor(math.log10(gap) + 1e-9))
+    labels = [f"{t:.{decimals}f}" for t in ticks]
+    return ticks[0], ticks[-1], ticks, labels
+
+
 class PickList(SelectionList[str]):
     """The scalar picker: a picked row reads `[x]`, the others `[ ]`, in any colour scheme
     (Textual's toggle draws the same `X` for both, told apart by colour only, which
@@ -324,7 +344,8 @@ class GraphScreen(Screen[None]):
         cols = 2 if self.has_class("-wide") and n > 1 else 1
         rows = max(1, -(-n // cols))
         avail = max(8, self.app.size.height - 2)
-        plots.set_styles(f"grid-size: {cols}; grid-rows: {max(8, avail // rows)};")
+        self._plot_h = max(8, avail // rows)  # a plot's rows before layout has sized it
+        plots.set_styles(f"grid-size: {cols}; grid-rows: {self._plot_h};")
         await plots.mount_all([PlotextPlot(id=f"plot-{i}") for i in range(n)])
         if not n:
             await plots.mount(Static("[dim]no scalar picked: space on a name in the list[/]"))
@@ -409,12 +430,14 @@ class GraphScreen(Screen[None]):
             return [v for s, v in curve if s in have]
 
         xs_all: list[float] = []
+        ys_all: list[float] = []
         for (label, colour, o), j in zip(others, self.compare):
             ox = x_of(j, o)
             oy = y_of(j, ema(o, self.smoothing) if self.smoothing > 0 else o)
             if ox:
                 plt.plot(ox, oy, color=colour, marker="braille", label=label)
                 xs_all += ox
+                ys_all += oy
         mine = {"label": "this run"} if others else {}
         if pts:
             xs = x_of(None, pts)
@@ -424,6 +447,7 @@ class GraphScreen(Screen[None]):
                 lo, hi = band
                 plt.plot([xs[0], xs[-1]], [lo, lo], color="green", marker="-")
                 plt.plot([xs[0], xs[-1]], [hi, hi], color="green", marker="-")
+                ys_all += [lo, hi]
                 band_unit = "%" if scale == 100.0 else ""  # a step time's range names its own units
                 title += f"  [{fmt_range('step_time' if is_step_time(name) else name, lo, hi)}{band_unit}]"
             if self.smoothing > 0:
@@ -434,8 +458,20 @@ class GraphScreen(Screen[None]):
             else:
                 plt.plot(xs, y_of(None, pts), color="cyan", marker="braille", **mine)
                 title += f"  {pts[-1][1]:.4g}{unit}"
+            ys_all += y_of(None, pts)
         else:
             title += "  (no points)"
+        if ys_all:
+            # the canvas has the widget's rows less the title, the frame, the x ticks and
+            # label; a label every other row at most, so that none is dropped
+            rows = max(2, (w.size.height or getattr(self, "_plot_h", 20)) - 5)
+            for most in range(6, 1, -1):
+                y_lo, y_hi, yt, yl = value_ticks(min(ys_all), max(ys_all), most)
+                if len(yt) <= max(2, (rows + 1) // 2):
+                    break
+            if yt:
+                plt.ylim(y_lo, y_hi)
+                plt.yticks(yt, yl)
         width = w.size.width or 60
         plt.title(title if len(title) <= width - 2 else title[: width - 3] + "…")  # plotext drops a too-long title
         if xs_all and not self.by_time:
