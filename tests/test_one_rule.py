@@ -125,3 +125,26 @@ def test_outside_text_has_one_rule_and_no_copy() -> None:
              for p in sorted((root / d).rglob("*.py"))
              if p.name not in ("safetext.py", "ansi.py") and copy.search(p.read_text(encoding="utf-8"))]
     assert found == [], f"a filter of its own (use tui.core.safetext): {found}"
+
+
+@pytest.mark.parametrize("temp_c,mem_pct,mark", [(93.0, 50.0, "H"), (60.0, 99.0, "M"), (60.0, 50.0, "%")])
+async def test_dense_grid_says_hot_and_memory_full_in_letters(monkeypatch, temp_c: float, mem_pct: float,
+                                                              mark: str) -> None:
+    """The dense grid's trouble reads without colour (NO_COLOR): `90H` hot, `90M` memory
+    full, `90%` neither (it was told by the cell's colour alone)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    profile = demo_profile()
+    state = _with_one_warm_card(profile, temp_c=temp_c, mem_pct=mem_pct)
+    app = RlconsoleApp(StaticBackend(profile=profile, state=state), bell=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        grid = app.screen.query_one(NodeGrid)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 10
+        while profile.nodes[0].name not in grid.rows:
+            assert loop.time() < end, "the grid never showed the node"
+            await pilot.pause(0.05)
+        await pilot.pause()
+        assert grid.dense
+        cells = grid.block_text(profile.nodes[0].name)[0].split()[-8:]
+        assert cells[3] == f"90{mark}", cells
+        assert all(c.endswith("%") for i, c in enumerate(cells) if i != 3), cells

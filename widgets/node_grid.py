@@ -615,7 +615,13 @@ class NodeGrid(ScrollView, can_focus=True):
             elif c is None or c.util_pct is None:
                 txt = "?"
             else:
-                txt = f"{c.util_pct:.0f}%" if cw == 4 else f"{min(99, c.util_pct):.0f}"
+                # trouble in a letter as well as the colour (NO_COLOR, a monochrome
+                # terminal): H hot, M memory full, in place of the % sign
+                mark = "H" if "-hot" in cell.flags else "M" if "-memfull" in cell.flags else ""
+                if cw == 4:
+                    txt = f"{c.util_pct:.0f}{mark or '%'}"
+                else:
+                    txt = f"{min(99 if mark else 999, c.util_pct):.0f}{mark}"
             segs += [Segment(" ", base), Segment(f"{txt:>{cw}}", st)]
         if h is not None and not h.reachable and h.error:
             segs += [Segment("  "), Segment(h.error, base + Style(dim=True))]
