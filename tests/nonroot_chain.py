@@ -9,6 +9,7 @@ convert, setup-ray, submit, steps, logs, stop, stop --cluster, with their failur
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -37,5 +38,26 @@ def test_chain_without_root_or_docker(tmp_path: Path, capsys: pytest.CaptureFixt
         assert f"docker:     {RUNTIME}" in st.to_text()
         assert load_profile(profile).sim_containers == RUNTIME  # the console's header says it
         whole_chain(profile, tmp_path, capsys)
+        # then the console, as `rlconsole demo` opens it on this sim: u c r s, and steps arrive
+        asyncio.run(asyncio.wait_for(_console_u_c_r_s(profile), 600))
     finally:
         sim_down(sim)
+
+
+async def _console_u_c_r_s(profile: Path) -> None:
+    from tests.pilot_helpers import SIZE, key_runs, settle, until
+    from tui.app import RlconsoleApp
+    from tui.backend.live import LiveBackend
+
+    app = RlconsoleApp(LiveBackend(load_profile(profile)), bell=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        b = app.backend
+        await until(pilot, lambda: b.state is not None and any(n.reachable for n in b.state.nodes), 120)
+        assert f"containers: {RUNTIME}" in app.sub_title  # the header says its containers are the sim's
+        prev = b.state.job.id if b.state.job else None  # the headless chain's run, stopped
+        for key, action in (("u", "containers"), ("c", "convert"), ("r", "setup-ray"), ("s", "submit")):
+            await key_runs(pilot, key, action)
+        await until(pilot, lambda: b.state.job is not None and b.state.job.id != prev
+                    and b.state.job.status == "RUNNING" and (b.state.job.step or 0) >= 1, 240)
+        await key_runs(pilot, "x", "stop")

@@ -58,3 +58,21 @@ def visible_text(app: RlconsoleApp) -> str:
     """What the node grid shows on screen right now (its rendered lines)."""
     g = grid(app)
     return "\n".join(g.render_line(y).text for y in range(g.size.height))
+
+
+async def key_runs(pilot, key: str, action: str, timeout: float = 240.0) -> None:
+    """A cluster key's action, run as a user does: the key, its question answered yes where
+    one comes, then its end in the Action pane, which must say done (or skipped: nothing
+    was left to do)."""
+    from widgets.action_panel import ActionPanel
+
+    app = pilot.app
+    main = app.main_screen
+    await pilot.press(key)
+    await until(pilot, lambda: isinstance(app.screen, ConfirmationModal) or action in main.running, 30)
+    if isinstance(app.screen, ConfirmationModal):
+        await pilot.press("y")
+    panel = main.query_one(ActionPanel)
+    await until(pilot, lambda: action not in main.running and panel.action == action and panel.state != "running",
+                timeout)
+    assert panel.state in ("done", "skipped"), f"{action}: {panel.state}: {panel.last_message}"

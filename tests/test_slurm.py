@@ -187,9 +187,24 @@ def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str],
     rc, out, err = run(["stop", "--cluster", "--yes", *P], capsys)
     assert rc == 0, out + err
     assert f"Slurm job {job} cancelled" in out
+    assert out.count("container train-rl stopped") == 2, out  # before scancel: dockerd's outlive it
+    assert [_container_status(sim, n) for n in ("node1", "node2")] == ["exited", "exited"]
     until("the queue to empty", lambda: squeue(sim) == [], 60)
     st = status_json(P, capsys)
     assert st["allocation"]["state"] == "NONE" and not any(n["reachable"] for n in st["nodes"])
+
+
+def _container_status(sim: Path, node: str) -> str:
+    """The node's container as its own `docker` says (the node's environment, as Slurm's
+    TaskProlog gives its tasks), outside any allocation."""
+    env = dict(os.environ)
+    for line in (sim / "nodes" / node / "task.env").read_text().splitlines():
+        k, _, v = line.removeprefix("export ").partition("=")
+        env[k] = v
+    r = subprocess.run([str(sim / "nodes" / node / "bin" / "docker"), "inspect", "--format", "{{.State.Status}}",
+                        "train-rl"], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
 
 
 async def _console_gets_an_allocation(path: Path, sim: Path) -> None:
@@ -247,8 +262,8 @@ def test_console_gets_an_allocation_and_its_nodes(slurm_sim: Any) -> None:
     asyncio.run(asyncio.wait_for(_console_gets_an_allocation(path, sim), CHAIN_S))
 
 
-async def _keys_u_and_x(path: Path, sim: Path) -> None:
-    from tests.pilot_helpers import SIZE, settle
+async def _keys_u_c_r_s_and_x(path: Path, sim: Path) -> None:
+    from tests.pilot_helpers import SIZE, key_runs, settle
     from tests.pilot_helpers import until as pilot_until
     from tui.app import RlconsoleApp
     from tui.backend.live import LiveBackend
@@ -260,6 +275,8 @@ async def _keys_u_and_x(path: Path, sim: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         b = app.backend
+        main = app.main_screen
+
         await pilot_until(pilot, lambda: b.state is not None and b.state.allocation is not None, 60)
         await pilot.press("u")
         await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 30)
@@ -269,7 +286,11 @@ async def _keys_u_and_x(path: Path, sim: Path) -> None:
                           and all(n.reachable for n in b.state.nodes), 180)
         await settle(pilot)
         await pilot_until(pilot, lambda: "Slurm job" in str(app.screen.query_one(RayPane).render()), 30)
+        await pilot_until(pilot, lambda: "containers" not in main.running, 180)
         job = b.state.allocation.job_id
+        for key, action in (("c", "convert"), ("r", "setup-ray"), ("s", "submit")):
+            await key_runs(pilot, key, action)
+        await pilot_until(pilot, lambda: b.state.job is not None and (b.state.job.step or 0) >= 1, 180)
         await pilot.press("X")
         await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 30)
         assert f"release Slurm job {job} (scancel)" in app.screen.message
@@ -277,15 +298,17 @@ async def _keys_u_and_x(path: Path, sim: Path) -> None:
         await pilot_until(pilot, lambda: b.state.allocation.state == "NONE", 180)
 
 
-def test_console_keys_u_and_x_on_slurm(slurm_sim: Any) -> None:
-    """In the console: `u` asks before a new allocation (naming what it asks Slurm for),
-    the nodes come up and the Ray pane names the Slurm job; `X` asks naming the job it
-    releases, and releases it."""
+def test_console_keys_u_c_r_s_and_x_on_slurm(slurm_sim: Any) -> None:
+    """In the console, the seed's procedure on a Slurm cluster: `u` asks before a new
+    allocation (naming what it asks Slurm for), the nodes come up and the Ray pane names the
+    Slurm job; `c`, `r` and `s` (its plan confirmed) convert, start Ray and submit over srun,
+    and training steps reach the Training pane; `X` asks naming the job it releases, and
+    releases it."""
     import asyncio
 
     sim, path = slurm_sim
     until("an empty queue", lambda: squeue(sim) == [], 60)
-    asyncio.run(asyncio.wait_for(_keys_u_and_x(path, sim), CHAIN_S))
+    asyncio.run(asyncio.wait_for(_keys_u_c_r_s_and_x(path, sim), CHAIN_S))
     until("the queue to empty", lambda: squeue(sim) == [], 60)
 
 

@@ -492,8 +492,8 @@ class LiveBackend:
 
                 job = known_job(self.profile)
                 if job:
-                    text += (f"; then release Slurm job {job} (scancel): its {len(self.profile.nodes)} nodes go "
-                             "back to Slurm")
+                    text += (f"; then stop the container {self.profile.container.name} on every node and release "
+                             f"Slurm job {job} (scancel): its {len(self.profile.nodes)} nodes go back to Slurm")
         return text
 
     async def describe_convert(self) -> str | None:

@@ -5,6 +5,7 @@ that words its confirmation question. Adding an action is adding a row."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable
@@ -175,6 +176,12 @@ async def _stop(profile: Profile, remote: Remote, job_id: str | None = None, clu
         if released:  # then the nodes go back to Slurm (the question named the job)
             from tui.core import slurm
 
+            # scancel ends the job's own processes, not a container dockerd started for it:
+            # stopped first, so that nothing of the run stays on nodes Slurm hands to others
+            if slurm.known_job(profile) is not None:
+                async for ev in _stop_containers(profile, remote):
+                    yield ev
+
             cancelled = False
             async for ev in slurm.release(profile, "stop"):
                 cancelled = cancelled or (ev.kind == "step" and "cancelled" in ev.message)
@@ -185,6 +192,23 @@ async def _stop(profile: Profile, remote: Remote, job_id: str | None = None, clu
             else:
                 yield ActionEvent("stop", "done", "stopped Ray and released the Slurm allocation"
                                   if cancelled else "stopped Ray (no Slurm allocation to release)")
+
+
+async def _stop_containers(profile: Profile, remote: Remote) -> AsyncIterator[ActionEvent]:
+    """`docker stop` the profile's container on every node of the allocation (kept, not
+    removed: the next allocation's `containers` starts it again where it lands on the same
+    node); a node that cannot is a warning, the release goes on."""
+    name = profile.container.name
+
+    async def one(node: str) -> ActionEvent:
+        r = await remote.run(node, [*profile.container.docker, "stop", "-t", "10", name], timeout=60)
+        if r.rc == 0 or "No such container" in r.stderr:
+            return ActionEvent("stop", "step", f"container {name} stopped", node=node, status="ok")
+        return ActionEvent("stop", "warn", f"container {name} not stopped: {(r.stderr or r.stdout).strip()[-300:]}",
+                           node=node, status="warn")
+
+    for ev in await asyncio.gather(*(one(n.name) for n in profile.nodes)):
+        yield ev
 
 
 async def _check(profile: Profile, remote: Remote, **_: Any) -> AsyncIterator[ActionEvent]:
@@ -255,8 +279,8 @@ def _q_stop(profile: Profile, job_id: str | None = None, cluster: bool = False, 
 
         job = slurm.known_job(profile)
         if job:
-            more += (f", then release Slurm job {job} (scancel): its {len(profile.nodes)} nodes go back to Slurm "
-                     "and what runs on them ends")
+            more += (f", then stop the container {profile.container.name} on every node and release Slurm job "
+                     f"{job} (scancel): its {len(profile.nodes)} nodes go back to Slurm and what runs on them ends")
     return f"Stop {what}{more}?"
 
 
