@@ -617,7 +617,7 @@ def main() -> None:
                             "rlconsole": f"{rss_n:.0f} MB" + ("" if rss_t is None else f" / {rss_t:.0f} MB"), "ratio": f"{rss_b / rss_n:.2f}x", "target": "<= 150 MB",
                             "met": "yes" if max(rss_n, rss_t or 0) <= 150 else "no"})
         if bytes_b is not None and bytes_n:
-            sent.append(f"{nodes} x 8 {'busy' if with_job == 'busy' else 'with a job' if with_job else 'idle'}: "
+            sent.append(f"{nodes} x 8 {'busy' if with_job == 'busy' else f'with a job at {with_job:g} s/step' if with_job else 'idle'}: "
                         f"{bytes_b:,.0f} -> {bytes_n:,.0f} bytes a node a minute ({bytes_b / bytes_n:.0f}x fewer)")
         kb = "-" if bytes_b is None else f"{bytes_b:,.0f}"
         kn = "-" if bytes_n is None else f"{bytes_n:,.0f}"
