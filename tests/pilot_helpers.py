@@ -68,11 +68,12 @@ async def key_runs(pilot, key: str, action: str, timeout: float = 240.0) -> None
 
     app = pilot.app
     main = app.main_screen
+    panel = main.query_one(ActionPanel)
+    runs = panel._run  # the panel counts the actions it began: an action may end before a check sees it run
     await pilot.press(key)
-    await until(pilot, lambda: isinstance(app.screen, ConfirmationModal) or action in main.running, 30)
+    await until(pilot, lambda: isinstance(app.screen, ConfirmationModal) or panel._run > runs, 30)
     if isinstance(app.screen, ConfirmationModal):
         await pilot.press("y")
-    panel = main.query_one(ActionPanel)
-    await until(pilot, lambda: action not in main.running and panel.action == action and panel.state != "running",
-                timeout)
+    await until(pilot, lambda: panel._run > runs and action not in main.running and panel.action == action
+                and panel.state != "running", timeout)
     assert panel.state in ("done", "skipped"), f"{action}: {panel.state}: {panel.last_message}"
