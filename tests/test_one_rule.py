@@ -31,17 +31,23 @@ def _with_one_warm_card(profile, temp_c: float, mem_pct: float):
     return st
 
 
+async def _grid_showing(pilot, name: str) -> NodeGrid:
+    """The node grid once it shows node `name`."""
+    grid = pilot.app.screen.query_one(NodeGrid)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 10
+    while name not in grid.rows:
+        assert loop.time() < end, "the grid never showed the node"
+        await pilot.pause(0.05)
+    return grid
+
+
 async def _grid_kind(profile, state) -> str:
     backend = StaticBackend(profile=profile, state=state)
     app = RlconsoleApp(backend, bell=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        grid = app.screen.query_one(NodeGrid)
-        loop = asyncio.get_running_loop()
-        end = loop.time() + 10
-        while profile.nodes[0].name not in grid.rows:
-            assert loop.time() < end, "the grid never showed the node"
-            await pilot.pause(0.05)
+        grid = await _grid_showing(pilot, profile.nodes[0].name)
         return grid.row(profile.nodes[0].name).cells[3].kind
 
 
@@ -137,12 +143,7 @@ async def test_dense_grid_says_hot_and_memory_full_in_letters(monkeypatch, temp_
     state = _with_one_warm_card(profile, temp_c=temp_c, mem_pct=mem_pct)
     app = RlconsoleApp(StaticBackend(profile=profile, state=state), bell=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        grid = app.screen.query_one(NodeGrid)
-        loop = asyncio.get_running_loop()
-        end = loop.time() + 10
-        while profile.nodes[0].name not in grid.rows:
-            assert loop.time() < end, "the grid never showed the node"
-            await pilot.pause(0.05)
+        grid = await _grid_showing(pilot, profile.nodes[0].name)
         await pilot.pause()
         assert grid.dense
         cells = grid.block_text(profile.nodes[0].name)[0].split()[-8:]

@@ -116,6 +116,16 @@ def _text_lines(widget, height: int) -> list[str]:
     return ["".join(seg.text for seg in widget.render_line(y)) for y in range(height)]
 
 
+async def _open_graphs(pilot) -> GraphScreen:
+    """`g` on the demo's main screen: the graph screen once its five plots are drawn."""
+    app = pilot.app
+    await settle(pilot)
+    await pilot.press("g")
+    await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
+    await pilot.pause()
+    return app.screen  # type: ignore[return-value]
+
+
 async def test_graph_draws_integer_step_labels_and_a_picker_that_reads_without_colour(monkeypatch) -> None:
     """The step axis says `600 700 800`, never `573.0 632.8`; a picked scalar reads `[x]`
     and an unpicked one `[ ]` with NO_COLOR (Textual's toggle draws `X` for both)."""
@@ -126,11 +136,7 @@ async def test_graph_draws_integer_step_labels_and_a_picker_that_reads_without_c
     monkeypatch.setenv("NO_COLOR", "1")
     app = RlconsoleApp(demo_backend())
     async with app.run_test(size=(160, 50)) as pilot:
-        await settle(pilot)
-        await pilot.press("g")
-        await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
-        g: GraphScreen = app.screen  # type: ignore[assignment]
-        await pilot.pause()
+        g = await _open_graphs(pilot)
         picker = g.query_one(PickList)
         rows = [line for line in _text_lines(picker, picker.size.height) if line.strip()]
         picked = [r for r in rows if r.startswith("[x] ")]
@@ -167,11 +173,7 @@ async def test_y_labels_name_the_value_of_their_row() -> None:
 
     app = RlconsoleApp(demo_backend())
     async with app.run_test(size=(160, 50)) as pilot:
-        await settle(pilot)
-        await pilot.press("g")
-        await until(pilot, lambda: isinstance(app.screen, GraphScreen) and len(app.screen.query(PlotextPlot)) == 5)
-        g: GraphScreen = app.screen  # type: ignore[assignment]
-        await pilot.pause()
+        g = await _open_graphs(pilot)
         plot = g.query_one("#plot-0", PlotextPlot)
         lines = re.sub(r"\x1b\[[0-9;]*m", "", plot.plt.build()).splitlines()
         labelled = [(i, float(m.group(1))) for i, line in enumerate(lines)
