@@ -955,13 +955,13 @@ class _Daemon:
             from tui.sim.simdocker import runtime_script
 
             _script(nd / "bin" / "docker", runtime_script(name, str(nd), py, root))
-        if not self.state.get("namespaces_enabled"):
-            # one process table for every node: a node's `ray stop` must stay on that node
-            from tui.sim.raywrap import wrapper_script as ray_wrapper
+        # every node's `ray start` takes a turn on this machine; without namespaces (one
+        # process table for every node) a node's `ray stop` must also stay on that node
+        from tui.sim.raywrap import wrapper_script as ray_wrapper
 
-            real_ray = Path(py).parent / "ray"
-            _script(nd / "bin" / "ray", ray_wrapper(name, str(nd), str(self.sd / "ray" / name), str(real_ray), py,
-                                                     root))
+        real_ray = Path(py).parent / "ray"
+        _script(nd / "bin" / "ray", ray_wrapper(name, str(nd), str(self.sd / "ray" / name), str(real_ray), py,
+                                                 root, narrow_stop=not self.state.get("namespaces_enabled")))
         return nd
 
     def _start_docker(self) -> dict[str, Any] | None:

@@ -10,6 +10,15 @@ output) on a process list narrowed to this node's processes; every other command
 to the real `ray` unchanged. The product itself always runs the real `ray stop --force`
 (tui/core/actions/ray_setup.py), on real clusters as here.
 
+Every simulated node's `ray` (with or without namespaces) also takes turns for `ray start`:
+at most START_SLOTS starts run at once on the machine, whichever sims they belong to. A real
+node starts its Ray on its own CPUs; here every node's GCS, raylet, dashboard and agents
+import Ray on the same two cores, and Ray gives a raylet 30 s to register (hard-coded in
+`ray._private.node`): two clusters starting at once under a loaded test run went past it
+("The current node timed out during startup"). Taking turns costs a few seconds of
+bring-up and never times out a start behind other starts. `ray start --block` (a Slurm
+script's form, which never returns) does not take a turn.
+
 A node's processes: those whose environment says they were started on this node
 (`RLCONSOLE_SIM_NODE_DIR=<node dir>`, which every command of the node inherits, through
 `docker exec` too) or whose command line names this node's Ray temp dir, and every
@@ -72,6 +81,41 @@ def _names_dir(cmdline: bytes, d: bytes) -> bool:
     return False
 
 
+START_SLOTS = 2
+"""`ray start`s that may run at once on the machine (see the module's docstring)."""
+
+
+def start(real_ray: str, argv: list[str], lock_dir: str | None = None) -> int:
+    """`ray ARGV` (a `ray start`, global options and all) once one of the machine's START_SLOTS is free (a lock file each,
+    held by this process until the start returns; the kernel frees it if it dies)."""
+    import fcntl
+    import subprocess
+    import tempfile
+    import time
+
+    if "--block" in argv:
+        return subprocess.call([real_ray, *argv])
+    d = Path(lock_dir or os.path.join(tempfile.gettempdir(), f"rlconsole-sim-ray-start-{os.getuid()}"))
+    d.mkdir(mode=0o700, exist_ok=True)
+    held = None
+    while held is None:
+        for i in range(START_SLOTS):
+            f = open(d / f"slot{i}.lock", "a")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                f.close()
+                continue
+            held = f
+            break
+        else:
+            time.sleep(0.2)
+    try:
+        return subprocess.call([real_ray, *argv])
+    finally:
+        held.close()
+
+
 def stop(node_dir: str, temp_dir: str, argv: list[str]) -> int:
     """Ray's own `ray stop ARGV` over this node's processes only."""
     from ray.scripts import scripts  # first: Ray puts its own psutil on sys.path
@@ -92,16 +136,20 @@ def stop(node_dir: str, temp_dir: str, argv: list[str]) -> int:
     return 0
 
 
-def wrapper_script(node: str, node_dir: str, temp_dir: str, real_ray: str, python: str, repo_root: str) -> str:
-    """The node's `ray`: `ray stop` through `stop` above, anything else the real `ray`."""
+def wrapper_script(node: str, node_dir: str, temp_dir: str, real_ray: str, python: str, repo_root: str,
+                   narrow_stop: bool = True) -> str:
+    """The node's `ray`: `ray start` when a slot is free, `ray stop` through `stop` above
+    (`narrow_stop`: no PID namespaces), anything else the real `ray`."""
+    stop_line = (f"""    stop) exec '{python}' -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); from tui.sim.raywrap import stop; n, t = sys.argv.pop(1), sys.argv.pop(1); sys.exit(stop(n, t, sys.argv[1:]))' '{repo_root}' '{node_dir}' '{temp_dir}' "$@" ;;
+""" if narrow_stop else "")  # noqa: E501 - one exec line of a generated shell script
     return f"""#!/bin/sh
-# This node's ray (rlconsole sim, node {node}, no PID namespaces): `ray stop` stops only this
-# node's Ray (processes started on {node} or under its temp dir {temp_dir});
+# This node's ray (rlconsole sim, node {node}): `ray start` takes a turn (at most
+# {START_SLOTS} at once on this machine){"; `ray stop` stops only this node's Ray (processes started on " + node + " or under its temp dir " + temp_dir + ")" if narrow_stop else ""};
 # every other command is the real {real_ray}. See tui/sim/raywrap.py.
 for a in "$@"; do
   case "$a" in
     -*) ;;
-    stop) exec '{python}' -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); from tui.sim.raywrap import stop; n, t = sys.argv.pop(1), sys.argv.pop(1); sys.exit(stop(n, t, sys.argv[1:]))' '{repo_root}' '{node_dir}' '{temp_dir}' "$@" ;;
+{stop_line}    start) exec '{python}' -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); from tui.sim.raywrap import start; r = sys.argv.pop(1); sys.exit(start(r, sys.argv[1:]))' '{repo_root}' '{real_ray}' "$@" ;;
     *) break ;;
   esac
 done
