@@ -245,3 +245,49 @@ def test_demo_planted_fault_raises_exactly_its_alert(demo_run) -> None:
     assert any(re.search(r"warning +job +throughput [\d.]+ tokens/s per node outside the profile's [\d.]+-[\d.]+", p)
                for p in problems), problems
     assert any(re.search(r"warning +job +MFU [\d.]+ ?% outside the profile's", p) for p in problems), problems
+
+
+def test_demo_reopened_on_a_failed_job_shows_its_cause_then_only_the_new_run(demo_run) -> None:
+    """Issue 36 majors 2 and 3 where users look (tmux, the demo's own command): the job
+    fails of an OOM; the demo quit (the sim kept) and opened again shows the cause on the
+    main screen without a key (it showed `watching job`); `s` submits a new run and the log
+    pane holds that run only: a search for the failed run's error finds nothing (the pane
+    started with the old run's lines)."""
+    term, sim_dir, env, _ = demo_run
+    root = str(Path(__file__).resolve().parent.parent)
+
+    def cli(*args: str) -> None:
+        r = subprocess.run([sys.executable, "-m", "tui.cli", *args], env=env, capture_output=True, text=True,
+                           timeout=60, cwd=root)
+        assert r.returncode == 0, r.stderr
+
+    cli("sim", "fault", "clear")
+    cli("sim", "fault", "oom", "--at-step", "0")
+    _wait_re(term, r"FAILED", 180)
+    term.keys("q")
+    term.wait_for("Stop the simulated cluster?", timeout=60)
+    term.keys("n", "Enter")
+    term.wait_for("DEMO-EXITED 0", timeout=60)
+
+    sock = f"rlc-demo36-{uuid.uuid4().hex[:8]}"
+    again = Term(sock)
+    cmd = f"{sys.executable} -m tui.cli demo --no-bell; echo DEMO-EXITED $?; sleep 60"
+    subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-x", "160", "-y", "50", cmd],
+                   env=env, cwd=root, check=True)
+    try:
+        screen = _wait_re(again, r"(?i)out of memory", 120)
+        assert "watching job" not in screen.splitlines()[1], screen  # the banner: the cause, not a notice
+        assert "FAILED" in screen, screen
+        again.keys("s")
+        _wait_re(again, r"Submit \S+\?|[Ss]tart \S+ fresh", 60)
+        again.keys("y")
+        _wait_re(again, r"RUNNING.{0,80}step \d+/\d+|step \d+/\d+.{0,80}RUNNING", 180)
+        # the log pane holds the new run only: the old run's error is nowhere in it (`/`
+        # searches it all, older and newer than the view)
+        again.keys("/")
+        time.sleep(0.5)
+        again.keys("OutOfMemoryError", "Enter")
+        _wait_re(again, r"/OutOfMemoryError: no older match", 30)
+    finally:
+        again.tmux("kill-server")
+        (Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / sock).unlink(missing_ok=True)

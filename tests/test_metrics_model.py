@@ -105,6 +105,19 @@ def test_wall_clock_fallback_without_timing() -> None:
     assert RunMetrics(rows).step_time_s() is None
 
 
+def test_wall_cadence_counts_the_recurring_slow_steps_as_tqdm_does() -> None:
+    """Every 5th step validates and saves (twice as long): the cadence is their mean, 1.2 s
+    (as tqdm's rate counts them), not the median 1.0 s that made the ETA short by a sixth."""
+    rows = [{"step": s, "metrics": {"critic/rewards/mean": 0.5}} for s in range(1, 22)]
+    wall, t = {}, 100.0
+    for s in range(1, 22):
+        t += 2.0 if s % 5 == 0 else 1.0
+        wall[s] = t
+    rm = RunMetrics(rows, total_steps=100, wall_times=wall)
+    assert rm.wall_step_time_s() == pytest.approx(1.2, rel=0.05)
+    assert rm.eta_s() == pytest.approx(79 * 1.2, rel=0.05)
+
+
 def test_wall_cadence_ignores_a_backlog_read_in_one_chunk() -> None:
     """A console that attaches at step 10 reads steps 1-10 in one chunk; only the steps
     it then sees arrive, 1.1 s apart, say how fast the run goes (as tqdm would)."""
