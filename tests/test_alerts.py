@@ -216,6 +216,19 @@ def test_open_alerts_keeps_an_event_until_seen() -> None:
     assert [a.message for a in o.current()] == ["hot"]
 
 
+def test_another_job_takes_the_old_logs_event_off_the_banner() -> None:
+    """A new job watched: the previous job's log finding (its line is in that log) leaves
+    the banner; an open episode and an event from elsewhere stay."""
+    o = OpenAlerts()
+    o.add(Alert("error", "log", "MUSA out of memory", at=1, line=53))
+    o.add(Alert("warning", "probe", "hot", at=2, key="card:x"))
+    o.another_job()
+    assert [a.message for a in o.current()] == ["hot"]
+    o.add(Alert("error", "ray", "node2 died", at=3))
+    o.another_job()
+    assert [a.message for a in o.current()] == ["node2 died", "hot"]
+
+
 def test_profile_monitoring_thresholds_and_console_bell(tmp_path: Path) -> None:
     seed = Path(__file__).parent.parent / "profiles" / "qwen3-8b-grpo-32gpu.yaml"
     p = load_profile(seed)

@@ -91,5 +91,8 @@ async def test_reopened_on_a_failed_job_then_a_new_one(shared_sim: Any, tmp_path
             await settle(pilot)
             assert not any("OutOfMemoryError" in ln for ln in pane._kept), "the old run's log is gone"
             assert not any(a.key == f"job-end:{first}" for a in bar.now.current())
+            # nor the old run's log finding: its line is a line of the old log (the list keeps it)
+            assert not any(a.source == "log" for a in bar.now.current()), bar.now.current()
+            assert any("out of memory" in a.message.lower() for a in bar.alerts)
         finally:
             await asyncio.to_thread(main, ["stop", "--profile", str(prof), "--yes"])

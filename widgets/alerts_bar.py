@@ -50,6 +50,11 @@ class AlertsBar(Static):
         self.now.seen()
         self._show()
 
+    def another_job(self) -> None:
+        """The watched job changed: the previous job's log event leaves the banner."""
+        self.now.another_job()
+        self._show()
+
     def _show(self) -> None:
         current = self.now.current()
         n = len(self.alerts)

@@ -90,6 +90,12 @@ class OpenAlerts:
     def seen(self) -> None:
         self.event = None
 
+    def another_job(self) -> None:
+        """The console watches another job now: an unseen event from the previous job's
+        log (its line is a line of that log) leaves the banner; the list keeps it."""
+        if self.event is not None and self.event.source == "log":
+            self.event = None
+
     def current(self) -> list[Alert]:
         """Open episodes and the unseen event, most severe first, newest first within a
         level."""

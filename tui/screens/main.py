@@ -167,6 +167,8 @@ class MainScreen(Screen[None]):
             self._kick()
 
     def on_log_restarted(self, msg: LogRestarted) -> None:
+        if self.log_job is not None and msg.job_id != self.log_job:
+            self.query_one(AlertsBar).another_job()
         self.log_job = msg.job_id
         self.query_one(LogPane).restart(msg.job_id)
 
