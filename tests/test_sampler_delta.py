@@ -22,7 +22,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -456,6 +456,26 @@ async def test_stale_after_sets_the_heartbeat() -> None:
     assert "-r" not in script.split()  # never a guessed flag
 
 
+def _read_until(proc: subprocess.Popen[bytes], stream: SampleStream,
+                done: Callable[[list[str | None]], bool]) -> list[str | None]:
+    """What a sampler loop sent (samples, None for a heartbeat) until `done` says enough
+    (60 s at most: a bound, not a measurement); the loop is stopped after."""
+    got: list[str | None] = []
+    try:
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not done(got):
+            if select.select([fd], [], [], 0.1)[0]:
+                raw = os.read(fd, 65536)
+                assert raw, got
+                got += stream.feed(raw.decode())
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    return got
+
+
 def test_a_node_without_awk_sends_every_sample_in_full(tmp_path: Path) -> None:
     """awk is the one tool the loop adds; where a node has none, the loop sends each
     sample whole, as before issue 37 (the console reads both)."""
@@ -469,19 +489,7 @@ def test_a_node_without_awk_sends_every_sample_in_full(tmp_path: Path) -> None:
                             stderr=subprocess.STDOUT, start_new_session=True,
                             env={"PATH": f"{cards.dir / 'bin'}:{tools}", "LANG": "C.UTF-8", "HOME": str(tmp_path)})
     stream = SampleStream("no-awk")
-    got: list[str | None] = []
-    try:
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        deadline = time.monotonic() + 60  # a bound, not a measurement
-        while time.monotonic() < deadline and len(got) < 3:
-            if select.select([fd], [], [], 0.1)[0]:
-                raw = os.read(fd, 65536)
-                assert raw, got
-                got += stream.feed(raw.decode())
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+    got = _read_until(proc, stream, lambda got: len(got) >= 3)
     assert len(got) >= 3 and None not in got and stream.full == len(got)
     assert all('"Gpu": "0%"' in t for t in got if t)
 
@@ -500,17 +508,5 @@ def test_a_node_whose_date_has_no_epoch_sends_a_heartbeat_every_unchanged_sample
                             stderr=subprocess.STDOUT, start_new_session=True,
                             env={"PATH": f"{tools}:{cards.path}", "LANG": "C.UTF-8", "HOME": str(tmp_path)})
     stream = SampleStream("no-clock")
-    got: list[str | None] = []
-    try:
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        deadline = time.monotonic() + 60  # a bound, not a measurement
-        while time.monotonic() < deadline and got.count(None) < 3:
-            if select.select([fd], [], [], 0.1)[0]:
-                raw = os.read(fd, 65536)
-                assert raw, got
-                got += stream.feed(raw.decode())
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+    got = _read_until(proc, stream, lambda got: got.count(None) >= 3)
     assert got[0] is not None and got.count(None) >= 3 and stream.full == 1
