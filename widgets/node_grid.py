@@ -608,7 +608,8 @@ class NodeGrid(ScrollView, can_focus=True):
         room = width - used
         cw = 4 if len(row.cells) * 5 <= room else 3
         for cell in row.cells:
-            st = self._style(cell.kind[1:])
+            kind = cell.kind  # worked out once a cell: it runs the card's limits
+            st = self._style(kind[1:])
             c = cell.card
             if cell.node_down:
                 txt = "—"
@@ -617,7 +618,7 @@ class NodeGrid(ScrollView, can_focus=True):
             else:
                 # trouble in a letter as well as the colour (NO_COLOR, a monochrome
                 # terminal): H hot, M memory full, in place of the % sign
-                mark = "H" if "-hot" in cell.flags else "M" if "-memfull" in cell.flags else ""
+                mark = {"-hot": "H", "-memfull": "M"}.get(kind, "")  # the worst trouble, as the colour
                 if cw == 4:
                     txt = f"{c.util_pct:.0f}{mark or '%'}"
                 else:
