@@ -48,6 +48,27 @@ def _own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     return base
 
 
+# --------------------------------------------------------------------------- long modules first
+
+LONG_MODULES: dict[str, float] = {
+    "test_demo_tmux": 300, "test_sim_faults": 190, "test_backend_contract": 170, "test_slurm": 150,
+    "test_sim_nonroot": 140, "test_bench_chaos": 130, "test_chain": 115, "test_sim_openssh": 100,
+    "test_alerts_live": 75, "test_runs_sim": 50, "test_sim_tree": 45, "test_destructive_guards": 45,
+    "test_probes": 45, "test_tui_live_reopen": 36, "test_sampler_delta": 25, "test_layering": 20,
+}
+"""Seconds a module's tests took together on two shared cores (`--durations`, 2026-12-06),
+for the modules that take more than ~20 s. `--dist loadfile` gives a worker a whole module
+and a worker takes its next one while it still has two tests to run; in the default order
+(xdist sorts modules by test count, so these few-test modules came last) the run ended with
+one worker idle for minutes while the other ran the demo in tmux. Longest first, the tail
+is the many short modules, which the two workers share out evenly. A module missing here
+only runs later; nothing depends on the order (each module puts its sim back)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: -LONG_MODULES.get(item.path.stem, 0.0))  # stable: a module's own order kept
+
+
 # --------------------------------------------------------------------------- CI: no skips
 
 

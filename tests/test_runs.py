@@ -156,3 +156,28 @@ def test_runs_does_not_follow_a_symlinked_run_folder(tmp_path: Path, capsys: pyt
     got = json.loads(capsys.readouterr().out)
     assert [r["id"] for r in got] == ["raysubmit_real"]
     assert sorted(p.name for p in elsewhere.iterdir()) == before
+
+
+def test_runs_sort_by_a_figure_biggest_first_and_those_without_it_last(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--sort` (issue 36, nice to have: runs by reward or GPU-hours, as htop sorts): the
+    order of the figure, biggest first; a run that recorded none comes last, not first as a
+    None-as-zero or a string sort would put it; an unknown key is a usage error, exit 2."""
+    _log(_run("raysubmit_low", 1000.0), {1: 0.1, 2: 0.2})
+    _log(_run("raysubmit_high", 2000.0), {1: 0.9})
+    _run("raysubmit_none", 3000.0)  # no log: no reward
+    _log(_run("raysubmit_mid", 4000.0), {1: 0.5, 2: 0.6})
+
+    def ids(*args: str) -> list[str]:
+        assert main(["runs", "--json", "-P", PROFILE, *args]) == 0
+        return [r["id"] for r in json.loads(capsys.readouterr().out)]
+
+    assert ids() == ["raysubmit_low", "raysubmit_high", "raysubmit_none", "raysubmit_mid"]
+    assert ids("--sort", "reward") == ["raysubmit_high", "raysubmit_mid", "raysubmit_low", "raysubmit_none"]
+    assert ids("--sort", "steps") == ["raysubmit_low", "raysubmit_mid", "raysubmit_high", "raysubmit_none"]
+    assert ids("--sort", "started") == ids()
+    assert main(["runs", "-P", PROFILE, "--sort", "reward"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert rows == ["raysubmit_high", "raysubmit_mid", "raysubmit_low", "raysubmit_none"]
+    assert main(["runs", "-P", PROFILE, "--sort", "colour"]) == 2
+    err = capsys.readouterr().err
+    assert "colour" in err and "reward" in err and "gpu-hours" in err and "Traceback" not in err

@@ -91,3 +91,38 @@ def test_ray_node_last_error_parsed_and_bounded() -> None:
     dead, ok, odd = st.nodes
     assert dead.error.startswith("Unexpected termination") and len(dead.error) == 500
     assert ok.error is None and odd.error is None
+
+
+async def test_j_and_k_move_the_grid_cursor_and_scroll_the_log() -> None:
+    """j/k as k9s and less users expect: down and up in the grid (Enter opens the node j
+    reached, as with the arrows), and down/up a line in the focused log."""
+    from widgets.log_pane import LogPane, SearchLog
+
+    app = RlconsoleApp(demo_backend())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        grid = app.screen.query_one(NodeGrid)
+        grid.focus()
+        start = grid.cursor
+        await pilot.press("j", "j", "k")
+        await settle(pilot)
+        assert grid.cursor == start + 1
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        assert app.screen.node_name == "node71"  # what `down` reached in the test above
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main_screen)
+        pane = app.screen.query_one(LogPane)
+        pane.add_lines([f"line {i}" for i in range(500)])
+        pane.flush()
+        log = pane.query_one(SearchLog)
+        log.focus()
+        await settle(pilot)
+        bottom = log.scroll_offset.y
+        assert bottom > 0
+        await pilot.press("k", "k", "k")
+        await settle(pilot)
+        assert log.scroll_offset.y == bottom - 3
+        await pilot.press("j")
+        await settle(pilot)
+        assert log.scroll_offset.y == bottom - 2

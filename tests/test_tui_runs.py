@@ -58,3 +58,54 @@ async def test_the_alert_list_shows_the_whole_runs_journal_and_jumps_to_its_line
         await settle(pilot)
         assert isinstance(app.screen, MainScreen)
         assert app.screen.query_one(LogPane).match_abs == 5
+
+
+async def test_runs_view_sorts_with_s_and_moves_with_j_and_k() -> None:
+    """`s` in the runs view steps through the orders `rlconsole runs --sort` has (newest
+    first, then each figure biggest first), the title says which, and the cursor stays on
+    its run; j/k move the cursor as the arrows do (issue 36, nice to have)."""
+    from tui.core.job.runs import RunSummary
+
+    b = demo_backend()
+    first = min(r.started_at or 0 for r in b.run_list)
+    # the oldest run, with the best reward and no GPU-hours: first by reward, last by GPU-hours
+    b.run_list.insert(0, RunSummary(id="raysubmit_old_best", status="SUCCEEDED", started_at=first - 3600,
+                                    last_reward=9.0, best_reward=9.0))
+    app = RlconsoleApp(b)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await until(pilot, lambda: isinstance(app.screen, RunsScreen))
+        await settle(pilot)
+        screen = app.screen
+        table = screen.query_one(DataTable)
+
+        def subtitle() -> str:
+            return str(screen.query_one("Vertical").border_subtitle)
+
+        newest = ["raysubmit_demo0002", "raysubmit_demo0001", "raysubmit_old_best"]
+        assert [r[0] for r in _rows(app)] == newest
+        assert "newest first" in subtitle()
+        await pilot.press("j", "j")
+        await settle(pilot)
+        assert table.cursor_row == 2
+        await pilot.press("k")
+        await settle(pilot)
+        assert table.cursor_row == 1  # on raysubmit_demo0001
+        await pilot.press("s")
+        await settle(pilot)
+        assert "by reward, biggest first" in subtitle()
+        rows = _rows(app)
+        assert rows[0][0] == "raysubmit_old_best"
+        assert [float(r[6]) for r in rows] == sorted((float(r[6]) for r in rows), reverse=True)
+        assert rows[table.cursor_row][0] == "raysubmit_demo0001"  # the cursor kept its run
+        while "gpu-hours" not in subtitle():
+            await pilot.press("s")
+            await settle(pilot)
+        assert _rows(app)[-1][0] == "raysubmit_old_best" and _rows(app)[-1][5] == "-"  # none recorded: last
+        for _ in range(len(RunsScreen.SORTS)):
+            if "newest first" in subtitle():
+                break
+            await pilot.press("s")
+            await settle(pilot)
+        assert [r[0] for r in _rows(app)] == newest

@@ -49,7 +49,7 @@ ACTION_KEYS: tuple[KeyAction, ...] = tuple(
 """The keys that run actions: declared with the actions themselves (the core's table)."""
 
 KEYS: tuple[KeyAction, ...] = ACTION_KEYS + (
-    KeyAction("l", "focus_logs", "Logs", "Focus the job log (arrows/PgUp/PgDn scroll)"),
+    KeyAction("l", "focus_logs", "Logs", "Focus the job log (arrows or j/k, PgUp/PgDn scroll)"),
     KeyAction("f", "toggle_follow", "Follow", "Follow the log on/off"),
     KeyAction("slash", "search", "Search", "Search the log (latest match first); then n newer, N older", display="/"),
     KeyAction("ampersand", "filter", "Filter",
@@ -62,11 +62,11 @@ KEYS: tuple[KeyAction, ...] = ACTION_KEYS + (
     KeyAction("d", "toggle_dense", "Dense", "Dense grid on/off: one line per node (automatic when the full grid does not fit)"),
     KeyAction("enter", "detail", "Detail",
               "Detail of the grid's selected node: containers, Ray, card processes "
-              "(Tab to the grid, then up/down; a click on a card opens it)", display="Enter", footer=False),
+              "(Tab to the grid, then up/down or j/k; a click on a card opens it)", display="Enter", footer=False),
     KeyAction("a", "alerts", "Alerts", "List all alerts; Enter on one with a log line jumps there; "
               "j there shows the whole run's journal (every session)"),
     KeyAction("R", "runs", "Runs", "Every run of the profile: steps, wall time, GPU-hours, rewards, "
-              "resumed from (local history and spools)", footer=False),
+              "resumed from (local history and spools); s there sorts by each figure", footer=False),
     KeyAction("question_mark", "help", "Help", "This help", display="?"),
     KeyAction("q", "quit", "Quit", "Quit (asks while an action runs; never stops the training job)"),
 )

@@ -161,6 +161,8 @@ class SearchLog(Log):
     BINDINGS = [
         Binding("n", "search_next", "Next match", show=False),
         Binding("N", "search_prev", "Prev match", show=False),
+        Binding("j", "scroll_down", show=False),  # as in less, k9s, lazygit
+        Binding("k", "scroll_up", show=False),
     ]
 
     match_index: int | None = None

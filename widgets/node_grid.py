@@ -244,7 +244,7 @@ class NodeGrid(ScrollView, can_focus=True):
     A cursor picks a node (up/down while focused, its name drawn reversed); Enter or a
     click posts `Selected` (a click on a card names the card) for the drill-down."""
 
-    BINDINGS = [Binding("up", "cursor(-1)", show=False), Binding("down", "cursor(1)", show=False),
+    BINDINGS = [Binding("up,k", "cursor(-1)", show=False), Binding("down,j", "cursor(1)", show=False),
                 Binding("enter", "select", show=False)]
 
     class Selected(Message):

@@ -175,7 +175,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from tui.cli.runs import run_runs
 
-    return run_runs(_load(args), as_json=args.json)
+    return run_runs(_load(args), as_json=args.json, sort=args.sort)
 
 
 def cmd_journal(args: argparse.Namespace) -> int:
@@ -440,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("runs", cmd_runs, "every run of the profile from the local history and spools (no SSH): "
                                "status, steps, wall time, GPU-hours, rewards, resume links", PROFILE)
     sp.add_argument("--json", action="store_true", help="a list of runs; unknown figures null and named in `unknown`")
+    sp.add_argument("--sort", metavar="BY",
+                    help="order: started (oldest first), or a figure biggest first, runs without it last: "
+                         "reward, best, gpu-hours, wall, throughput, steps")
 
     sp = add("journal", cmd_journal, "what happened to a run: actions, alerts, state changes, checkpoints "
                                      "(local, no SSH)", PROFILE)

@@ -10,7 +10,8 @@ import json
 import sys
 from typing import TextIO
 
-from tui.core.job.runs import RunSummary, list_runs, run_cells
+from tui.core.errors import UsageError
+from tui.core.job.runs import RUN_SORTS, RunSummary, list_runs, run_cells, sort_runs
 from tui.core.profile import Profile
 from tui.core.safetext import shown
 
@@ -41,9 +42,13 @@ def table(rs: list[RunSummary], cards_per_node: float | None = None) -> list[str
     return out
 
 
-def run_runs(profile: Profile, as_json: bool, out: TextIO | None = None) -> int:
+def run_runs(profile: Profile, as_json: bool, out: TextIO | None = None, sort: str | None = None) -> int:
     out = out or sys.stdout
     rs = list_runs(profile.name, default_cards=profile.total_gpus)
+    if sort:
+        if sort not in RUN_SORTS:
+            raise UsageError(f"runs --sort {sort!r}: sort by one of {', '.join(RUN_SORTS)}")
+        rs = sort_runs(rs, sort)
     if as_json:
         print(json.dumps([s.to_json() for s in rs], indent=2), file=out)
         return 0

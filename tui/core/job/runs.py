@@ -198,6 +198,27 @@ def _run_dirs(root: Path, seen: set[str]) -> list[Path]:
     return out
 
 
+RUN_SORTS: dict[str, str] = {
+    "started": "started_at", "reward": "last_reward", "best": "best_reward", "gpu-hours": "gpu_hours",
+    "wall": "wall_s", "throughput": "mean_throughput", "steps": "step",
+}
+"""What runs can be sorted by (`rlconsole runs --sort`, `s` in the console's runs view), and
+the RunSummary field each one reads."""
+
+
+def sort_runs(rs: list[RunSummary], by: str = "started") -> list[RunSummary]:
+    """`rs` by `by` (a RUN_SORTS key): `started` oldest first, as `list_runs` gives them;
+    a figure biggest first (the best reward, the most GPU-hours on top), runs that did not
+    record it last, in their started order. Raises KeyError for an unknown key."""
+    field_name = RUN_SORTS[by]
+    ordered = sorted(rs, key=lambda s: s.started_at if s.started_at is not None else math.inf)
+    if by == "started":
+        return ordered
+    known = [s for s in ordered if getattr(s, field_name) is not None]
+    unknown = [s for s in ordered if getattr(s, field_name) is None]
+    return sorted(known, key=lambda s: getattr(s, field_name), reverse=True) + unknown
+
+
 RUN_COLUMNS = ("run", "status", "steps", "started", "wall", "GPU-h", "reward", "best", "tok/s/node", "notes")
 """The runs' columns, in `rlconsole runs` and the console's `R` view alike."""
 
