@@ -94,5 +94,29 @@ async def test_reopened_on_a_failed_job_then_a_new_one(shared_sim: Any, tmp_path
             # nor the old run's log finding: its line is a line of the old log (the list keeps it)
             assert not any(a.source == "log" for a in bar.now.current()), bar.now.current()
             assert any("out of memory" in a.message.lower() for a in bar.alerts)
+            await _dashboard_and_job_id_keys(app, pilot, second)
         finally:
             await asyncio.to_thread(main, ["stop", "--profile", str(prof), "--yes"])
+
+
+async def _dashboard_and_job_id_keys(app: Any, pilot: Any, job: str) -> None:
+    """`D` (issue 36, nice to have): the dashboard's URL on this machine, shown and copied,
+    answers Ray's own API through the SSH forward (the dashboard stays on the head's
+    loopback); `y` copies the watched job's id."""
+    import urllib.request
+
+    shown_before = len(app._notifications)
+    await pilot.press("D")
+    await until(pilot, lambda: any("Ray dashboard" in n.message for n in list(app._notifications)[shown_before:]), 30)
+    note = next(n.message for n in list(app._notifications)[shown_before:] if "Ray dashboard" in n.message)
+    assert "http://127.0.0.1:" in note and "copied" in note, note
+    url = app.clipboard
+    assert url.startswith("http://127.0.0.1:") and url in note, (url, note)
+
+    def jobs() -> Any:
+        with urllib.request.urlopen(f"{url}/api/jobs/", timeout=10) as r:  # noqa: S310 - loopback
+            return json.load(r)
+
+    assert job in [j.get("submission_id") for j in await asyncio.to_thread(jobs)]
+    await pilot.press("y")
+    await until(pilot, lambda: app.clipboard == job, 10)

@@ -109,3 +109,19 @@ async def test_runs_view_sorts_with_s_and_moves_with_j_and_k() -> None:
             await pilot.press("s")
             await settle(pilot)
         assert [r[0] for r in _rows(app)] == newest
+
+
+async def test_D_on_demo_data_says_there_is_no_dashboard_and_y_copies_the_job_id() -> None:
+    """`D` where no Ray runs (the StaticBackend's demo data) says so instead of showing a URL
+    that leads nowhere; `y` copies the watched job's id (the live path: test_tui_live_reopen)."""
+    b = demo_backend()
+    app = RlconsoleApp(b)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("D")
+        await until(pilot, lambda: any("Ray dashboard" in n.message for n in app._notifications))
+        note = next(n.message for n in app._notifications if "Ray dashboard" in n.message)
+        assert "demo data" in note and "http" not in note and app.clipboard == ""
+        await pilot.press("y")
+        await until(pilot, lambda: app.clipboard == b.state.job.id)
+        assert app.clipboard.startswith("raysubmit_")

@@ -67,6 +67,11 @@ KEYS: tuple[KeyAction, ...] = ACTION_KEYS + (
               "j there shows the whole run's journal (every session)"),
     KeyAction("R", "runs", "Runs", "Every run of the profile: steps, wall time, GPU-hours, rewards, "
               "resumed from (local history and spools); s there sorts by each figure", footer=False),
+    KeyAction("D", "dashboard", "Dashboard",
+              "Ray's dashboard in your browser: its URL on this machine (a port forwarded through the SSH "
+              "connection to the head), shown and copied", footer=False),
+    KeyAction("y", "copy_job", "Copy job id", "Copy the watched job's id (to paste in `ray job logs`, "
+              "`rlconsole journal`)", footer=False),
     KeyAction("question_mark", "help", "Help", "This help", display="?"),
     KeyAction("q", "quit", "Quit", "Quit (asks while an action runs; never stops the training job)"),
 )

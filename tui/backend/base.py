@@ -124,6 +124,12 @@ class Backend(Protocol):
     def job_status(self) -> JobStatus | None:
         """The watched job's status now; None when no job is watched."""
 
+    async def dashboard_url(self) -> str:
+        """Ray's dashboard for a browser on this machine: a loopback port here forwarded
+        through the SSH connection to the head, so the dashboard itself stays bound to the
+        head's loopback. Raises RlconsoleError saying why there is none (the head not
+        connected, demo data)."""
+
     def runs(self) -> list[RunSummary]:
         """Every run of the profile, oldest first (`core.job.runs.list_runs`: the local
         history, spools and journals; no SSH). Blocking (it may parse spooled logs): the

@@ -437,6 +437,17 @@ class LiveBackend:
     def head_up(self) -> bool:
         return self.pool.head.connected
 
+    async def dashboard_url(self) -> str:
+        from tui.core.errors import RlconsoleError
+
+        head = self.pool.head
+        if not head.connected:
+            raise RlconsoleError(f"head {head.name} is not connected ({head.reason or head.state})")
+        url = await self.remote.dashboard_url()
+        if not self.monitor.state.ray.available:
+            return f"{url} (Ray is not up yet: the page answers once `r` has started it)"
+        return url
+
     async def submit_plan(self) -> SubmitPlan:
         from tui.core.actions.plan import running_job_text, submit_plan
 

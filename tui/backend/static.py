@@ -337,6 +337,11 @@ class StaticBackend:
     def job_status(self) -> JobStatus | None:
         return None if self.state.job is None else self.state.job.status
 
+    async def dashboard_url(self) -> str:
+        from tui.core.errors import RlconsoleError
+
+        raise RlconsoleError("this is demo data: no Ray runs behind it (`rlconsole demo` runs a real one)")
+
     def all_series(self) -> Series:
         """Every scalar this backend has: the pushed series plus VeRL-named scalars
         derived from them (the graph screen plots any of these)."""

@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState
 from tui.commands import CHANGING_KEY_ACTIONS, KEYS, offered_keys
 from tui.core.actions.events import ActionEvent
 from tui.core.alerts import Alert
+from tui.core.safetext import shown
 from tui.core.secrets import mask_secrets
 from tui.core.state import ClusterState
 from tui.messages import (
@@ -483,6 +484,32 @@ class MainScreen(Screen[None]):
 
         self.query_one(AlertsBar).seen()
         self.app.push_screen(AlertsScreen(self.alerts, self.backend.journal()), jump)
+
+    @work(group="dashboard", exclusive=True)
+    async def action_dashboard(self) -> None:
+        """Ray's dashboard URL, shown and copied (OSC 52: works over SSH and in tmux with
+        set-clipboard on); opening a browser is left to the user, whose browser may well
+        be on another machine than this console."""
+        import asyncio
+
+        from tui.core.errors import RlconsoleError
+
+        try:
+            url = await asyncio.wait_for(self.backend.dashboard_url(), 15)
+        except (RlconsoleError, OSError, asyncio.TimeoutError) as e:
+            self.notify(f"Ray dashboard: none: {e or type(e).__name__}", severity="warning", markup=False)
+            return
+        self.app.copy_to_clipboard(url.split()[0])
+        self.notify(f"Ray dashboard: {url}\nforwarded through the SSH connection to "
+                    f"{self.backend.profile.head.name} while the console runs; copied", markup=False, timeout=20)
+
+    def action_copy_job(self) -> None:
+        job = self.log_job or (self.state.job.id if self.state is not None and self.state.job is not None else None)
+        if job is None:
+            self.notify("no job is watched: nothing to copy", severity="warning", markup=False)
+            return
+        self.app.copy_to_clipboard(job)
+        self.notify(f"copied the job id {shown(job)}", markup=False)  # Ray's id: outside text
 
     @work(group="dialogs", exclusive=True)
     async def action_runs(self) -> None:
