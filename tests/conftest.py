@@ -270,10 +270,23 @@ def reset_sim(info: SimInfo) -> None:
     prof = load_profile(info.profile_path)
 
     async def remove_containers() -> None:
+        """`docker rm -f` on every node, then each node's `docker inspect` must find none: a
+        removal that failed (its exit code was not read) left the next module a container
+        of this one's, and a `docker create` there failed on a name conflict."""
         async with SessionPool(prof) as pool:
-            await asyncio.gather(*(pool.session(n.name).run([*prof.container.docker, "rm", "-f", prof.container.name],
-                                                            timeout=120)
-                                   for n in prof.nodes))
+            async def remove(name: str) -> str | None:
+                sess = pool.session(name)
+                for _ in range(3):
+                    await sess.run([*prof.container.docker, "rm", "-f", prof.container.name], timeout=120)
+                    left = await sess.run([*prof.container.docker, "inspect", "--type", "container",
+                                           prof.container.name], timeout=60)
+                    if left.rc != 0:
+                        return None
+                    await asyncio.sleep(1)
+                return f"{name}: {prof.container.name} still there after 3 docker rm -f"
+
+            kept = [k for k in await asyncio.gather(*(remove(n.name) for n in prof.nodes)) if k]
+            assert not kept, f"reset_sim: {kept}"
 
     asyncio.run(asyncio.wait_for(remove_containers(), 300))
     with socket.socket() as s:

@@ -210,6 +210,9 @@ def test_docker_names_are_per_node(sim_cluster):
         assert ps.stdout.split() == ["train-rl"]
         stop = _ssh(sim_cluster, 1, "docker stop -t 0 train-rl >/dev/null; docker exec train-rl true")
         assert "is not running" in stop.stderr
+        # `rm -f NAME`: -f forces here (it takes a value only in `inspect -f FORMAT`)
+        rm = _ssh(sim_cluster, 1, "docker rm -f train-rl && docker inspect --type container train-rl")
+        assert rm.returncode != 0 and "No such" in rm.stdout + rm.stderr, rm
     finally:
         _ssh(sim_cluster, 1, "docker rm -f train-rl")
 

@@ -35,9 +35,23 @@ _EXEC_WITH_VALUE = {"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdi
 # Subcommands whose positional arguments are container names.
 _NAME_ARGS = {"start", "stop", "restart", "kill", "rm", "pause", "unpause", "wait", "logs",
               "top", "port", "inspect", "stats", "update", "rename", "attach", "diff", "export"}
-# Options (of the subcommands above) that take a value.
-_OPT_WITH_VALUE = {"-f", "--format", "-t", "--time", "-s", "--signal", "--type", "--since",
-                   "--until", "-n", "--tail", "--filter"}
+# Options of the subcommands above that take a value, per subcommand: one letter means
+# different things (`inspect -f FORMAT`, but `rm -f` forces and `logs -f` follows; `stop
+# -t SECONDS`, but `logs -t` adds timestamps). One set for all made `rm -f NAME` read NAME
+# as -f's value: the name went unmapped and the node's container stayed.
+_OPT_WITH_VALUE: dict[str, set[str]] = {
+    "inspect": {"-f", "--format", "--type"},
+    "stats": {"--format"},
+    "stop": {"-t", "--time", "-s", "--signal"},
+    "restart": {"-t", "--time", "-s", "--signal"},
+    "kill": {"-s", "--signal"},
+    "logs": {"-n", "--tail", "--since", "--until"},
+    "start": {"--detach-keys"},
+    "attach": {"--detach-keys"},
+    "export": {"-o", "--output"},
+    "update": {"-c", "--cpu-shares", "-m", "--memory", "--cpus", "--cpuset-cpus", "--restart",
+               "--memory-swap", "--memory-reservation", "--pids-limit", "--blkio-weight"},
+}
 
 
 class Wrapper:
@@ -98,7 +112,7 @@ class Wrapper:
                 a = args[j]
                 if a.startswith("-"):
                     out.append(a)
-                    if a.split("=", 1)[0] in _OPT_WITH_VALUE and "=" not in a and j + 1 < len(args):
+                    if a.split("=", 1)[0] in _OPT_WITH_VALUE.get(sub, set()) and "=" not in a and j + 1 < len(args):
                         out.append(args[j + 1])
                         j += 1
                 else:
