@@ -3,6 +3,8 @@ over the StaticBackend (issue 30, items 1 and 3)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.widgets import DataTable
 
 from tui.app import RlconsoleApp
@@ -21,14 +23,18 @@ def _rows(app: RlconsoleApp) -> list[list[str]]:
     return [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
 
 
+async def _open_runs(app: RlconsoleApp, pilot: Any) -> None:
+    await settle(pilot)
+    await pilot.press("R")
+    await until(pilot, lambda: isinstance(app.screen, RunsScreen))
+    await settle(pilot)
+
+
 async def test_R_lists_every_run_newest_first_with_gpu_hours_and_resume_link() -> None:
     b = demo_backend()
     app = RlconsoleApp(b)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("R")
-        await until(pilot, lambda: isinstance(app.screen, RunsScreen))
-        await settle(pilot)
+        await _open_runs(app, pilot)
         rows = _rows(app)
         assert [r[0] for r in rows] == ["raysubmit_demo0002", "raysubmit_demo0001"]
         assert rows[0][1] == "RUNNING" and rows[0][2] == "812/1000" and float(rows[0][5]) > 0
@@ -73,10 +79,7 @@ async def test_runs_view_sorts_with_s_and_moves_with_j_and_k() -> None:
                                     last_reward=9.0, best_reward=9.0))
     app = RlconsoleApp(b)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("R")
-        await until(pilot, lambda: isinstance(app.screen, RunsScreen))
-        await settle(pilot)
+        await _open_runs(app, pilot)
         screen = app.screen
         table = screen.query_one(DataTable)
 
