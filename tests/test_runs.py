@@ -181,3 +181,15 @@ def test_runs_sort_by_a_figure_biggest_first_and_those_without_it_last(capsys: p
     assert main(["runs", "-P", PROFILE, "--sort", "colour"]) == 2
     err = capsys.readouterr().err
     assert "colour" in err and "reward" in err and "gpu-hours" in err and "Traceback" not in err
+
+
+def test_the_sort_help_names_every_order_the_core_has() -> None:
+    """The `--sort` help is written out (the CLI does not import the core to parse its
+    arguments); it must not drift from `RUN_SORTS`."""
+    from tui.cli.main import build_parser
+    from tui.core.job.runs import RUN_SORTS
+
+    sub = next(a for a in build_parser()._actions if a.dest == "cmd")
+    action = next(a for a in sub.choices["runs"]._actions if a.dest == "sort")
+    missing = [k for k in RUN_SORTS if k not in (action.help or "")]
+    assert not missing, (missing, action.help)
