@@ -254,13 +254,16 @@ def reset_sim(info: SimInfo) -> None:
     container (and so no Ray and no job: the sim runs them in the containers), no model,
     checkpoint or TensorBoard files. What a module that changed the shared sim
     (`shared_sim`) undoes when it ends, so that no module depends on what another left,
-    whatever order xdist runs them in. Removing the containers is the quick way (a second
-    or two); `stop --cluster` (the job stopped and waited for, `ray stop` on every node)
-    runs only if Ray's GCS still answers afterwards."""
+    whatever order xdist runs them in. While Ray's GCS answers, `stop --cluster` first (the
+    job stopped and waited for, `ray stop` on every node, through the containers: removed
+    first, they took the way to Ray with them, and Ray and its job outlived them); then the
+    containers go, each node checked; a Ray still answering then (one started on the nodes
+    themselves) gets `ray stop --force` on every node, and must be gone."""
     import asyncio
     import contextlib
     import io
     import socket
+    import time
 
     from tui.core.profile import load_profile
     from tui.core.ssh import SessionPool
@@ -288,19 +291,43 @@ def reset_sim(info: SimInfo) -> None:
             kept = [k for k in await asyncio.gather(*(remove(n.name) for n in prof.nodes)) if k]
             assert not kept, f"reset_sim: {kept}"
 
-    asyncio.run(asyncio.wait_for(remove_containers(), 300))
-    with socket.socket() as s:
-        s.settimeout(5)
-        gcs_up = s.connect_ex((prof.head.address, prof.ray.head_port)) == 0
-    if gcs_up:  # Ray outside the containers: stopped the product's way
+    def gcs_up() -> bool:
+        with socket.socket() as s:
+            s.settimeout(5)
+            return s.connect_ex((prof.head.address, prof.ray.head_port)) == 0
+
+    async def ray_stop_on_nodes() -> None:
+        async with SessionPool(prof) as pool:
+            await asyncio.gather(*(pool.session(n.name).run(["ray", "stop", "--force"], timeout=120)
+                                   for n in prof.nodes))
+
+    if gcs_up():  # stopped the product's way, through the containers
         from tui.cli import main as cli
 
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             cli(["stop", "--profile", str(info.profile_path), "--yes", "--cluster"])
+    asyncio.run(asyncio.wait_for(remove_containers(), 300))
+    if gcs_up():
+        asyncio.run(asyncio.wait_for(ray_stop_on_nodes(), 300))
+        deadline = time.monotonic() + 30
+        while gcs_up():
+            assert time.monotonic() < deadline, "reset_sim: Ray's GCS still answers after ray stop --force on every node"
+            time.sleep(1)
     for p in (prof.paths.hf_model, prof.paths.mcore_checkpoint, prof.paths.checkpoint_dir, prof.paths.tensorboard_dir):
         path = Path(p)
         if path.resolve().is_relative_to(Path(info.state_dir).resolve()):  # the sim's own files only
             shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def sim_as_up(sim_cluster: SimInfo) -> SimInfo:
+    """The session's simulated cluster for a module that reads it as `sim up` left it (no
+    container, no Ray, no job) and changes at most what it puts back itself: put back first
+    (`reset_sim`, a second or two when nothing is there), so that what another module left,
+    whatever order the workers run them in, cannot change a result (`status` found a job
+    another module had submitted)."""
+    reset_sim(sim_cluster)
+    return sim_cluster
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from tui.core.ssh import SessionPool
 pytestmark = pytest.mark.integration
 
 
-async def test_convert_downloads_a_missing_model_first(sim_cluster, tmp_path: Path) -> None:
-    data = yaml.safe_load(Path(sim_cluster.profile_path).read_text())
+async def test_convert_downloads_a_missing_model_first(sim_as_up, tmp_path: Path) -> None:
+    data = yaml.safe_load(Path(sim_as_up.profile_path).read_text())
     data["container"]["access"] = "direct"  # no container needed for this
     root = tmp_path / "models"
     data["paths"]["hf_model"] = str(root / "hf")

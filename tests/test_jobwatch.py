@@ -18,17 +18,17 @@ from tui.core.ssh import SessionPool
 pytestmark = pytest.mark.integration
 
 
-def _direct_profile(sim_cluster, tmp_path: Path):
+def _direct_profile(sim_as_up, tmp_path: Path):
     """The sim's profile with commands sent straight to the node (no container needed)."""
-    data = yaml.safe_load(Path(sim_cluster.profile_path).read_text())
+    data = yaml.safe_load(Path(sim_as_up.profile_path).read_text())
     data["container"]["access"] = "direct"
     p = tmp_path / "direct.yaml"
     p.write_text(yaml.safe_dump(data, sort_keys=False))
     return load_profile(p)
 
 
-async def test_log_resumes_after_cut_mid_line_and_restart(sim_cluster, tmp_path: Path) -> None:
-    prof = _direct_profile(sim_cluster, tmp_path)
+async def test_log_resumes_after_cut_mid_line_and_restart(sim_as_up, tmp_path: Path) -> None:
+    prof = _direct_profile(sim_as_up, tmp_path)
     job = "raysubmit_cutTest"
     remote_log = Path(driver_log_path(prof, job))
     remote_log.parent.mkdir(parents=True, exist_ok=True)
@@ -58,8 +58,8 @@ async def test_log_resumes_after_cut_mid_line_and_restart(sim_cluster, tmp_path:
     assert (tmp_path / "spool" / job / "driver.log").read_bytes() == remote_log.read_bytes()
 
 
-async def test_follow_survives_a_dropped_connection(sim_cluster, tmp_path: Path) -> None:
-    prof = _direct_profile(sim_cluster, tmp_path)
+async def test_follow_survives_a_dropped_connection(sim_as_up, tmp_path: Path) -> None:
+    prof = _direct_profile(sim_as_up, tmp_path)
     job = "raysubmit_dropTest"
     remote_log = Path(driver_log_path(prof, job))
     remote_log.parent.mkdir(parents=True, exist_ok=True)
@@ -89,15 +89,15 @@ async def test_follow_survives_a_dropped_connection(sim_cluster, tmp_path: Path)
     assert got == ["one", "two", "three", "four"]
 
 
-async def test_remote_scalars_mirror_incrementally(sim_cluster, tmp_path: Path) -> None:
+async def test_remote_scalars_mirror_incrementally(sim_as_up, tmp_path: Path) -> None:
     """Event files on the head are fetched over SSH by byte offset: only what was
     appended since the last sync travels, and the local copy equals the remote file."""
     from tui.core.job.mirror import RemoteTbMirror
     from tui.core.job.tbreader import ScalarReader
     from tui.sim.tbwrite import ScalarWriter
 
-    prof = _direct_profile(sim_cluster, tmp_path)
-    remote_dir = Path(sim_cluster.state_dir) / "shared" / "tb-mirror-test"
+    prof = _direct_profile(sim_as_up, tmp_path)
+    remote_dir = Path(sim_as_up.state_dir) / "shared" / "tb-mirror-test"
     w = ScalarWriter(str(remote_dir), sync=True)
     for step in range(1, 11):
         w.add_scalars(step, {"critic/rewards/mean": step / 10, "perf/throughput": 80.0 + step})

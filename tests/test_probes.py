@@ -27,12 +27,12 @@ from tui.core.ssh import SessionPool
 # --------------------------------------------------------------------------- units
 
 
-def _profile(sim_cluster):
-    return sim_cluster.profile
+def _profile(sim_as_up):
+    return sim_as_up.profile
 
 
-def test_sampler_script_is_one_shell_loop(sim_cluster):
-    p = _profile(sim_cluster)
+def test_sampler_script_is_one_shell_loop(sim_as_up):
+    p = _profile(sim_as_up)
     loop = sampler_script(p, 2.0)
     assert loop.count("while :; do") == 1 and "sleep 2 " in loop
     assert sampler_script(p, 2.0, deltas=False).startswith("while :; do")  # every sample in full
@@ -41,8 +41,8 @@ def test_sampler_script_is_one_shell_loop(sim_cluster):
     assert not sampler_script(p, 0).startswith("while")
 
 
-def test_parse_sample_cards_and_container(sim_cluster):
-    p = _profile(sim_cluster)
+def test_parse_sample_cards_and_container(sim_as_up):
+    p = _profile(sim_as_up)
     cs = gmi.cards(0, 8, {})
     lines = ["@@sample-begin", "@@tool=mthreads-gmi", "@@cmd=mthreads-gmi -q --json",
              *gmi.render_json(cs).splitlines(), "@@rc=0", "@@cmd=mthreads-gmi",
@@ -97,8 +97,8 @@ def test_ray_state_from_api():
 
 
 @pytest.mark.integration
-async def test_snapshot_of_the_sim(sim_cluster):
-    st = await snapshot(_profile(sim_cluster))
+async def test_snapshot_of_the_sim(sim_as_up):
+    st = await snapshot(_profile(sim_as_up))
     assert st.simulated
     assert [n.reachable for n in st.nodes] == [True] * 4
     cards = [c for n in st.nodes for c in n.gpus]
@@ -117,9 +117,9 @@ async def test_snapshot_of_the_sim(sim_cluster):
 
 
 @pytest.mark.integration
-async def test_container_state_follows_docker(sim_cluster):
+async def test_container_state_follows_docker(sim_as_up):
     require_dockerd()
-    p = _profile(sim_cluster)
+    p = _profile(sim_as_up)
     async with SessionPool(p) as pool:
         s = pool.session("node4")
         r = await s.run(["docker", "create", "--name", "train-rl", "--network", "host", p.container.image,
@@ -140,8 +140,8 @@ async def test_container_state_follows_docker(sim_cluster):
 
 
 @pytest.mark.integration
-async def test_monitor_node_down_and_back(sim_cluster):
-    p = _profile(sim_cluster)
+async def test_monitor_node_down_and_back(sim_as_up):
+    p = _profile(sim_as_up)
     refresh = 1.0
     mon = ClusterMonitor(p, refresh_s=refresh)
     told: list = []
@@ -160,7 +160,7 @@ async def test_monitor_node_down_and_back(sim_cluster):
         assert told  # subscribers were told
         assert sum(len(n.gpus) for n in mon.state.nodes) == 32
         before = {n.name: n.updated_at for n in mon.state.nodes}
-        await asyncio.to_thread(sim_node, "stop", "node3", sim_cluster.state_dir)
+        await asyncio.to_thread(sim_node, "stop", "node3", sim_as_up.state_dir)
         t_down = await until(lambda s: not s.nodes[2].reachable, 2 * refresh)
         assert mon.state.nodes[2].error
         # the others keep updating (an idle node says so with a heartbeat, at most every
@@ -169,18 +169,18 @@ async def test_monitor_node_down_and_back(sim_cluster):
                     mon.stale_after_s + 2 * refresh)
         for i in (0, 1, 3):
             assert mon.state.nodes[i].reachable
-        await asyncio.to_thread(sim_node, "start", "node3", sim_cluster.state_dir)
+        await asyncio.to_thread(sim_node, "start", "node3", sim_as_up.state_dir)
         t_up = await until(lambda s: s.nodes[2].reachable and s.nodes[2].updated_at > time.time() - refresh
                            and s.nodes[2].gpu is not None, 4 * refresh + 2)
         print(f"down seen after {t_down:.2f}s, back after {t_up:.2f}s")
     finally:
         await mon.stop()
-        await asyncio.to_thread(sim_node, "start", "node3", sim_cluster.state_dir)
+        await asyncio.to_thread(sim_node, "start", "node3", sim_as_up.state_dir)
 
 
 @pytest.mark.integration
-async def test_monitor_shows_simulated_load_honestly(sim_cluster):
-    p = _profile(sim_cluster)
+async def test_monitor_shows_simulated_load_honestly(sim_as_up):
+    p = _profile(sim_as_up)
     mon = ClusterMonitor(p, refresh_s=1.0)
     async with SessionPool(p) as pool:
         s = pool.session("node2")
@@ -215,11 +215,11 @@ async def test_monitor_shows_simulated_load_honestly(sim_cluster):
 
 
 @pytest.mark.integration
-async def test_monitor_parses_only_changed_samples(sim_cluster):
+async def test_monitor_parses_only_changed_samples(sim_as_up):
     """An idle node's sample repeats (but for the tool's timestamp): it costs a comparison,
     not a parse, and the node keeps the very same report object (so a view can tell "no
     change" by identity); a card that changes is parsed at once."""
-    p = _profile(sim_cluster)
+    p = _profile(sim_as_up)
     mon = ClusterMonitor(p, refresh_s=0.5)
     async with SessionPool(p) as pool:
         s = pool.session("node3")
@@ -254,9 +254,9 @@ async def test_monitor_parses_only_changed_samples(sim_cluster):
 
 
 @pytest.mark.integration
-async def test_ray_on_the_sim_nodes(sim_cluster):
+async def test_ray_on_the_sim_nodes(sim_as_up):
     """Ray started by hand over SSH as LAB.md shows: status sees 4 nodes and 32 GPUs."""
-    p = _profile(sim_cluster)
+    p = _profile(sim_as_up)
     r, h = p.ray, p.head
 
     def head_cmd():
@@ -313,18 +313,18 @@ async def test_ray_on_the_sim_nodes(sim_cluster):
 
 
 @pytest.mark.integration
-async def test_probe_ray_head_down(sim_cluster):
-    p = _profile(sim_cluster)
+async def test_probe_ray_head_down(sim_as_up):
+    p = _profile(sim_as_up)
     pool = SessionPool(p)
     try:
-        await asyncio.to_thread(sim_node, "stop", "node1", sim_cluster.state_dir)
+        await asyncio.to_thread(sim_node, "stop", "node1", sim_as_up.state_dir)
         await pool.open(timeout=3)
         st = await probe_ray(pool.head, p)
         assert not st.available and "unreachable" in st.error
         snap = await snapshot(p, pool)
         assert not snap.nodes[0].reachable and all(n.reachable for n in snap.nodes[1:])
     finally:
-        await asyncio.to_thread(sim_node, "start", "node1", sim_cluster.state_dir)
+        await asyncio.to_thread(sim_node, "start", "node1", sim_as_up.state_dir)
         await pool.close()
 
 

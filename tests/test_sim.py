@@ -137,13 +137,13 @@ def _ssh(sim, node_index: int, cmd: str, timeout: float = 30) -> subprocess.Comp
 
 
 @pytest.mark.integration
-def test_sim_status_and_profile(sim_cluster):
-    st = sim_status(sim_cluster.state_dir)
+def test_sim_status_and_profile(sim_as_up):
+    st = sim_status(sim_as_up.state_dir)
     assert st.running and len(st.nodes) == 4 and st.gpus == 8
     assert all(n.sshd == "running" for n in st.nodes)
     assert [n.address for n in st.nodes] == ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
     assert "4 nodes x 8 cards" in st.to_text()
-    p = sim_cluster.profile
+    p = sim_as_up.profile
     assert p.simulated and p.total_gpus == 32 and p.head.address == "127.0.0.2"
     assert p.ssh.known_hosts and Path(p.ssh.known_hosts).is_file()
     assert p.ray.dashboard_host == "127.0.0.2"
@@ -155,16 +155,16 @@ def test_sim_status_and_profile(sim_cluster):
     assert p.override_value("algorithm.adv_estimator") == "grpo"
     assert p.override_value("trainer.nnodes") == 4 and p.override_value("trainer.n_gpus_per_node") == 8
     assert p.override_value("data.max_response_length") < 16384
-    assert str(sim_cluster.state_dir) in p.paths.verl
+    assert str(sim_as_up.state_dir) in p.paths.verl
     # idempotent: same shape returns the same profile, another shape is refused
-    assert sim_up(4, 8, state_dir=sim_cluster.state_dir) == sim_cluster.profile_path
+    assert sim_up(4, 8, state_dir=sim_as_up.state_dir) == sim_as_up.profile_path
     with pytest.raises(SimError, match="already running"):
-        sim_up(2, 8, state_dir=sim_cluster.state_dir)
+        sim_up(2, 8, state_dir=sim_as_up.state_dir)
 
 
 @pytest.mark.integration
-def test_openssh_client_and_node_environment(sim_cluster):
-    r = _ssh(sim_cluster, 1, 'echo $RLCONSOLE_SIM_NODE; command -v mthreads-gmi; mthreads-gmi | head -3')
+def test_openssh_client_and_node_environment(sim_as_up):
+    r = _ssh(sim_as_up, 1, 'echo $RLCONSOLE_SIM_NODE; command -v mthreads-gmi; mthreads-gmi | head -3')
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "node2" and lines[1].endswith("/nodes/node2/bin/mthreads-gmi")
@@ -172,49 +172,49 @@ def test_openssh_client_and_node_environment(sim_cluster):
 
 
 @pytest.mark.integration
-def test_each_node_has_its_own_pid_namespace(sim_cluster):
-    st = sim_status(sim_cluster.state_dir)
+def test_each_node_has_its_own_pid_namespace(sim_as_up):
+    st = sim_status(sim_as_up.state_dir)
     if not st.namespaces:
         pytest.skip("PID namespaces need root and unshare")
-    r2 = _ssh(sim_cluster, 1, "sleep 300 >/dev/null 2>&1 & echo $!")
+    r2 = _ssh(sim_as_up, 1, "sleep 300 >/dev/null 2>&1 & echo $!")
     pid = int(r2.stdout.strip())
     try:
-        seen_here = _ssh(sim_cluster, 1, f"kill -0 {pid} && ps -o comm= -p {pid}").stdout.strip()
+        seen_here = _ssh(sim_as_up, 1, f"kill -0 {pid} && ps -o comm= -p {pid}").stdout.strip()
         assert seen_here == "sleep"
-        others = _ssh(sim_cluster, 2, "ps -e -o args=").stdout
+        others = _ssh(sim_as_up, 2, "ps -e -o args=").stdout
         assert "sleep 300" not in others  # node3 cannot see (or kill) node2's processes
         assert len(others.splitlines()) < 10
     finally:
-        _ssh(sim_cluster, 1, f"kill {pid}")
+        _ssh(sim_as_up, 1, f"kill {pid}")
 
 
 @pytest.mark.integration
-def test_docker_names_are_per_node(sim_cluster):
+def test_docker_names_are_per_node(sim_as_up):
     require_dockerd()
-    st = sim_status(sim_cluster.state_dir)
+    st = sim_status(sim_as_up.state_dir)
     assert st.docker == "running"
-    image = sim_cluster.profile.container.image
+    image = sim_as_up.profile.container.image
     try:
-        r = _ssh(sim_cluster, 1, f"docker create --privileged --network host --name train-rl {image} sleep infinity"
+        r = _ssh(sim_as_up, 1, f"docker create --privileged --network host --name train-rl {image} sleep infinity"
                                  " >/dev/null && docker start train-rl && docker inspect --type container train-rl")
         assert r.returncode == 0, r.stderr
         info = json.loads(r.stdout.split("\n", 1)[1])
         assert info[0]["State"]["Status"] == "running" and info[0]["Name"] == "/train-rl"
-        other = _ssh(sim_cluster, 2, "docker inspect --type container train-rl")
+        other = _ssh(sim_as_up, 2, "docker inspect --type container train-rl")
         assert other.returncode != 0 and "No such" in other.stdout + other.stderr
-        ex = _ssh(sim_cluster, 1, "docker exec train-rl sh -c 'echo in $RLCONSOLE_SIM_NODE'")
+        ex = _ssh(sim_as_up, 1, "docker exec train-rl sh -c 'echo in $RLCONSOLE_SIM_NODE'")
         assert ex.stdout.strip() == "in node2"
-        nx = _ssh(sim_cluster, 2, "docker exec train-rl true")
+        nx = _ssh(sim_as_up, 2, "docker exec train-rl true")
         assert nx.returncode != 0 and "No such container: train-rl" in nx.stderr
-        ps = _ssh(sim_cluster, 1, "docker ps --format '{{.Names}}'")
+        ps = _ssh(sim_as_up, 1, "docker ps --format '{{.Names}}'")
         assert ps.stdout.split() == ["train-rl"]
-        stop = _ssh(sim_cluster, 1, "docker stop -t 0 train-rl >/dev/null; docker exec train-rl true")
+        stop = _ssh(sim_as_up, 1, "docker stop -t 0 train-rl >/dev/null; docker exec train-rl true")
         assert "is not running" in stop.stderr
         # `rm -f NAME`: -f forces here (it takes a value only in `inspect -f FORMAT`)
-        rm = _ssh(sim_cluster, 1, "docker rm -f train-rl && docker inspect --type container train-rl")
+        rm = _ssh(sim_as_up, 1, "docker rm -f train-rl && docker inspect --type container train-rl")
         assert rm.returncode != 0 and "No such" in rm.stdout + rm.stderr, rm
     finally:
-        _ssh(sim_cluster, 1, "docker rm -f train-rl")
+        _ssh(sim_as_up, 1, "docker rm -f train-rl")
 
 
 @pytest.mark.integration
@@ -296,11 +296,11 @@ async def test_64_nodes(tmp_path):
 
 
 @pytest.mark.integration
-def test_sim_node_control_errors(sim_cluster):
+def test_sim_node_control_errors(sim_as_up):
     with pytest.raises(SimError):
-        sim_node("stop", "node99", sim_cluster.state_dir)
+        sim_node("stop", "node99", sim_as_up.state_dir)
     with pytest.raises(SimError):
-        sim_node("explode", "node1", sim_cluster.state_dir)
+        sim_node("explode", "node1", sim_as_up.state_dir)
 
 
 def test_bad_arguments(tmp_path):

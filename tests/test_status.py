@@ -74,8 +74,8 @@ def test_a_failed_job_names_its_cause_and_fix_in_plain_status():
 
 
 @pytest.mark.integration
-def test_status_json_on_the_sim(sim_cluster, capsys):
-    rc = run_status(sim_cluster.profile, json=True)
+def test_status_json_on_the_sim(sim_as_up, capsys):
+    rc = run_status(sim_as_up.profile, json=True)
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["simulated"] is True
@@ -91,19 +91,19 @@ def test_status_json_on_the_sim(sim_cluster, capsys):
 
 
 @pytest.mark.integration
-def test_status_table_on_the_sim(sim_cluster):
+def test_status_table_on_the_sim(sim_as_up):
     out = io.StringIO()
-    assert run_status(sim_cluster.profile, json=False, out=out) == 0
+    assert run_status(sim_as_up.profile, json=False, out=out) == 0
     text = out.getvalue()
     assert "SIMULATED" in text and "4/4 reachable, 32 cards" in text
     assert all(len(line) <= 80 for line in text.splitlines())
 
 
 @pytest.mark.integration
-def test_status_exit_0_when_every_node_is_down(sim_cluster, tmp_path, capsys):
+def test_status_exit_0_when_every_node_is_down(sim_as_up, tmp_path, capsys):
     # The sim's profile, with every node moved to a port where nothing listens.
-    text = Path(sim_cluster.profile_path).read_text()
-    for n in sim_cluster.profile.nodes:
+    text = Path(sim_as_up.profile_path).read_text()
+    for n in sim_as_up.profile.nodes:
         s = socket.socket()
         s.bind((n.address, 0))
         free = s.getsockname()[1]
@@ -123,7 +123,7 @@ def test_status_exit_0_when_every_node_is_down(sim_cluster, tmp_path, capsys):
 
 
 @pytest.mark.integration
-def test_status_json_with_a_run_from_an_earlier_sim(sim_cluster, capsys):
+def test_status_json_with_a_run_from_an_earlier_sim(sim_as_up, capsys):
     """After `sim down` / `sim up`, the run history still names the job of the earlier
     sim (and its spool holds its steps). The current Ray does not know it: `status
     --json` shows it as the last run (`on_cluster: false`, its last step and
@@ -132,9 +132,9 @@ def test_status_json_with_a_run_from_an_earlier_sim(sim_cluster, capsys):
     from tui.core.job.watcher import spool_dir
     from tui.core.state import JobStatus
 
-    prof = sim_cluster.profile
+    prof = sim_as_up.profile
     old = "raysubmit_EarlierSim0001"
-    record_run(RunRecord(profile=prof.name, profile_path=str(sim_cluster.profile_path), job_id=old,
+    record_run(RunRecord(profile=prof.name, profile_path=str(sim_as_up.profile_path), job_id=old,
                          submitted_at=1_700_000_000.0, entrypoint=["python3"], runtime_env={}))
     d = spool_dir() / old
     d.mkdir(parents=True)

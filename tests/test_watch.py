@@ -128,11 +128,11 @@ async def test_watch_notifies_webhook_and_command_and_survives_a_dead_url(receiv
 
 
 @pytest.mark.integration
-async def test_watch_on_the_sim_one_notification_per_hot_card_episode(sim_cluster, receiver: Receiver,
+async def test_watch_on_the_sim_one_notification_per_hot_card_episode(sim_as_up, receiver: Receiver,
                                                                      tmp_path: Path) -> None:
     from tui.core.ssh import SessionPool
 
-    prof = load_profile(sim_cluster.profile_path)
+    prof = load_profile(sim_as_up.profile_path)
     out = io.StringIO()
     stop = asyncio.Event()
     task = asyncio.create_task(watch(prof, [receiver.url], "warning", out, stop))
