@@ -208,8 +208,13 @@ def test_docker_names_are_per_node(sim_as_up):
         assert nx.returncode != 0 and "No such container: train-rl" in nx.stderr
         ps = _ssh(sim_as_up, 1, "docker ps --format '{{.Names}}'")
         assert ps.stdout.split() == ["train-rl"]
+        # what docker exec started goes with the container, as in a real one (Ray did not)
+        count = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done 2>/dev/null | grep -c '^sleep 4321'"
+        started = _ssh(sim_as_up, 1, f"docker exec -d train-rl sleep 4321 && sleep 1 && {count}")
+        assert started.stdout.strip() == "1", started
         stop = _ssh(sim_as_up, 1, "docker stop -t 0 train-rl >/dev/null; docker exec train-rl true")
         assert "is not running" in stop.stderr
+        assert _ssh(sim_as_up, 1, count).stdout.strip() == "0"
         # `rm -f NAME`: -f forces here (it takes a value only in `inspect -f FORMAT`)
         rm = _ssh(sim_as_up, 1, "docker rm -f train-rl && docker inspect --type container train-rl")
         assert rm.returncode != 0 and "No such" in rm.stdout + rm.stderr, rm

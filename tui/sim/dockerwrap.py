@@ -12,8 +12,13 @@ maps names: on node2, `docker create --name train-rl ...` creates `train-rl-node
 sim's image is a tiny rootfs with no Python or Ray (no registry is reachable, so it
 cannot be a real training image), so the command runs on the node itself, in the
 node's PID namespace, after the wrapper has checked with the daemon that the container
-exists and is running (and fails with Docker's own messages otherwise). Lifecycle and
-state (create, start, stop, rm, inspect, ps) are real Docker. Where this machine cannot
+exists and is running (and fails with Docker's own messages otherwise). What it starts
+carries the container's id in its environment (`RLCONSOLE_SIM_CONTAINER`, as the sim's
+own runtime marks its processes, tui/sim/simdocker.py), so that `stop`, `kill`, `rm -f`
+and `restart` take those processes along, as they take a real container's: Ray started
+in the container dies with it, and a Ray that outlived `docker rm -f` (the sim before)
+made a test of the product's recovery prove nothing. Lifecycle and state (create, start,
+stop, rm, inspect, ps) are real Docker. Where this machine cannot
 start `--privileged` containers (a sandbox missing capabilities; checked once at sim
 up) the flag is dropped from `create`/`run`.
 """
@@ -35,6 +40,13 @@ _EXEC_WITH_VALUE = {"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdi
 # Subcommands whose positional arguments are container names.
 _NAME_ARGS = {"start", "stop", "restart", "kill", "rm", "pause", "unpause", "wait", "logs",
               "top", "port", "inspect", "stats", "update", "rename", "attach", "diff", "export"}
+MARKER_ENV = "RLCONSOLE_SIM_CONTAINER"
+"""The environment entry naming the container a process was started in (the same as
+tui/sim/simdocker.py's, whose `processes_with_env` finds them)."""
+_TAKES_PROCESSES = {"stop", "kill", "rm", "restart"}
+"""Subcommands after which the container's processes are gone (`kill` with SIGKILL,
+`rm` with -f: without them Docker refuses a running container and nothing changes)."""
+
 # Options of the subcommands above that take a value, per subcommand: one letter means
 # different things (`inspect -f FORMAT`, but `rm -f` forces and `logs -f` follows; `stop
 # -t SECONDS`, but `logs -t` adds timestamps). One set for all made `rm -f NAME` read NAME
@@ -121,8 +133,45 @@ class Wrapper:
                     out.append(m)
                 j += 1
             streaming = sub in ("logs", "attach", "stats", "wait") and any(a in ("-f", "--follow") for a in args)
-            return self._run([sub, *out], names, capture=not streaming)
+            ids = self._ids(list(names)) if sub in _TAKES_PROCESSES and self._kills(sub, out) else []
+            rc = self._run([sub, *out], names, capture=not streaming)
+            if rc == 0 and ids:
+                self._take_processes(ids)
+            return rc
         return self._run([sub, *args], capture=False)
+
+    @staticmethod
+    def _kills(sub: str, args: list[str]) -> bool:
+        """Whether `sub args` ends the container's processes when it succeeds."""
+        if sub == "rm":
+            return any(a in ("-f", "--force") for a in args)
+        if sub == "kill":
+            sig = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-s", "--signal")),
+                       next((a.split("=", 1)[1] for a in args if a.startswith("--signal=")), "KILL"))
+            return sig.upper().removeprefix("SIG") in ("KILL", "9")
+        return True
+
+    def _ids(self, names: list[str]) -> list[str]:
+        """The full ids of the (node-mapped) containers, before they may be removed."""
+        if not names:
+            return []
+        p = subprocess.run([self.real, "inspect", "--type", "container", "--format", "{{.Id}}", *names],
+                           env=self.env, capture_output=True, text=True)
+        return [i for i in p.stdout.split() if len(i) == 64]
+
+    @staticmethod
+    def _take_processes(ids: list[str]) -> None:
+        """SIGKILL what `docker exec` started in these containers (and its descendants)."""
+        import signal
+
+        from tui.sim.simdocker import processes_with_env
+
+        for cid in ids:
+            for pid in processes_with_env(f"{MARKER_ENV}={cid}".encode()):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def _create(self, sub: str, args: list[str]) -> int:
         out, names = [], {}
@@ -197,6 +246,7 @@ class Wrapper:
             return 1
         run_env = dict(os.environ)
         run_env.update(env)
+        run_env[MARKER_ENV] = cid
         # The container's "/" (Docker's default working dir) is, for a command run on the
         # node itself, the node's home: never the caller's cwd (srun's, a checkout), where a
         # Hydra app would leave its outputs/.
