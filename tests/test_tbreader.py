@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,13 @@ def values(step: int, rng: random.Random, tags: list[str] = TAGS) -> dict[str, f
     return {t: rng.uniform(-1e4, 1e4) if i % 3 else rng.random() for i, t in enumerate(tags)}
 
 
+def _next_second() -> None:
+    """Wait until the wall clock's second changes: an event file's name starts with it."""
+    start = int(time.time())
+    while int(time.time()) == start:
+        time.sleep(0.05)
+
+
 def write_run(d: Path, steps: range, *, per_scalar: bool, encoding: str = "simple",
               seed: int = 0, tags: list[str] = TAGS, sync: bool = True) -> Path:
     rng = random.Random(seed)
@@ -77,7 +85,11 @@ def write_run(d: Path, steps: range, *, per_scalar: bool, encoding: str = "simpl
 def test_matches_tbparse_several_files(tmp_path: Path, per_scalar: bool) -> None:
     write_run(tmp_path, range(0, 40), per_scalar=per_scalar, seed=1)
     # a second file (a resumed run) rewriting steps 30..59 with other values,
-    # and one through tensorboard's threaded EventFileWriter
+    # and one through tensorboard's threaded EventFileWriter. Files are read in name order
+    # (as TensorBoard reads them): the resumed run's must be named after the first one's,
+    # as a later start's is. Written within the same second, their names differed only by
+    # the writer's counter, unpadded (as tensorboard's): "...10" sorts before "...9".
+    _next_second()
     write_run(tmp_path, range(30, 60), per_scalar=per_scalar, seed=2)
     write_run(tmp_path, range(60, 70), per_scalar=not per_scalar, seed=3, sync=False)
     assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 3
