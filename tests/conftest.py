@@ -59,10 +59,12 @@ LONG_MODULES: dict[str, float] = {
 """Seconds a module's tests took together on two shared cores (`--durations`, 2026-12-06),
 for the modules that take more than ~20 s. `--dist loadfile` gives a worker a whole module
 and a worker takes its next one while it still has two tests to run; in the default order
-(xdist sorts modules by test count, so these few-test modules came last) the run ended with
-one worker idle for minutes while the other ran the demo in tmux. Longest first, the tail
-is the many short modules, which the two workers share out evenly. A module missing here
-only runs later; nothing depends on the order (each module puts its sim back)."""
+(xdist sorts modules by test count, so these few-test modules came last) the demo in tmux
+could run alone at the end. Longest first, the tail is the many short modules, which the
+two workers share out. Measured, the total barely moved (1000 s -> 940-970 s): the suite
+is CPU-bound on two cores. A module missing here only runs later; nothing depends on the
+order (a module that changes the shared sim puts it back, one that reads it resets it
+first: `shared_sim`, `sim_as_up`)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
