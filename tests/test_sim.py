@@ -352,3 +352,12 @@ def test_ray_ports_are_drawn_below_the_ephemeral_range() -> None:
     for p in ports[:3]:
         with socket.socket() as s:
             s.bind(("0.0.0.0", p))  # free: nothing else holds it
+
+
+def test_the_dockerd_wrapper_marks_exec_as_the_sim_runtime_does() -> None:
+    """`docker exec` under the dockerd wrapper marks its processes with simdocker's entry,
+    whose `container_members` finds them for stop/kill/rm (the constant is written out
+    twice, so that the wrapper's exec does not import the runtime)."""
+    from tui.sim import dockerwrap, simdocker
+
+    assert dockerwrap.MARKER_ENV == simdocker.MARKER_ENV

@@ -41,8 +41,9 @@ _EXEC_WITH_VALUE = {"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdi
 _NAME_ARGS = {"start", "stop", "restart", "kill", "rm", "pause", "unpause", "wait", "logs",
               "top", "port", "inspect", "stats", "update", "rename", "attach", "diff", "export"}
 MARKER_ENV = "RLCONSOLE_SIM_CONTAINER"
-"""The environment entry naming the container a process was started in (the same as
-tui/sim/simdocker.py's, whose `processes_with_env` finds them)."""
+"""The environment entry naming the container a process was started in: simdocker's
+MARKER_ENV (tests/test_sim.py holds them equal), written out so that `docker exec`, which
+the product runs for every command in a container, does not import that module."""
 _TAKES_PROCESSES = {"stop", "kill", "rm", "restart"}
 """Subcommands after which the container's processes are gone (`kill` with SIGKILL,
 `rm` with -f: without them Docker refuses a running container and nothing changes)."""
@@ -162,16 +163,10 @@ class Wrapper:
     @staticmethod
     def _take_processes(ids: list[str]) -> None:
         """SIGKILL what `docker exec` started in these containers (and its descendants)."""
-        import signal
-
-        from tui.sim.simdocker import processes_with_env
+        from tui.sim.simdocker import kill_container_members
 
         for cid in ids:
-            for pid in processes_with_env(f"{MARKER_ENV}={cid}".encode()):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+            kill_container_members(cid)
 
     def _create(self, sub: str, args: list[str]) -> int:
         out, names = [], {}

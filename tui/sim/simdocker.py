@@ -213,6 +213,18 @@ def shown(c: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def container_members(cid: str) -> set[int]:
+    """What runs in container `cid`: the processes started in it (MARKER_ENV) and their
+    descendants. Both container runtimes of the sim mark them so (this one, and the
+    dockerd wrapper's `docker exec`, tui/sim/dockerwrap.py)."""
+    return processes_with_env(f"{MARKER_ENV}={cid}".encode())
+
+
+def kill_container_members(cid: str) -> None:
+    """SIGKILL what runs in container `cid`: what a container's end does to its processes."""
+    _signal_all(container_members(cid), signal.SIGKILL)
+
+
 def _signal_all(pids: set[int], sig: int) -> None:
     for p in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -370,7 +382,7 @@ class Runtime:
         return c
 
     def members(self, cid: str) -> set[int]:
-        return processes_with_env(f"{MARKER_ENV}={cid}".encode())
+        return container_members(cid)
 
     def _remove(self, c: dict[str, Any]) -> None:
         name = c["Name"].lstrip("/")
