@@ -233,9 +233,9 @@ def sampler_script(profile: Profile, interval: float | None = None, *, deltas: b
     )
 
 
-def parse_sample(lines: list[str], profile: Profile) -> tuple[GpuReport, ContainerState]:
-    """One sample's lines (between the begin and end markers) -> card report and
-    container state. Never raises: parsers return "unparsed" states instead."""
+def _sample_parts_by_line(lines: list[str]) -> tuple[str, str | None, int | None]:
+    """(card tool text, docker inspect text or None, docker's exit code) of any sample,
+    line by line: the reference for `_sample_parts`, and the way for odd ones."""
     gpu_lines: list[str] = []
     docker_lines: list[str] | None = None
     rc: int | None = None
@@ -251,15 +251,57 @@ def parse_sample(lines: list[str], profile: Profile) -> tuple[GpuReport, Contain
             rc = int(value) if re.fullmatch(r"-?[0-9]{1,9}", value) else None
             continue
         (docker_lines if docker_lines is not None else gpu_lines).append(line)
-    gpu = parse_probe_output("\n".join(gpu_lines) + "\n")
+    return "\n".join(gpu_lines) + "\n", None if docker_lines is None else "\n".join(docker_lines) + "\n", rc
+
+
+_DOCKER_PART = "\n" + DOCKER_BEGIN + "\n"
+
+
+def _sample_parts(text: str) -> tuple[str, str | None, int | None] | None:
+    """`_sample_parts_by_line` for the usual sample (one begin marker first, the card
+    tool's lines, one docker part last), found by string search instead of a Python
+    loop over its ~450 lines: a third of a busy node's parse went to that loop and to
+    joining the lines again. None for any other shape (the line-by-line way decides)."""
+    head = SAMPLE_BEGIN + "\n"
+    if not text.startswith(head) or text.count(SAMPLE_BEGIN) != 1:
+        return None
+    marks = text.count("@@docker")
+    if marks == 0:
+        body = text[len(head):]
+        if not body:
+            return "\n", None, None
+        return (body if body.endswith("\n") else body + "\n"), None, None
+    d = text.find(_DOCKER_PART)
+    if marks != 2 or d < len(head):  # d == len(head) - 1: no card tool line at all
+        return None
+    r = text.find("\n" + DOCKER_RC, d + 1)
+    if r < 0 or text.find("\n", r + 1) not in (-1, len(text) - 1):  # the exit code is the last line
+        return None
+    value = text[r + 1 + len(DOCKER_RC):].rstrip("\n")
+    rc = int(value) if re.fullmatch(r"-?[0-9]{1,9}", value) else None
+    docker_start = d + len(_DOCKER_PART)
+    return text[len(head):d + 1], (text[docker_start:r + 1] if r + 1 > docker_start else "\n"), rc
+
+
+def parse_sample(sample: str | list[str], profile: Profile) -> tuple[GpuReport, ContainerState]:
+    """One sample (its text, or its lines, between the begin and end markers) -> card
+    report and container state. Never raises: parsers return "unparsed" states instead."""
+    if isinstance(sample, str):
+        parts = _sample_parts(sample)
+        if parts is None:
+            parts = _sample_parts_by_line(sample[:-1].split("\n") if sample.endswith("\n") else sample.split("\n"))
+    else:
+        parts = _sample_parts_by_line(sample)
+    gpu_text, docker_text, rc = parts
+    gpu = parse_probe_output(gpu_text)
     gpu.simulated = profile.simulated
     name = profile.container.name
     if container_probe_command(profile) is None:
         container = ContainerState(name=name, status="running")  # we are inside it
-    elif docker_lines is None:
+    elif docker_text is None:
         container = ContainerState(name=name, status="unknown", error="no docker inspect output in sample")
     else:
-        container = parse_docker_inspect("\n".join(docker_lines) + "\n", name, rc)
+        container = parse_docker_inspect(docker_text, name, rc)
     return gpu, container
 
 
@@ -772,8 +814,7 @@ class ClusterMonitor:
         key = sample_key(text) if self.skip_unchanged else None
         if key is not None and key == last_key:
             return key, None
-        lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
-        return key, parse_sample(lines, self.profile)
+        return key, parse_sample(text, self.profile)
 
     async def _apply_sample(self, sess: NodeSession, text: str) -> None:
         ns = self._by_name[sess.name]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from typing import Iterator
 
 from tui.core.parsers.ansi import first_error_line, strip_ansi
 from tui.core.parsers.gmi import attach_processes, parse_gmi_json, parse_gmi_plain, parse_gmi_processes
@@ -129,51 +130,77 @@ def parse_gpu_output(tool: str, text: str, rc: int) -> GpuReport:
         return GpuReport(tool=name or "unknown", parsed=False, error=f"GPU output parser failed: {exc!r}")
 
 
-_MARKER_RE = re.compile(r"^@@(tool|cmd|rc|end)(?:=(.*))?$")
+_MARKER_RE = re.compile(r"[^\S\n]*@@(tool|cmd|rc|end)(?:=([^\n]*)|[^\S\n]*)")
+"""A marker line (spaces around it allowed), matched on a line that holds "@@"."""
+
+
+def _markers(clean: str) -> Iterator[tuple[int, int, str, str]]:
+    """(line start, line end, kind, value) of each marker line, in order: "@@" found by
+    `str.find` (C speed over the ~450 lines of a busy node) and its line matched whole."""
+    at = clean.find("@@")
+    while at >= 0:
+        start = clean.rfind("\n", 0, at) + 1
+        end = clean.find("\n", at)
+        if end < 0:
+            end = len(clean)
+        m = _MARKER_RE.fullmatch(clean, start, end)
+        if m:
+            yield start, end, m.group(1), (m.group(2) or "").strip()
+        at = clean.find("@@", end)
 
 
 class _Section:
-    """One `@@cmd=` block of probe output."""
+    """One `@@cmd=` block of probe output: its text kept as the slices of the output it
+    came in (joined once, when read), not line by line."""
 
     def __init__(self, cmd: str) -> None:
         self.cmd = cmd
-        self.lines: list[str] = []
+        self.parts: list[str] = []
         self.rc: int | None = None
 
     @property
     def text(self) -> str:
-        return "\n".join(self.lines) + ("\n" if self.lines else "")
+        """Its lines, each ending in a newline ("" when it has none)."""
+        return "".join(self.parts)
 
 
 def _split_probe(clean: str) -> tuple[str | None, list[_Section], list[str], bool]:
-    """(tool, sections, lines after @@tool outside any section, saw @@end)."""
+    """(tool, sections, lines after @@tool outside any section, saw @@end).
+
+    The marker lines are found by one regex scan; the text between two markers goes to
+    the open section (or, non-blank lines only, to the loose lines) as a slice. A busy
+    node's ~450 lines were a Python loop here, a fifth of parsing its sample."""
     tool: str | None = None
     sections: list[_Section] = []
     loose: list[str] = []
     current: _Section | None = None
     ended = False
-    for line in clean.split("\n"):
-        # a marker holds "@@": one C-level scan spares the regex the ~450 other lines
-        marker = _MARKER_RE.match(line.strip()) if "@@" in line else None
-        if marker:
-            kind, value = marker.group(1), (marker.group(2) or "").strip()
-            if kind == "tool":
-                tool = value
-            elif kind == "cmd":
-                current = _Section(value)
-                sections.append(current)
-            elif kind == "rc" and current is not None:
-                current.rc = int(value) if re.fullmatch(r"-?[0-9]{1,9}", value) else None
-                current = None
-            elif kind == "end":
-                ended = True
-            continue
-        if tool is None:
-            continue  # junk before the probe started (motd, shell noise)
+
+    def take(chunk: str) -> None:
+        """Text between markers: whole lines, each ending in a newline."""
+        if tool is None or not chunk:
+            return  # junk before the probe started (motd, shell noise)
         if current is not None:
-            current.lines.append(line)
-        elif line.strip():
-            loose.append(line)
+            current.parts.append(chunk)
+        else:
+            loose.extend(line for line in chunk[:-1].split("\n") if line.strip())
+
+    pos = 0
+    for start, end, kind, value in _markers(clean):
+        take(clean[pos:start])
+        pos = end + 1  # past its newline (beyond the end when it is the last line)
+        if kind == "tool":
+            tool = value
+        elif kind == "cmd":
+            current = _Section(value)
+            sections.append(current)
+        elif kind == "rc" and current is not None:
+            current.rc = int(value) if re.fullmatch(r"-?[0-9]{1,9}", value) else None
+            current = None
+        elif kind == "end":
+            ended = True
+    if pos <= len(clean):
+        take(clean[pos:] + "\n")  # the last line, unended (or "" after a final newline)
     return tool, sections, loose, ended
 
 
