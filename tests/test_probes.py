@@ -417,3 +417,49 @@ async def test_an_unchanged_sample_is_compared_on_the_loop_and_a_changed_one_par
     await mon._apply_sample(sess, sample(77))  # changed: parsed off the loop, and shown
     assert len(hops) == 2 and len(parsed_in) == 2 and threading.get_ident() not in parsed_in
     assert mon.state.nodes[0].gpu is not None and mon.state.nodes[0].gpu.cards
+
+
+def _gmi_sample(util: int, node: int = 0) -> str:
+    cs = gmi.cards(node, 8, {})
+    for c in cs:
+        c.util = util
+    return "\n".join(["@@sample-begin", "@@tool=mthreads-gmi", "@@cmd=mthreads-gmi -q --json",
+                      *gmi.render_json(cs).splitlines(), "@@rc=0", "@@end",
+                      "@@docker-begin", "Error: No such object: train-rl", "@@docker-rc=1"]) + "\n"
+
+
+async def test_changed_samples_of_several_nodes_are_read_in_one_hop_each_to_its_node(monkeypatch) -> None:
+    """Issue 37, every card busy: the nodes' changed samples that arrive within the batch
+    window are read in one worker-thread hop, and each reaches its own node; a sample
+    whose reading fails fails its own node's read only (its sampler restarts), the
+    others in the batch are applied."""
+    from types import SimpleNamespace
+
+    from tui.core import probes
+    from tui.core.probes import ClusterMonitor
+    from tui.core.profile import load_profile
+
+    prof = load_profile(SEED_PROFILE)
+    mon = ClusterMonitor(prof, refresh_s=2.0)
+    assert mon.batch_window_s == 0.25  # a quarter of the 1 s notification bound
+    sessions = [SimpleNamespace(name=n.name, connected=True, node=n) for n in prof.nodes]
+    await asyncio.wait_for(asyncio.gather(*(mon._apply_sample(s, _gmi_sample(10 + i, i))
+                                            for i, s in enumerate(sessions))), 30)
+    assert mon.hops == 1 and mon.parsed == len(sessions)
+    assert [n.gpu.cards[0].util_pct for n in mon.state.nodes] == [10.0 + i for i in range(len(sessions))]
+
+    real = probes.parse_sample
+
+    def odd(sample, p):  # noqa: ANN001, ANN202
+        if "@@sample-begin" in sample and '"Gpu": "66%"' in sample:
+            raise RuntimeError("odd sample")
+        return real(sample, p)
+
+    monkeypatch.setattr(probes, "parse_sample", odd)
+    results = await asyncio.wait_for(asyncio.gather(
+        mon._apply_sample(sessions[0], _gmi_sample(66, 0)), mon._apply_sample(sessions[1], _gmi_sample(55, 1)),
+        return_exceptions=True), 30)
+    assert isinstance(results[0], RuntimeError) and results[1] is None, results
+    assert mon.hops == 2
+    assert mon.state.nodes[0].gpu.cards[0].util_pct == 10.0  # kept: its sample was not read
+    assert mon.state.nodes[1].gpu.cards[0].util_pct == 55.0

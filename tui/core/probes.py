@@ -626,12 +626,21 @@ class ClusterMonitor:
                  ray_refresh_s: float | None = None, ray_cli_every_s: float = 15.0,
                  notify_delay_s: float = 0.05, skip_unchanged: bool = True,
                  notify_every_s: float | None = None, stale_after_s: float | None = None,
-                 deltas: bool = True) -> None:
+                 deltas: bool = True, batch_window_s: float | None = None) -> None:
         self.profile = profile
         self.refresh_s = refresh_s or profile.monitoring.refresh_s
         self.stale_after_s = stale_after_s or max(2.5 * self.refresh_s, self.STALE_AFTER_MIN_S)
         self.deltas = deltas
         self.notify_every_s = min(1.0, self.refresh_s / 2) if notify_every_s is None else notify_every_s
+        # Changed samples that arrive within this window are read in one worker-thread
+        # hop; the window is a quarter of the notification bound, so a change still shows
+        # within the same frame (`_read_batched`).
+        self.batch_window_s = min(0.25, self.notify_every_s / 4) if batch_window_s is None else batch_window_s
+        self._batch: list[tuple[str, str | None, asyncio.Future[tuple[str | None, Any]]]] = []
+        self._batch_handle: asyncio.TimerHandle | None = None
+        self._batch_tasks: set[asyncio.Task[None]] = set()
+        self.hops = 0
+        """Worker-thread hops taken to read changed samples (`bench_watch`; tests)."""
         self._notified_at = 0.0
         # A down node is retried at least every two intervals: reconnecting is one TCP
         # connect, and "it comes back without action" should not wait out a long backoff.
@@ -721,6 +730,14 @@ class ClusterMonitor:
         if self._notify_handle is not None:
             self._notify_handle.cancel()
             self._notify_handle = None
+        if self._batch_handle is not None:
+            self._batch_handle.cancel()
+            self._batch_handle = None
+        for *_, fut in self._batch:
+            fut.cancel()
+        self._batch.clear()
+        for bt in list(self._batch_tasks):
+            bt.cancel()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -816,6 +833,58 @@ class ClusterMonitor:
             return key, None
         return key, parse_sample(text, self.profile)
 
+    def _read_samples(self, items: list[tuple[str, str | None]]) -> list[tuple[bool, Any]]:
+        """`_read_sample` over a batch, in the worker thread: (True, result) or (False,
+        the exception) per sample, so that one odd sample fails its own node only."""
+        out: list[tuple[bool, Any]] = []
+        for text, last_key in items:
+            try:
+                out.append((True, self._read_sample(text, last_key)))
+            except Exception as e:  # noqa: BLE001 - handed to that sample's node
+                out.append((False, e))
+        return out
+
+    async def _read_batched(self, text: str, last_key: str | None) -> tuple[str | None, Any]:
+        """`_read_sample` in a worker thread, shared with the other nodes' changed samples
+        of the next `batch_window_s`. With every card busy, each of 64 nodes' samples
+        took its own hop (the executor's queue, a thread wake-up, a wake-up of the loop
+        through its self-pipe): measured, the hop cost about what the parse did."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[str | None, Any]] = loop.create_future()
+        self._batch.append((text, last_key, fut))
+        if self._batch_handle is None:
+            self._batch_handle = loop.call_later(self.batch_window_s, self._flush_batch)
+        return await fut
+
+    def _flush_batch(self) -> None:
+        self._batch_handle = None
+        batch, self._batch = self._batch, []
+        if batch:
+            task = asyncio.ensure_future(self._run_batch(batch))
+            self._batch_tasks.add(task)
+            task.add_done_callback(self._batch_tasks.discard)
+
+    async def _run_batch(self, batch: list[tuple[str, str | None, asyncio.Future[tuple[str | None, Any]]]]) -> None:
+        self.hops += 1
+        try:
+            results = await asyncio.to_thread(self._read_samples, [(text, key) for text, key, _ in batch])
+        except asyncio.CancelledError:  # the monitor stops
+            for *_, fut in batch:
+                fut.cancel()
+            raise
+        except Exception as e:  # noqa: BLE001 - the thread could not run: each node is told
+            for *_, fut in batch:
+                if not fut.done():
+                    fut.set_exception(e)
+            return
+        for (*_, fut), (ok, value) in zip(batch, results):
+            if fut.done():  # its node's loop was cancelled meanwhile
+                continue
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+
     async def _apply_sample(self, sess: NodeSession, text: str) -> None:
         ns = self._by_name[sess.name]
         last_key = self._last_key.get(sess.name) if ns.reachable and ns.gpu is not None else None
@@ -826,7 +895,7 @@ class ClusterMonitor:
             # sample was most of an idle console's CPU at 64 nodes (profiled: queue, wake-up)
             key, parsed = last_key, None
         else:
-            key, parsed = await asyncio.to_thread(self._read_sample, text, last_key)
+            key, parsed = await self._read_batched(text, last_key)
         if not sess.connected:
             return  # dropped while the sample was read: the down state stands
         if parsed is None:
