@@ -360,3 +360,64 @@ def test_file_copied_into_dir_later(tmp_path: Path) -> None:
     assert r.update() == 0
     shutil.copy(p1, d / p1.name)
     assert r.update() == 10
+
+
+# ------------------------------------------------------------------------ an earlier run under the same name
+
+def _started(path: Path) -> int:
+    return int(path.name.split(".")[3])  # events.out.tfevents.<time>.<host>...
+
+
+def test_an_earlier_runs_files_count_only_up_to_the_resume_step(tmp_path: Path) -> None:
+    """VeRL writes every run of one experiment name into one TensorBoard dir. The run the
+    console watches reads an earlier run's files only up to the step it resumed from:
+    started afresh, none of the failed run's steps are its own (they were shown as its
+    step, throughput and reward until it passed them); resumed from step 4, the earlier
+    run's steps 0..4 are its history and its own steps from 5 on win. Without
+    `earlier_run` (a job this console did not submit) every file counts, as in TensorBoard."""
+    old = write_run(tmp_path, range(0, 9), per_scalar=False, seed=1)
+    _next_second()
+    new = write_run(tmp_path, range(0, 3), per_scalar=False, seed=2)
+    assert _started(new) > _started(old)
+    fresh = ScalarReader(tmp_path, earlier_run=(_started(new), 0))
+    assert fresh.update() > 0
+    assert fresh.steps() == [0, 1, 2] and fresh.last_step == 2
+    rng2 = random.Random(2)
+    assert fresh.metrics_at(0) == {k: f32(v) for k, v in values(0, rng2).items()}  # the new run's own
+    assert fresh.update() == 0  # nothing new: the cut stays made
+
+    resumed_dir = tmp_path / "resumed"
+    resumed_dir.mkdir()
+    old = write_run(resumed_dir, range(0, 9), per_scalar=False, seed=1)
+    _next_second()
+    new = write_run(resumed_dir, range(5, 7), per_scalar=False, seed=2)
+    resumed = ScalarReader(resumed_dir, earlier_run=(_started(new), 4))
+    resumed.update()
+    assert resumed.steps() == [0, 1, 2, 3, 4, 5, 6]
+    rng1, rng2 = random.Random(1), random.Random(2)
+    assert resumed.metrics_at(3) == {k: f32(v) for k, v in [values(s, rng1) for s in range(4)][3].items()}
+    assert resumed.metrics_at(5) == {k: f32(v) for k, v in values(5, rng2).items()}
+
+    everything = ScalarReader(resumed_dir)
+    everything.update()
+    assert everything.steps() == list(range(9))  # TensorBoard's view: both runs as one
+
+
+def test_the_watched_run_reads_earlier_runs_from_its_record() -> None:
+    """What the job watcher hands the reader: from the run's record, its submission (less
+    the clocks' slack) and the step its parent left off at; nothing for a job without a
+    record (submitted elsewhere: every file counts)."""
+    from tui.core.job.watcher import EARLIER_RUN_SLACK_S, earlier_run
+
+    assert earlier_run(None) is None
+    from tui.core.job.history import RunRecord
+
+    def rec(**extra: object) -> RunRecord:
+        return RunRecord(profile="p", profile_path="/p.yaml", job_id="j2", submitted_at=1000.0, entrypoint=[],
+                         runtime_env={}, extra=dict(extra))
+
+    assert earlier_run(rec()) == (1000.0 - EARLIER_RUN_SLACK_S, 0)
+    assert earlier_run(rec(parent={"job_id": "j", "step": 40})) == (1000.0 - EARLIER_RUN_SLACK_S, 40)
+    assert earlier_run(rec(parent={"job_id": "j", "step": "40; rm"})) == \
+        (1000.0 - EARLIER_RUN_SLACK_S, 0)  # a hand-edited history is data, not trusted
+    assert earlier_run(rec(parent="j")) == (1000.0 - EARLIER_RUN_SLACK_S, 0)

@@ -121,8 +121,10 @@ class ScalarSource:
     appending would double it); another process reads the owner's mirror."""
 
     def __init__(self, profile: Profile, pool: Any, tb_remote: str, tb_local: Path, ckpt_dir: str,
-                 container: bool, may_write: Callable[[], bool]) -> None:
+                 container: bool, may_write: Callable[[], bool],
+                 earlier_run: tuple[float, int] | None = None) -> None:
         self.profile = profile
+        self.earlier_run = earlier_run  # ScalarReader's: an earlier run's files under the same name
         self.pool = pool
         self.tb_remote = tb_remote
         self.tb_local = tb_local
@@ -143,7 +145,8 @@ class ScalarSource:
             self.reader_local = os.path.isdir(self.tb_remote) and is_local(self.profile)
             if not self.reader_local:
                 self.mirror = RemoteTbMirror(self.pool.head, self.tb_remote, self.tb_local, self.container)
-            self.reader = ScalarReader(self.tb_remote if self.reader_local else self.tb_local)
+            self.reader = ScalarReader(self.tb_remote if self.reader_local else self.tb_local,
+                                       earlier_run=self.earlier_run)
         return self.reader
 
     async def poll_once(self, read_scalars: bool = True) -> None:

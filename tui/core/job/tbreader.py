@@ -33,6 +33,7 @@ filesystem; an SFTP source only needs `list_files()` and `read(path, offset)`.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import struct
@@ -153,6 +154,10 @@ _VARINT = rb"[\x80-\xff]{0,9}[\x00-\x7f]"
 # holding one event with exactly one simple_value: the torch/VeRL shape. The last
 # alternative swallows the rest of the buffer, so `findall` stops at the first frame
 # of another shape (or garbage, or a partial frame) after a single extra tuple.
+_EVENT_TIME = re.compile(r"tfevents\.([0-9]{1,12})\.")
+"""The writer's start (seconds since the epoch) in an event file's name, as every writer
+names them: `events.out.tfevents.<time>.<host>...`."""
+
 _REC_ONE = re.compile(
     rb"(.{12})(\x09.{8})?(\x10" + _VARINT + rb")?"
     rb"(\x2a[\x00-\x7f]\x0a[\x00-\x7f]\x0a[\x00-\x7f][\x20-\x7e]*)\x15(.{4}).{4}"
@@ -278,12 +283,20 @@ class ScalarReader:
         run_dir: str | os.PathLike[str] | ByteSource,
         *,
         prefix_subdirs: bool = False,
+        earlier_run: tuple[float, int] | None = None,
     ) -> None:
         if isinstance(run_dir, (str, os.PathLike)):
             self.source: ByteSource = LocalSource(run_dir)
         else:
             self.source = run_dir
         self.prefix_subdirs = prefix_subdirs
+        # (start, step): event files whose writer started before `start` (the time in
+        # their name) are an earlier run's under the same name, read only up to `step`,
+        # the step this run resumed from (0: it started afresh). TensorBoard shows them
+        # all as one run; the console watching this run shows its own history: a run
+        # started over showed the failed run's step, throughput and reward as its own
+        # until it passed that step.
+        self.earlier_run = earlier_run
         # The per-step view is the store; the per-tag view (`scalars`) is derived on
         # demand, since the console only ever asks for rows. Values that a later event
         # replaced are kept aside, in read order, so that `scalars` can still list them.
@@ -309,29 +322,47 @@ class ScalarReader:
         offsets of files already read stay consistent, so the next call resumes."""
         return self._update()
 
+    def _earlier(self, path: str) -> bool:
+        """Is `path` an earlier run's event file (`earlier_run`)?"""
+        if self.earlier_run is None:
+            return False
+        m = _EVENT_TIME.search(os.path.basename(path))
+        return m is not None and int(m.group(1)) < self.earlier_run[0]
+
     def _update(self) -> int:
         new = 0
-        for path in sorted(self.source.list_files()):
-            st = self._files.get(path)
-            if st is None:
-                prefix = ""
-                if self.prefix_subdirs and isinstance(self.source, LocalSource):
-                    rel = self.source.relative_dir(path)
-                    prefix = rel + "/" if rel else ""
-                st = self._files[path] = _FileState(prefix)
-            while st.error is None:
-                data = self.source.read(path, st.offset)
-                if not data:
-                    break
-                self.bytes_read += len(data)
-                consumed, count = self._consume(data, st, path)
-                st.offset += consumed
-                new += count
-                if consumed == 0 or len(data) < READ_MAX:
-                    break  # up to date (or waiting for a frame to complete)
+        # an earlier run's files first, so that what this run wrote always wins
+        for path in sorted(self.source.list_files(), key=lambda p: (not self._earlier(p), p)):
+            held, count0 = len(self._by_step), self._count
+            self._read_file(path)
+            new += self._count - count0
+            if self._count != count0 and self.earlier_run is not None and self._earlier(path):
+                # the steps this read added (a dict keeps insertion order) past the cut
+                cut = self.earlier_run[1]
+                for step in [s for s in itertools.islice(self._by_step, held, None) if s > cut]:
+                    del self._by_step[step]
+                    self.wall_times.pop(step, None)
         if new:
             self._scalars = None
         return new
+
+    def _read_file(self, path: str) -> None:
+        st = self._files.get(path)
+        if st is None:
+            prefix = ""
+            if self.prefix_subdirs and isinstance(self.source, LocalSource):
+                rel = self.source.relative_dir(path)
+                prefix = rel + "/" if rel else ""
+            st = self._files[path] = _FileState(prefix)
+        while st.error is None:
+            data = self.source.read(path, st.offset)
+            if not data:
+                break
+            self.bytes_read += len(data)
+            consumed, _ = self._consume(data, st, path)
+            st.offset += consumed
+            if consumed == 0 or len(data) < READ_MAX:
+                break  # up to date (or waiting for a frame to complete)
 
     @property
     def scalars(self) -> dict[str, list[tuple[int, float]]]:

@@ -105,7 +105,7 @@ class JobWatcher:
         ckpt_dir = rec.checkpoint_dir if rec and rec.checkpoint_dir else profile.paths.checkpoint_dir
         self.follower = LogFollower(profile, pool, job_id, self.spool, self._consume, self.container)
         self.scalars = ScalarSource(profile, pool, tb_remote, base / "tb", ckpt_dir, self.container,
-                                    may_write=self.spool.try_lock)
+                                    may_write=self.spool.try_lock, earlier_run=earlier_run(rec))
         self.cache = ParseCache(self.spool, self.parser)
         self.store = MetricsStore(self.parser, lambda: self.scalars.reader)
         self.reattached = False
@@ -317,6 +317,26 @@ class JobWatcher:
         return JobState(id=self.job_id, status=self.status, step=step, total_steps=rm.total_steps,
                         metrics=metrics, last_checkpoint=rm.last_checkpoint, summary=summary,
                         on_cluster=self.on_cluster)
+
+
+EARLIER_RUN_SLACK_S = 10.0
+"""How much earlier than its submission a run's own event file may be named: the name's
+time is the head's clock, the submission the console's (NTP keeps them within this)."""
+
+
+def earlier_run(rec: Any) -> tuple[float, int] | None:
+    """What the run's ScalarReader reads of an earlier run's event files under the same
+    TensorBoard dir (`ScalarReader.earlier_run`): those named before this run was
+    submitted, up to the step it resumed from (its record's parent, `extra["parent"]`),
+    or none of them.
+    None (read them all, as TensorBoard does) for a job this console did not submit: its
+    start and its resume step are not known here."""
+    if rec is None or not getattr(rec, "submitted_at", None):
+        return None
+    extra = rec.extra if isinstance(getattr(rec, "extra", None), dict) else {}
+    parent = extra.get("parent") if isinstance(extra.get("parent"), dict) else {}
+    step = parent.get("step")
+    return (float(rec.submitted_at) - EARLIER_RUN_SLACK_S, int(step) if isinstance(step, int) and step > 0 else 0)
 
 
 async def find_job(profile: Profile, remote: Any, known: list[RayJobState] | None = None) -> tuple[str, str] | None:
