@@ -328,14 +328,13 @@ def earlier_run(rec: Any) -> tuple[float, int] | None:
     """What the run's ScalarReader reads of an earlier run's event files under the same
     TensorBoard dir (`ScalarReader.earlier_run`): those named before this run was
     submitted, up to the step it resumed from (its record's parent, `extra["parent"]`),
-    or none of them.
-    None (read them all, as TensorBoard does) for a job this console did not submit: its
+    or none of them. None (read them all, as TensorBoard does) for a job this console did not submit: its
     start and its resume step are not known here."""
     if rec is None or not getattr(rec, "submitted_at", None):
         return None
     extra = rec.extra if isinstance(getattr(rec, "extra", None), dict) else {}
-    parent = extra.get("parent") if isinstance(extra.get("parent"), dict) else {}
-    step = parent.get("step")
+    parent = extra.get("parent")
+    step = parent.get("step") if isinstance(parent, dict) else None
     return (float(rec.submitted_at) - EARLIER_RUN_SLACK_S, int(step) if isinstance(step, int) and step > 0 else 0)
 
 
