@@ -51,7 +51,7 @@ def _own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 # --------------------------------------------------------------------------- long modules first
 
 LONG_MODULES: dict[str, float] = {
-    "test_demo_tmux": 300, "test_sim_faults": 190, "test_backend_contract": 170, "test_slurm": 150,
+    "test_demo_tmux": 170, "test_sim_faults": 190, "test_backend_contract": 170, "test_slurm": 150,
     "test_sim_nonroot": 140, "test_bench_chaos": 130, "test_chain": 115, "test_sim_openssh": 100,
     "test_alerts_live": 75, "test_runs_sim": 50, "test_sim_tree": 45, "test_destructive_guards": 45,
     "test_probes": 45, "test_tui_live_reopen": 36, "test_sampler_delta": 25, "test_layering": 20,
