@@ -328,8 +328,8 @@ def earlier_run(rec: Any) -> tuple[float, int] | None:
     """What the run's ScalarReader reads of an earlier run's event files under the same
     TensorBoard dir (`ScalarReader.earlier_run`): those named before this run was
     submitted, up to the step it resumed from (its record's parent, `extra["parent"]`),
-    or none of them. None (read them all, as TensorBoard does) for a job this console did not submit: its
-    start and its resume step are not known here."""
+    or none of them. None (read them all, as TensorBoard does) for a job this console did
+    not submit: its start and its resume step are not known here."""
     if rec is None or not getattr(rec, "submitted_at", None):
         return None
     extra = rec.extra if isinstance(getattr(rec, "extra", None), dict) else {}
