@@ -407,6 +407,9 @@ async def test_an_unchanged_sample_is_compared_on_the_loop_and_a_changed_one_par
                           *gmi.render_json(cs).splitlines(), "@@rc=0", "@@end",
                           "@@docker-begin", "Error: No such object: train-rl", "@@docker-rc=1"]) + "\n"
 
+    keyed: list[int] = []
+    real_key = probes.sample_key
+    monkeypatch.setattr(probes, "sample_key", lambda text: (keyed.append(1), real_key(text))[1])
     await mon._apply_sample(sess, sample(0))  # the first: parsed, in a thread
     node = mon.state.nodes[0]
     assert node.gpu is not None and node.gpu.parsed and len(hops) == 1 and len(parsed_in) == 1
@@ -416,6 +419,7 @@ async def test_an_unchanged_sample_is_compared_on_the_loop_and_a_changed_one_par
     assert len(hops) == 1 and len(parsed_in) == 1 and mon.samples == 4
     await mon._apply_sample(sess, sample(77))  # changed: parsed off the loop, and shown
     assert len(hops) == 2 and len(parsed_in) == 2 and threading.get_ident() not in parsed_in
+    assert len(keyed) == 5  # one key per sample: the changed one's, made on the loop, not again in the thread
     assert mon.state.nodes[0].gpu is not None and mon.state.nodes[0].gpu.cards
 
 

@@ -320,6 +320,10 @@ def sample_key(text: str) -> str:
     return _VOLATILE.sub("", text)
 
 
+_Pending = tuple[str, "str | None", "str | None", "asyncio.Future[tuple[str | None, Any]]"]
+"""A changed sample waiting for the batch's worker-thread hop: (text, the node's last key,
+its key where the loop computed it, the future its node awaits)."""
+
 INLINE_KEY_CHARS = 64 << 10
 """A sample up to this size is compared with the last one on the event loop (tens of
 microseconds); a larger one, odd for a sampler, goes to a worker thread like a parse."""
@@ -636,7 +640,7 @@ class ClusterMonitor:
         # hop; the window is a quarter of the notification bound, so a change still shows
         # within the same frame (`_read_batched`).
         self.batch_window_s = min(0.25, self.notify_every_s / 4) if batch_window_s is None else batch_window_s
-        self._batch: list[tuple[str, str | None, asyncio.Future[tuple[str | None, Any]]]] = []
+        self._batch: list[_Pending] = []
         self._batch_handle: asyncio.TimerHandle | None = None
         self._batch_tasks: set[asyncio.Task[None]] = set()
         self.hops = 0
@@ -824,34 +828,38 @@ class ClusterMonitor:
                 log.warning("%s: sampler failed: %s", sess.name, e)
             await asyncio.sleep(min(1.0, self.refresh_s))
 
-    def _read_sample(self, text: str, last_key: str | None) -> tuple[str | None, Any]:
+    def _read_sample(self, text: str, last_key: str | None, key: str | None = None) -> tuple[str | None, Any]:
         """(sample key, (cards, container) or None when the key is `last_key`): the CPU
         part of a sample, run in a worker thread so that no node's output, however odd,
-        holds up the event loop (the console's keys and frames, the other nodes)."""
-        key = sample_key(text) if self.skip_unchanged else None
+        holds up the event loop (the console's keys and frames, the other nodes). `key`:
+        the sample's key where the loop already computed it (a regex pass over the whole
+        sample, not done twice)."""
+        if key is None and self.skip_unchanged:
+            key = sample_key(text)
         if key is not None and key == last_key:
             return key, None
         return key, parse_sample(text, self.profile)
 
-    def _read_samples(self, items: list[tuple[str, str | None]]) -> list[tuple[bool, Any]]:
+    def _read_samples(self, items: list[tuple[str, str | None, str | None]]) -> list[tuple[bool, Any]]:
         """`_read_sample` over a batch, in the worker thread: (True, result) or (False,
         the exception) per sample, so that one odd sample fails its own node only."""
         out: list[tuple[bool, Any]] = []
-        for text, last_key in items:
+        for text, last_key, key in items:
             try:
-                out.append((True, self._read_sample(text, last_key)))
+                out.append((True, self._read_sample(text, last_key, key)))
             except Exception as e:  # noqa: BLE001 - handed to that sample's node
                 out.append((False, e))
         return out
 
-    async def _read_batched(self, text: str, last_key: str | None) -> tuple[str | None, Any]:
+    async def _read_batched(self, text: str, last_key: str | None,
+                            key: str | None = None) -> tuple[str | None, Any]:
         """`_read_sample` in a worker thread, shared with the other nodes' changed samples
         of the next `batch_window_s`. With every card busy, each of 64 nodes' samples
         took its own hop (the executor's queue, a thread wake-up, a wake-up of the loop
         through its self-pipe): measured, the hop cost about what the parse did."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[tuple[str | None, Any]] = loop.create_future()
-        self._batch.append((text, last_key, fut))
+        self._batch.append((text, last_key, key, fut))
         if self._batch_handle is None:
             self._batch_handle = loop.call_later(self.batch_window_s, self._flush_batch)
         return await fut
@@ -864,10 +872,10 @@ class ClusterMonitor:
             self._batch_tasks.add(task)
             task.add_done_callback(self._batch_tasks.discard)
 
-    async def _run_batch(self, batch: list[tuple[str, str | None, asyncio.Future[tuple[str | None, Any]]]]) -> None:
+    async def _run_batch(self, batch: list[_Pending]) -> None:
         self.hops += 1
         try:
-            results = await asyncio.to_thread(self._read_samples, [(text, key) for text, key, _ in batch])
+            results = await asyncio.to_thread(self._read_samples, [(text, last, key) for text, last, key, _ in batch])
         except asyncio.CancelledError:  # the monitor stops
             for *_, fut in batch:
                 fut.cancel()
@@ -890,12 +898,13 @@ class ClusterMonitor:
         last_key = self._last_key.get(sess.name) if ns.reachable and ns.gpu is not None else None
         key: str | None
         parsed: Any
-        if last_key is not None and len(text) <= INLINE_KEY_CHARS and sample_key(text) == last_key:
+        inline = sample_key(text) if last_key is not None and len(text) <= INLINE_KEY_CHARS else None
+        if inline is not None and inline == last_key:
             # the usual sample, unchanged and a few KB: compared here; a thread hop per
             # sample was most of an idle console's CPU at 64 nodes (profiled: queue, wake-up)
             key, parsed = last_key, None
         else:
-            key, parsed = await self._read_batched(text, last_key)
+            key, parsed = await self._read_batched(text, last_key, inline)
         if not sess.connected:
             return  # dropped while the sample was read: the down state stands
         if parsed is None:
