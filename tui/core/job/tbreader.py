@@ -332,11 +332,12 @@ class ScalarReader:
     def _update(self) -> int:
         new = 0
         # an earlier run's files first, so that what this run wrote always wins
-        for path in sorted(self.source.list_files(), key=lambda p: (not self._earlier(p), p)):
+        for earlier, path in sorted(((self._earlier(p), p) for p in self.source.list_files()),
+                                    key=lambda e: (not e[0], e[1])):
             held, count0 = len(self._by_step), self._count
             self._read_file(path)
             new += self._count - count0
-            if self._count != count0 and self.earlier_run is not None and self._earlier(path):
+            if self._count != count0 and earlier and self.earlier_run is not None:
                 # the steps this read added (a dict keeps insertion order) past the cut
                 cut = self.earlier_run[1]
                 for step in [s for s in itertools.islice(self._by_step, held, None) if s > cut]:
