@@ -448,3 +448,57 @@ def test_a_refresh_costs_the_same_at_step_500_and_at_step_3000(tmp_path) -> None
         got = series[name]
         assert [s for s, _ in got] == [s for s, _ in want]
         assert len(got) == 300 and [v for _, v in got] == pytest.approx([v for _, v in want], rel=1e-12)
+
+
+async def test_a_job_loop_that_keeps_failing_is_a_warning_told_once(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path) -> None:
+    """A bug building the watcher (once: a run record read by a field it does not have)
+    left the console never watching the job, with only an INFO log line each refresh. It
+    is a warning episode now: opened once however many rounds fail, ended when a round
+    succeeds; the head's link failing stays quiet (it is shown as the node down)."""
+    import tui.core.job.watcher as watcher_mod
+    from tui.core.ssh import NodeDown
+
+    monkeypatch.setenv("RLCONSOLE_STATE_DIR", str(tmp_path / "state"))
+    failures = {"left": 3}
+    real_init = JobWatcher.__init__
+
+    def init(self: JobWatcher, *a: Any, **k: Any) -> None:
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise AttributeError("'RunRecord' object has no attribute 'parent'")
+        real_init(self, *a, **k)
+
+    async def found(*a: Any, **k: Any) -> tuple[str, str]:
+        if failures["left"] == 3 and not rounds:
+            rounds.append("down")
+            raise NodeDown("head", "connection lost")
+        rounds.append("up")
+        return "raysubmit_x", "RUNNING"
+
+    rounds: list[str] = []
+    monkeypatch.setattr(JobWatcher, "__init__", init)
+    monkeypatch.setattr(JobWatcher, "start", lambda self: None)
+    monkeypatch.setattr(JobWatcher, "reattach", lambda self, *a, **k: None)
+    monkeypatch.setattr(watcher_mod, "find_job", found)
+    b = LiveBackend(demo_profile())
+    monkeypatch.setattr(b, "head_up", lambda: True)
+    monkeypatch.setattr(b, "refresh_metrics", lambda w: None)
+    alerts: list[Any] = []
+    b.subscribe_alerts(alerts.append)
+    loop_task = asyncio.create_task(b._job_loop())
+    try:
+        async def watching() -> None:
+            while b.watcher is None:
+                b._kick.set()
+                await asyncio.sleep(0.01)
+        await asyncio.wait_for(watching(), 30)
+    finally:
+        loop_task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loop_task
+    mine = [a for a in alerts if a.source == "console"]
+    assert rounds[0] == "down" and rounds.count("up") >= 4, rounds
+    assert [(a.level, a.ends) for a in mine] == [("warning", False), ("info", True)], [a.message for a in mine]
+    assert "no attribute 'parent'" in mine[0].message and mine[0].key == mine[1].key
+    await asyncio.wait_for(b.stop(), 60)

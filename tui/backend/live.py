@@ -22,6 +22,7 @@ from tui.core.alerts import Alert, AlertRules
 from tui.core.job.metrics import MetricsSummary, summarize
 from tui.core.profile import Profile
 from tui.core.state import ClusterState, JobState, JobStatus, NodeState
+from tui.core.waits import kicked_or_timeout
 
 _ACTIVE = (JobStatus.RUNNING, JobStatus.PENDING, JobStatus.UNKNOWN)
 """Watched-job states that are not an end (UNKNOWN: not yet seen by Ray's job API)."""
@@ -383,10 +384,38 @@ class LiveBackend:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the loop must outlive any one failure
-                log.info("job loop: %s", e)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), timeout=refresh)
+                self._job_loop_failed(e)
+            else:
+                self._job_loop_ok()
+            await kicked_or_timeout(self._kick, refresh)
             self._kick.clear()
+
+    _JOB_LOOP_KEY = "console:job-watch"
+    _job_loop_error: str | None = None
+
+    def _job_loop_failed(self, e: Exception) -> None:
+        """A job-loop round failed. The head's link going away is shown as the node down
+        and is retried quietly; anything else (a bug building the watcher, an odd run
+        record) would otherwise leave the console silently never watching the job, so it
+        is a warning episode, told once (the traceback in the log once per distinct
+        error), ended when a round succeeds again."""
+        from tui.core.ssh import SshError
+
+        if isinstance(e, (SshError, OSError, asyncio.TimeoutError)):
+            log.info("job loop: %s", e)
+            return
+        what = f"{type(e).__name__}: {e}"
+        if what != self._job_loop_error:
+            log.warning("job loop failed (retried every refresh): %s", what, exc_info=e)
+        if self._job_loop_error is None:
+            self._alert(Alert("warning", "console", f"the job cannot be watched: {what} (retrying; see the log)",
+                              key=self._JOB_LOOP_KEY))
+        self._job_loop_error = what
+
+    def _job_loop_ok(self) -> None:
+        if self._job_loop_error is not None:
+            self._job_loop_error = None
+            self._alert(Alert("info", "console", "the job is watched again", key=self._JOB_LOOP_KEY, ends=True))
 
     def _job_alerts(self, summary: MetricsSummary) -> None:
         """Feed the watched job to the alert rules; the log's tail only once it FAILED."""

@@ -60,6 +60,7 @@ from tui.core.rayapi import (
 from tui.core.ssh import CommandTimeout, NodeDown, NodeSession, SessionPool, SshError
 from tui.core.state import ClusterState, ContainerState, GpuReport, JobState, JobStatus, NodeState, RayNodeState, RayState
 from tui.core.transport import open_pool
+from tui.core.waits import kicked_or_timeout
 
 log = logging.getLogger("rlconsole.probes")
 
@@ -796,8 +797,7 @@ class ClusterMonitor:
         while self.running:
             if not sess.connected:
                 wake.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(wake.wait(), self.refresh_s)
+                await kicked_or_timeout(wake, self.refresh_s)
                 continue
             # a new stream holds no sample: the node's first message on it is a full one
             stream = SampleStream(sess.name)
@@ -1020,5 +1020,4 @@ class ClusterMonitor:
             allow_cli = time.monotonic() - self._last_cli >= self.ray_cli_every_s
             await self.poll_ray(allow_cli)
             self._ray_kick.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._ray_kick.wait(), self.ray_refresh_s)
+            await kicked_or_timeout(self._ray_kick, self.ray_refresh_s)

@@ -40,6 +40,7 @@ from tui.core.ssh import (
     _CappedText,
     wrap_command,
 )
+from tui.core.waits import kicked_or_timeout
 
 log = logging.getLogger("rlconsole.srun")
 
@@ -403,8 +404,7 @@ class SrunPool:
 
     async def first_look(self, timeout: float | None = None) -> None:
         self.start()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._looked.wait(), timeout if timeout is not None else slurm.SLURM_TIMEOUT_S + 5)
+        await kicked_or_timeout(self._looked, timeout if timeout is not None else slurm.SLURM_TIMEOUT_S + 5)
 
     async def open(self, timeout: float | None = None) -> dict[str, bool]:
         await self.first_look(timeout)
@@ -445,8 +445,7 @@ class SrunPool:
         while True:
             await self.look()
             self._kick.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), self.poll_s)
+            await kicked_or_timeout(self._kick, self.poll_s)
 
     async def relay(self, host: str, port: int, local_port: int = 0) -> int:
         key = (host, port)

@@ -41,6 +41,7 @@ from tui.core.errors import RlconsoleError
 from tui.core.linecap import LineCapper
 from tui.core.profile import Container, Node, Profile, SshEndpoint, SshSettings
 from tui.core.safetext import shown
+from tui.core.waits import kicked_or_timeout
 
 log = logging.getLogger("rlconsole.ssh")
 
@@ -359,8 +360,7 @@ class NodeSession:
         `timeout` for a reconnect. True when connected."""
         self.start()
         deadline = None if timeout is None else time.monotonic() + timeout
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._first_attempt.wait(), timeout)
+        await kicked_or_timeout(self._first_attempt, timeout)
         while not self.connected and self.state != "closed":
             if deadline is not None and time.monotonic() >= deadline:
                 break
@@ -375,8 +375,7 @@ class NodeSession:
             timeout = self.settings.connect_timeout_s + 1
         if self.node.ssh.hops:  # one connection per hop, in a row
             timeout *= 1 + len(self.node.ssh.hops)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._first_attempt.wait(), timeout)
+        await kicked_or_timeout(self._first_attempt, timeout)
         return self.connected
 
     def reconnect_now(self) -> None:
@@ -559,8 +558,7 @@ class NodeSession:
             delay = min(self.backoff_initial_s * (2 ** attempt), self.backoff_max_s)
             attempt += 1
             self._kick.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), delay)
+            await kicked_or_timeout(self._kick, delay)
 
     async def _require_conn(self) -> asyncssh.SSHClientConnection:
         if self.state == "connecting":

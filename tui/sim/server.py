@@ -36,6 +36,8 @@ from typing import Any
 
 import asyncssh
 
+from tui.core.waits import kicked_or_timeout
+
 log = logging.getLogger("rlconsole.sim")
 
 __all__ = ["SimNodeServer"]
@@ -398,8 +400,7 @@ class SimNodeServer:
             if not wait_t.done():
                 await _end_group(pgid, wait_t, signal.SIGHUP, 2.0)  # the terminal hung up, as sshd does
                 return
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(out_done.wait(), 2.0)
+            await kicked_or_timeout(out_done, 2.0)
             rc = proc.returncode if proc.returncode is not None else 255
             with contextlib.suppress(Exception):
                 process.exit(128 - rc if rc < 0 else rc)
