@@ -290,10 +290,30 @@ async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first
     yield ActionEvent(NAME, "node", "head started", node=head.name, status="ok")
 
 
+WORKER_START_RETRIES = 2
+"""More starts for a worker whose `ray start` missed Ray's own start-up deadline."""
+
+
 async def _start_workers(profile: Profile, remote: Remote, to_start: list[Node],
                          outputs: dict[str, CmdResult]) -> AsyncIterator[ActionEvent]:
-    """`ray start` on every worker at once; each one's result lands in `outputs`."""
+    """`ray start` on every worker at once; each one's result lands in `outputs`.
+
+    A worker whose start missed Ray's own start-up deadline (its raylet did not register
+    within the 30 s Ray gives it: a loaded node or a GCS busy with every other worker
+    registering at once) is not in the cluster, so stopping Ray on it touches nothing
+    else: it is stopped and started again, up to WORKER_START_RETRIES times, once the
+    other workers' starts are over and one node at a time. Retried at once, inside the
+    burst that made it miss the deadline, it missed it again (twice in a row in CI, two
+    simulated clusters starting on two shared cores)."""
     q = EventQueue()
+    timed_out: list[Node] = []
+
+    def told(n: Node, res: CmdResult) -> None:
+        outputs[n.name] = res
+        if res.ok:
+            q.put(ActionEvent(NAME, "node", "worker started; joining", node=n.name, status="running"))
+        else:
+            q.put(ActionEvent(NAME, "node", f"ray start exited {res.rc}", node=n.name, status="failed"))
 
     async def start_worker(n: Node) -> None:
         ok, why = remote.reachable(n.name)
@@ -304,20 +324,28 @@ async def _start_workers(profile: Profile, remote: Remote, to_start: list[Node],
         q.put(ActionEvent(NAME, "node", "starting worker", node=n.name, status="running"))
         res = await remote.run(n.name, worker_argv(profile, n), container=True, timeout=180)
         if not res.ok and start_timed_out(res.stdout + res.stderr):
-            # as for the head: Ray's own start-up deadline missed on a loaded node (the
-            # raylet registering with a busy GCS). This node is not in the cluster yet, so
-            # stopping Ray on it touches nothing else: stop and start it once more.
+            outputs[n.name] = res
+            timed_out.append(n)
             q.put(ActionEvent(NAME, "node", f"worker start timed out ({res.tail(1)}); stopping and starting it "
-                                            "once more", node=n.name, status="running"))
-            await remote.run(n.name, stop_argv(profile), container=True, timeout=120)
-            res = await remote.run(n.name, worker_argv(profile, n), container=True, timeout=180)
-        outputs[n.name] = res
-        if res.ok:
-            q.put(ActionEvent(NAME, "node", "worker started; joining", node=n.name, status="running"))
-        else:
-            q.put(ActionEvent(NAME, "node", f"ray start exited {res.rc}", node=n.name, status="failed"))
+                                            "once more when the other starts are over", node=n.name,
+                              status="running"))
+            return
+        told(n, res)
 
-    async for ev in q.drain_while(gather_nodes(to_start, start_worker)):
+    async def retry_timed_out() -> None:
+        await gather_nodes(to_start, start_worker)
+        for n in list(timed_out):
+            res = outputs[n.name]
+            for attempt in range(1, WORKER_START_RETRIES + 1):
+                q.put(ActionEvent(NAME, "node", f"starting again ({attempt}/{WORKER_START_RETRIES})",
+                                  node=n.name, status="running"))
+                await remote.run(n.name, stop_argv(profile), container=True, timeout=120)
+                res = await remote.run(n.name, worker_argv(profile, n), container=True, timeout=180)
+                if res.ok or not start_timed_out(res.stdout + res.stderr):
+                    break
+            told(n, res)
+
+    async for ev in q.drain_while(retry_timed_out()):
         yield ev
 
 
