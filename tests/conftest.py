@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator, Awaitable, Callable, Iterator
@@ -51,24 +52,58 @@ def _own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 # --------------------------------------------------------------------------- long modules first
 
 LONG_MODULES: dict[str, float] = {
-    "test_demo_tmux": 170, "test_sim_faults": 190, "test_backend_contract": 170, "test_slurm": 150,
-    "test_sim_nonroot": 140, "test_bench_chaos": 130, "test_chain": 115, "test_sim_openssh": 100,
-    "test_alerts_live": 75, "test_runs_sim": 50, "test_sim_tree": 45, "test_destructive_guards": 45,
-    "test_probes": 45, "test_tui_live_reopen": 36, "test_sampler_delta": 25, "test_layering": 20,
+    "test_backend_contract": 210, "test_demo_tmux": 195, "test_slurm": 160, "test_chain": 150,
+    "test_sim_nonroot": 145, "test_bench_chaos": 140, "test_sim_openssh": 110, "test_probes": 50,
+    "test_sim_tree": 45, "test_layering": 25, "test_sampler_delta": 25,
 }
-"""Seconds a module's tests took together on two shared cores (`--durations`, 2026-12-06),
-for the modules that take more than ~20 s. `--dist loadfile` gives a worker a whole module
-and a worker takes its next one while it still has two tests to run; in the default order
-(xdist sorts modules by test count, so these few-test modules came last) the demo in tmux
-could run alone at the end. Longest first, the tail is the many short modules, which the
-two workers share out. Measured, the total barely moved (1000 s -> 940-970 s): the suite
-is CPU-bound on two cores. A module missing here only runs later; nothing depends on the
-order (a module that changes the shared sim puts it back, one that reads it resets it
-first: `shared_sim`, `sim_as_up`)."""
+"""Seconds a module's tests took together on two shared cores with three workers
+(`--durations`, 2026-12-06), for the modules that take more than ~20 s. `--dist loadfile`
+gives a worker a whole module and a worker takes its next one while it still has two tests
+to run; in the default order (xdist sorts modules by test count, so these few-test modules
+came last) the demo in tmux could run alone at the end. Longest first, the tail is the
+many short modules, which the workers share out. A module missing here only runs later;
+nothing depends on the order (a module that changes the shared sim puts it back, one that
+reads it resets it first: `shared_sim`, `sim_as_up`). Three workers on two cores: the
+tests wait (on jobs' steps, timers, Ray's joins) about as much as they compute; measured
+in a clean-clone `.ci/run`, 755 s against 883 s with two."""
+
+
+RAY_SIM_MODULES: tuple[str, ...] = ("test_alerts_live", "test_runs_sim", "test_destructive_guards",
+                                    "test_tui_live_reopen", "test_sim_faults")
+"""The modules on `ray_sim` (the worker's sim with Ray kept up), in the order they run: one
+xdist work unit (`pytest_xdist_make_scheduler`), so they follow each other on one worker
+and each after the first finds Ray up (1-2 s) instead of bringing it up (20-30 s) and
+taking it down (4 s). `test_sim_faults` last: it ends with a lost node, a Ray not passed on."""
+
+RAY_SIM_SECONDS = 330.0
+"""The group's modules' time together on two shared cores, three workers (2026-12-06):
+where the group sorts among LONG_MODULES (first: it is the longest unit)."""
+
+
+def _order(item: pytest.Item) -> tuple[float, int]:
+    stem = item.path.stem
+    if stem in RAY_SIM_MODULES:
+        return -RAY_SIM_SECONDS, RAY_SIM_MODULES.index(stem)
+    return -LONG_MODULES.get(stem, 0.0), 0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: -LONG_MODULES.get(item.path.stem, 0.0))  # stable: a module's own order kept
+    items.sort(key=_order)  # stable: a module's own order kept
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadfile` (a module is a work unit), except that the RAY_SIM_MODULES are one
+    unit together. xdist's own scheduler, with its scope split made to say so."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class RaySimGrouped(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "ray_sim-modules" if Path(module).stem in RAY_SIM_MODULES else module
+
+    return RaySimGrouped(config, log)
 
 
 # --------------------------------------------------------------------------- CI: no skips
@@ -271,6 +306,7 @@ def reset_sim(info: SimInfo) -> None:
     from tui.core.ssh import SessionPool
     from tui.sim.faults import clear_faults
 
+    _RAY_KEPT.discard(str(info.state_dir))  # whatever happens below, no Ray is kept
     clear_faults(info.state_dir)  # first: it restarts a node's stopped SSH server
     prof = load_profile(info.profile_path)
 
@@ -352,3 +388,127 @@ def shared_sim(sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory) -
             reset_sim(sim_cluster)
         finally:
             mp.undo()
+
+
+# --------------------------------------------------------------------------- the shared sim, Ray kept up
+
+RAY_SIM_STARTS: list[tuple[str, str | None]] = []
+"""(module, why Ray was brought up, or None when a kept one was used): for the log."""
+
+_RAY_KEPT: set[str] = set()
+"""State dirs of this worker's sims that a `ray_sim` module left with Ray up for the next
+one (any `reset_sim` takes a sim out)."""
+
+
+def _quiet_cli(args: list[str]) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    from tui.cli import main as cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = cli(args)
+    return rc, out.getvalue()
+
+
+def _ray_whole(info: SimInfo) -> str | None:
+    """None when the sim's Ray has every node and card and no job is active; else what is
+    not so (`status --json`, the product's own reading)."""
+    import json
+
+    rc, out = _quiet_cli(["status", "--profile", str(info.profile_path), "--json"])
+    if rc != 0:
+        return f"status exited {rc}: {out[-300:]}"
+    doc = json.loads(out)
+    ray, job = doc.get("ray") or {}, doc.get("job") or {}
+    if ray.get("nodes_alive") != 4 or ray.get("gpus_total") != 32:
+        return f"Ray has {ray.get('nodes_alive')} nodes, {ray.get('gpus_total')} GPUs"
+    if job.get("status") in ("PENDING", "RUNNING"):
+        return f"job {job.get('id')} is {job.get('status')}"
+    return None
+
+
+def _ray_tidied(info: SimInfo) -> str | None:
+    """Put a kept Ray back for the next module, the product's way: the sim's faults
+    cleared (a stopped sshd comes back), every active job stopped, the run's checkpoints
+    and TensorBoard files gone (a new run must not resume from another module's), then
+    `containers` and `setup-ray` (each a no-op on a whole cluster; after a lost node, the
+    container and the missing worker only). None when Ray is whole after it; else why."""
+    import asyncio
+
+    from tui.core.actions.jobs import job_client, list_jobs
+    from tui.core.profile import load_profile
+    from tui.core.ssh import SessionPool
+    from tui.core.state import ACTIVE_JOB_STATUSES
+    from tui.sim.faults import clear_faults
+
+    clear_faults(info.state_dir)
+    prof = load_profile(info.profile_path)
+    base = ["--profile", str(info.profile_path)]
+
+    async def active() -> list[str]:
+        from tui.core.actions.remote import PoolRemote
+
+        async with SessionPool(prof) as pool:
+            remote = PoolRemote(pool, prof)
+            return [j.id for j in await list_jobs(await job_client(remote)) if j.status in ACTIVE_JOB_STATUSES]
+
+    for args in (["containers", "--yes"], ["setup-ray", "--yes"]):
+        rc, out = _quiet_cli([*args, *base])
+        if rc != 0:
+            return f"{args[0]} exited {rc}: {out[-300:]}"
+    for job in asyncio.run(asyncio.wait_for(active(), 120)):
+        rc, out = _quiet_cli(["stop", *base, "--yes", "--job", job])
+        if rc != 0:
+            return f"stop --job {job} exited {rc}: {out[-300:]}"
+    for p in (prof.paths.checkpoint_dir, prof.paths.tensorboard_dir):
+        path = Path(p)
+        if path.resolve().is_relative_to(Path(info.state_dir).resolve()):
+            shutil.rmtree(path, ignore_errors=True)
+    return _ray_whole(info)
+
+
+@pytest.fixture(scope="module")
+def ray_sim(sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory,
+            request: pytest.FixtureRequest) -> Iterator[SimInfo]:
+    """The session's simulated cluster with containers, model, Megatron checkpoint and Ray
+    up, for a module that only submits jobs on it (issue 37: each such module spent 20-27
+    s bringing it up and 4 s taking it down). When the module before it on this worker
+    was one too, its Ray is kept: tidied (`_ray_tidied`: faults cleared, jobs stopped,
+    checkpoints gone, a lost node started again) instead of brought up again. Otherwise,
+    or when the tidied Ray is not whole, the sim is put back (`reset_sim`) and brought up
+    with the product's chain. Like `shared_sim`: the module's own console state dir and
+    RLCONSOLE_SIM_DIR; its profile variants in its own temp dir (a variant that must
+    live in the sim's dir, for the submit hook that clears the sim's faults, is removed
+    by the module); what a job needs in the variant's `env`. A module may find Ray's
+    job list holding earlier modules' (stopped) jobs.
+
+    A module whose last test leaves a node that Ray may still list as alive though its
+    raylet is dead (Ray marks it dead some 15-30 s later) sets `RAY_LEFT_WHOLE = False`:
+    the tidy cannot tell that Ray from a whole one (measured: the next module's job
+    failed "Ray sees 24 GPUs, the job wants 32"), so the sim is put back instead."""
+    require_dockerd()
+    mp = pytest.MonkeyPatch()
+    state = tmp_path_factory.mktemp("ray-sim-console")
+    mp.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
+    mp.setenv("RLCONSOLE_SIM_DIR", str(sim_cluster.state_dir))
+    key = str(sim_cluster.state_dir)
+    try:
+        why = _ray_tidied(sim_cluster) if key in _RAY_KEPT else "no Ray kept"
+        _RAY_KEPT.discard(key)
+        RAY_SIM_STARTS.append((request.module.__name__, why))
+        print(f"ray_sim: {request.module.__name__}: " + ("Ray kept" if why is None else f"Ray brought up ({why})"),
+              file=sys.stderr)
+        if why is not None:
+            reset_sim(sim_cluster)
+            for action in ("containers", "model", "convert", "setup-ray"):
+                rc, out = _quiet_cli([action, "--profile", str(sim_cluster.profile_path), "--yes"])
+                assert rc == 0, f"{action} failed on the sim: {out[-2000:]}"
+        yield sim_cluster
+        if getattr(request.module, "RAY_LEFT_WHOLE", True) and _ray_tidied(sim_cluster) is None:
+            _RAY_KEPT.add(key)
+        else:
+            reset_sim(sim_cluster)
+    finally:
+        mp.undo()

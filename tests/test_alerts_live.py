@@ -6,7 +6,7 @@ tool, the trainer stopped with SIGSTOP
 a profile's range, the driver killed (job FAILED), a raylet killed (Ray loses the node).
 Each alert must open once and, where its cause ends, end.
 
-One sim and one submitted job for the module; the job runs through the first test and
+The worker's sim with Ray up (`ray_sim`) and one submitted job for the module; the job runs through the first test and
 is killed in the second. Every wait has a timeout that names what it waited for.
 """
 
@@ -22,12 +22,11 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from tests.conftest import require_dockerd
+from tui.backend.live import LiveBackend
 from tui.cli import main
 from tui.core.alerts import Alert
 from tui.core.job.metrics import MetricsSummary
 from tui.core.profile import load_profile
-from tui.backend.live import LiveBackend
 
 pytestmark = pytest.mark.integration
 
@@ -36,21 +35,17 @@ WAIT_S = 180.0
 
 
 @pytest.fixture(scope="module")
-def live_job(shared_sim: Any, tmp_path_factory: pytest.TempPathFactory):
-    """The worker's shared sim with Ray up and a long job running (a step a second, the
-    job's own environment); yields (sim state dir, profile path). When the module ends
-    the sim is put back as `sim up` left it (the job and Ray stopped, containers gone)."""
-    require_dockerd()
-    sim = Path(shared_sim.state_dir)
-    data = yaml.safe_load(Path(shared_sim.profile_path).read_text())
+def live_job(ray_sim: Any, tmp_path_factory: pytest.TempPathFactory):
+    """The worker's shared sim with Ray up (`ray_sim`) and a long job running (a step a
+    second, the job's own environment); yields (sim state dir, profile path)."""
+    sim = Path(ray_sim.state_dir)
+    data = yaml.safe_load(Path(ray_sim.profile_path).read_text())
     data["training"]["overrides"].setdefault("trainer", {})["total_epochs"] = 1000  # outlives the module
     data.setdefault("env", {})["RLCONSOLE_SIM_STEP_S"] = "1.0"
     data["monitoring"].update(stall_factor=5, refresh_s=1.0)
     prof = tmp_path_factory.mktemp("alerts-profile") / "alerts.yaml"
     prof.write_text(yaml.safe_dump(data, sort_keys=False))
-    for action in (["containers"], ["model"], ["convert"], ["setup-ray"], ["submit", "--skip-checks"]):
-        rc = main([*action, "--profile", str(prof), "--yes"])
-        assert rc == 0, f"{action[0]} failed on the sim"
+    assert main(["submit", "--skip-checks", "--profile", str(prof), "--yes"]) == 0, "submit failed on the sim"
     yield sim, prof
 
 

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import require_dockerd
 from tui.cli import main
 from tui.core.actions.jobs import job_client, list_jobs, submit_lock_path
 from tui.core.state import ACTIVE_JOB_STATUSES
@@ -32,10 +31,11 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def guard_sim(shared_sim: Any) -> Path:
-    """The worker's shared 4 x 8 sim, put back as `sim up` left it when the module ends."""
-    require_dockerd()
-    return Path(shared_sim.profile_path)
+def guard_sim(ray_sim: Any) -> Path:
+    """The worker's shared 4 x 8 sim with Ray up (`ray_sim`; the test's own containers,
+    convert and setup-ray find them done). The test ends stopping Ray, which `ray_sim`
+    starts again for the next module."""
+    return Path(ray_sim.profile_path)
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

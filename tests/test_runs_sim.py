@@ -13,7 +13,6 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from tests.conftest import require_dockerd
 from tests.test_sim_faults import BgWatch, _set
 from tui.cli import main
 from tui.core.job.history import last_run
@@ -23,12 +22,11 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def sim(shared_sim: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The worker's shared 4 x 8 sim (put back as `sim up` left it when the module ends),
-    through a profile of this module's: long jobs, a checkpoint every 2 steps, a step
-    every 0.5 s (the job's own environment), the console refreshing every 0.5 s."""
-    require_dockerd()
-    data = yaml.safe_load(Path(shared_sim.profile_path).read_text())
+def sim(ray_sim: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The worker's shared 4 x 8 sim with Ray up (`ray_sim`), through a profile of this
+    module's: long jobs, a checkpoint every 2 steps, a step every 0.5 s (the job's own
+    environment), the console refreshing every 0.5 s."""
+    data = yaml.safe_load(Path(ray_sim.profile_path).read_text())
     o = data["training"]["overrides"]
     _set(o, "trainer.total_epochs", 1000)
     _set(o, "trainer.save_freq", 2)
@@ -36,8 +34,6 @@ def sim(shared_sim: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
     data["monitoring"].update(refresh_s=0.5)
     path = tmp_path_factory.mktemp("runs-profile") / "runs.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    for action in ("containers", "model", "convert", "setup-ray"):
-        assert main([action, "--profile", str(path), "--yes"]) == 0, f"{action} failed on the sim"
     yield path
 
 

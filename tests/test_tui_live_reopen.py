@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import require_dockerd
 from tui.cli import main
 from tui.core.profile import load_profile
 
@@ -45,22 +44,19 @@ def _submit(profile: Path) -> str:
     return rec.job_id
 
 
-async def test_reopened_on_a_failed_job_then_a_new_one(shared_sim: Any, tmp_path: Path) -> None:
-    require_dockerd()
+async def test_reopened_on_a_failed_job_then_a_new_one(ray_sim: Any, tmp_path: Path) -> None:
     from tui.app import RlconsoleApp
     from tui.backend.live import LiveBackend
     from widgets.alerts_bar import AlertsBar
     from widgets.log_pane import LogPane
     from widgets.metrics_pane import MetricsPane
 
-    data = yaml.safe_load(Path(shared_sim.profile_path).read_text())
+    data = yaml.safe_load(Path(ray_sim.profile_path).read_text())
     data["training"]["overrides"].setdefault("trainer", {})["total_epochs"] = 1000
     data.setdefault("env", {})["RLCONSOLE_SIM_STEP_S"] = "0.5"
     data["monitoring"].update(refresh_s=1.0)
     prof = tmp_path / "reopen.yaml"
     prof.write_text(yaml.safe_dump(data, sort_keys=False))
-    for action in (["containers"], ["model"], ["convert"], ["setup-ray"]):
-        assert await asyncio.to_thread(main, [*action, "--profile", str(prof), "--yes"]) == 0, action
     first = await asyncio.to_thread(_submit, prof)
     assert await asyncio.to_thread(main, ["sim", "fault", "oom", "--at-step", "1", "--node", "node3"]) == 0
     end = time.monotonic() + WAIT_S
