@@ -502,3 +502,48 @@ async def test_a_job_loop_that_keeps_failing_is_a_warning_told_once(monkeypatch:
     assert [(a.level, a.ends) for a in mine] == [("warning", False), ("info", True)], [a.message for a in mine]
     assert "no attribute 'parent'" in mine[0].message and mine[0].key == mine[1].key
     await asyncio.wait_for(b.stop(), 60)
+
+
+async def test_a_failed_end_is_told_once_the_log_had_its_grace(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """A job that fails at once (Hydra refusing an override) was seen FAILED by Ray's
+    poll before the log follower had read a line, and its end was told "unrecognised"
+    (a clean-clone CI run, test_sim_faults). The end of a FAILED job is told
+    END_LOG_GRACE_S after it was first seen, once, with the cause from the lines that
+    arrived meanwhile; a STOPPED one at once."""
+    from tui.core.state import JobState
+
+    monkeypatch.setattr(LiveBackend, "END_LOG_GRACE_S", 0.3)
+    prof = demo_profile()
+    b = LiveBackend(prof)
+    alerts: list[Any] = []
+    b.subscribe_alerts(alerts.append)
+
+    def ends() -> list[Any]:
+        return [a for a in alerts if a.key == "job-end" and not a.ends]
+
+    w = JobWatcher(prof, pool=None, job_id="raysubmit_refused", root=tmp_path)
+    b.watcher = w
+    w.observe("PENDING", True)
+    b.refresh_metrics(w)
+    w.observe("FAILED", True)
+    b._job_changed(w)
+    b.refresh_metrics(w)  # the job loop's turn, within the grace
+    assert ends() == []
+    lines = w.spool.append(b"Could not override 'trainer.no_such_key'.\n"
+                           b"To append to your config use +trainer.no_such_key=1\n")
+    w._consume(lines)
+    await asyncio.sleep(0.5)  # the grace's timer tells it
+    told = ends()
+    assert len(told) == 1 and told[0].diagnosis == "hydra-override-missing-key", [a.message for a in told]
+    assert "PENDING -> FAILED" in told[0].message
+    b.refresh_metrics(w)
+    assert len(ends()) == 1  # once
+
+    # a stop needs no cause: told at once
+    w2 = JobWatcher(prof, pool=None, job_id="raysubmit_stopped", root=tmp_path)
+    b.watcher = w2
+    w2.observe("RUNNING", True)
+    b.refresh_metrics(w2)
+    w2.observe("STOPPED", True)
+    b._job_changed(w2)
+    assert any("raysubmit_stopped RUNNING -> STOPPED" in a.message for a in ends())

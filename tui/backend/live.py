@@ -67,6 +67,7 @@ class LiveBackend:
         self.state: ClusterState | None = None
         self._parent_cache: tuple[str, dict[str, list[tuple[int, float]]]] | None = None
         self._catalog_told: set[str] = set()
+        self._failed_at: dict[str, float] = {}  # job id -> when it was first seen FAILED
         self.who = who
         self._journal: Any = None  # the watched run's journal (tui/core/job/journal.py)
         self._ckpt_told: int | None = None
@@ -124,6 +125,13 @@ class LiveBackend:
             with contextlib.suppress(Exception):
                 cb(lines)
 
+    END_LOG_GRACE_S = 3.0
+    """A job seen FAILED has its end told this long after, so that the driver's last lines
+    (its traceback: the diagnosis) have reached the spool: a job that fails at once (Hydra
+    refusing an override) was seen FAILED by Ray's poll before the log follower had read a
+    line, and its end was told "unrecognised" (a clean-clone CI run). STOPPED and
+    SUCCEEDED need no cause and are told at once."""
+
     ATTACH_GRACE_S = 20.0
     """After attaching to a job just submitted, Ray's job list (polled by the monitor)
     may not name it yet: it is not called "not on this cluster" before this long."""
@@ -175,6 +183,12 @@ class LiveBackend:
 
     def _job_changed(self, w: Any) -> None:
         self._journal_state(w, self._job.step if self._job is not None else None)
+        if w.status == JobStatus.FAILED:
+            # told after the log's grace (`_job_alerts` holds it until then), from here
+            # too: the job loop may be a refresh away, or wedged on a slow head
+            self._failed_at.setdefault(w.job_id, time.monotonic())
+            with contextlib.suppress(RuntimeError):  # no loop running: the job loop tells it
+                asyncio.get_running_loop().call_later(self.END_LOG_GRACE_S + 0.05, self._end_after_grace, w)
         if w.status not in _ACTIVE:
             # The job just ended: say so now, from this state, not at the job loop's next
             # turn (which may be a refresh away, or never if that loop is wedged on a
@@ -417,12 +431,24 @@ class LiveBackend:
             self._job_loop_error = None
             self._alert(Alert("info", "console", "the job is watched again", key=self._JOB_LOOP_KEY, ends=True))
 
+    def _end_after_grace(self, w: Any) -> None:
+        if w is self.watcher and w.status == JobStatus.FAILED:
+            try:
+                self.refresh_metrics(w)
+            except Exception as e:  # noqa: BLE001 - a timer callback: log, never raise
+                log.info("job end: %s", e)
+
     def _job_alerts(self, summary: MetricsSummary) -> None:
-        """Feed the watched job to the alert rules; the log's tail only once it FAILED."""
+        """Feed the watched job to the alert rules; the log's tail only once it FAILED,
+        and not before END_LOG_GRACE_S after it was first seen so."""
         from tui.core.state import JobState
 
         w = self.watcher
         tail, start = None, 0
+        if w.status == JobStatus.FAILED:
+            seen = self._failed_at.setdefault(w.job_id, time.monotonic())
+            if time.monotonic() - seen < self.END_LOG_GRACE_S:
+                return  # the driver's last lines may still be on their way
         if w.status == JobStatus.FAILED:
             n = w.spool.line_count
             start = max(0, n - 300)
