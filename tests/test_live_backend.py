@@ -521,12 +521,17 @@ async def test_a_failed_end_is_told_once_the_log_had_its_grace(monkeypatch: pyte
     def ends() -> list[Any]:
         return [a for a in alerts if a.key == "job-end" and not a.ends]
 
-    w = JobWatcher(prof, pool=None, job_id="raysubmit_refused", root=tmp_path)
-    b.watcher = w
-    w.observe("PENDING", True)
-    b.refresh_metrics(w)
-    w.observe("FAILED", True)
-    b._job_changed(w)
+    def watched(job_id: str, seen: str, then: str) -> JobWatcher:
+        """A job the backend watched while `seen`, then Ray says `then`."""
+        w = JobWatcher(prof, pool=None, job_id=job_id, root=tmp_path)
+        b.watcher = w
+        w.observe(seen, True)
+        b.refresh_metrics(w)
+        w.observe(then, True)
+        b._job_changed(w)
+        return w
+
+    w = watched("raysubmit_refused", "PENDING", "FAILED")
     b.refresh_metrics(w)  # the job loop's turn, within the grace
     assert ends() == []
     lines = w.spool.append(b"Could not override 'trainer.no_such_key'.\n"
@@ -540,10 +545,5 @@ async def test_a_failed_end_is_told_once_the_log_had_its_grace(monkeypatch: pyte
     assert len(ends()) == 1  # once
 
     # a stop needs no cause: told at once
-    w2 = JobWatcher(prof, pool=None, job_id="raysubmit_stopped", root=tmp_path)
-    b.watcher = w2
-    w2.observe("RUNNING", True)
-    b.refresh_metrics(w2)
-    w2.observe("STOPPED", True)
-    b._job_changed(w2)
+    watched("raysubmit_stopped", "RUNNING", "STOPPED")
     assert any("raysubmit_stopped RUNNING -> STOPPED" in a.message for a in ends())
