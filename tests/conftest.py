@@ -297,8 +297,6 @@ def reset_sim(info: SimInfo) -> None:
     containers go, each node checked; a Ray still answering then (one started on the nodes
     themselves) gets `ray stop --force` on every node, and must be gone."""
     import asyncio
-    import contextlib
-    import io
     import socket
     import time
 
@@ -340,10 +338,7 @@ def reset_sim(info: SimInfo) -> None:
                                    for n in prof.nodes))
 
     if gcs_up():  # stopped the product's way, through the containers
-        from tui.cli import main as cli
-
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            cli(["stop", "--profile", str(info.profile_path), "--yes", "--cluster"])
+        _quiet_cli(["stop", "--profile", str(info.profile_path), "--yes", "--cluster"])
     asyncio.run(asyncio.wait_for(remove_containers(), 300))
     if gcs_up():
         asyncio.run(asyncio.wait_for(ray_stop_on_nodes(), 300))
@@ -391,9 +386,6 @@ def shared_sim(sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory) -
 
 
 # --------------------------------------------------------------------------- the shared sim, Ray kept up
-
-RAY_SIM_STARTS: list[tuple[str, str | None]] = []
-"""(module, why Ray was brought up, or None when a kept one was used): for the log."""
 
 _RAY_KEPT: set[str] = set()
 """State dirs of this worker's sims that a `ray_sim` module left with Ray up for the next
@@ -497,7 +489,6 @@ def ray_sim(sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory,
     try:
         why = _ray_tidied(sim_cluster) if key in _RAY_KEPT else "no Ray kept"
         _RAY_KEPT.discard(key)
-        RAY_SIM_STARTS.append((request.module.__name__, why))
         print(f"ray_sim: {request.module.__name__}: " + ("Ray kept" if why is None else f"Ray brought up ({why})"),
               file=sys.stderr)
         if why is not None:

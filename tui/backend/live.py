@@ -449,7 +449,6 @@ class LiveBackend:
             seen = self._failed_at.setdefault(w.job_id, time.monotonic())
             if time.monotonic() - seen < self.END_LOG_GRACE_S:
                 return  # the driver's last lines may still be on their way
-        if w.status == JobStatus.FAILED:
             n = w.spool.line_count
             start = max(0, n - 300)
             tail = w.spool.lines(start, n)
