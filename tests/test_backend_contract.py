@@ -212,9 +212,16 @@ async def _contract(kit: Kit) -> None:
 
     # -- the chain, through run_action
     for name, opts in (("containers", {}), ("convert", {}), ("setup-ray", {}), ("submit", {"skip_checks": True})):
-        # (a raylet that misses Ray's own 30 s start-up deadline on two shared cores is
-        # started again by setup-ray itself, after the other workers' starts: no retry here)
         evs = await _drain(b, name, **opts)
+        if name == "setup-ray" and evs and evs[-1].kind == "fail" and \
+                any("timed out during startup" in e.message for e in evs):
+            # Ray's own deadline for a raylet to register (30 s, fixed in ray/_private/node.py)
+            # can pass on two shared cores under the whole suite: setup-ray starts such a
+            # worker again twice itself, after the other starts, and once in CI (three
+            # workers) the same node missed it all three times. A person then presses `r`
+            # again and confirms stopping the half-up Ray; so does the contract (as
+            # test_demo_tmux does). The bring-up's retries are their own test (test_rayapi).
+            evs = await _drain(b, name, stop_confirmed=True)
         _events_ok(name, evs)
     job_id = evs[-1].data.get("job_id")
     assert job_id, "submit's done event names the job"
