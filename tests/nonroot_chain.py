@@ -4,7 +4,14 @@ Not collected by itself (not a `test_*.py` file): tests/test_sim_nonroot.py runs
 with pytest as an unprivileged user whose PATH has no dockerd, docker or sshd. `sim up`
 with its defaults must then choose the sim's own container runtime and no PID namespaces,
 say so, and carry the whole chain (tests/test_chain.py's `whole_chain`: containers, model,
-convert, setup-ray, submit, steps, logs, stop, stop --cluster, with their failure cases).
+convert, setup-ray, submit, steps, logs, stop, stop --cluster, with their failure cases),
+then the console's keys u c r s x.
+
+Last, with Ray up again (the console's `r`), one node's own `ray stop --force` (the
+product's command, run in the node's container) stops that node's Ray only. Without PID
+namespaces every simulated node shares the machine's process table, and Ray's `ray stop
+--force` on a real machine stops every Ray it finds there (LAB.md): the sim's `ray` must
+keep to its node.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +48,10 @@ def test_chain_without_root_or_docker(tmp_path: Path, capsys: pytest.CaptureFixt
         whole_chain(profile, tmp_path, capsys)
         # then the console, as `rlconsole demo` opens it on this sim: u c r s, and steps arrive
         asyncio.run(asyncio.wait_for(_console_u_c_r_s(profile), 600))
+        asyncio.run(asyncio.wait_for(_ray_stop_stays_on_its_node(profile), 300))
+        from tui.cli import main
+
+        assert main(["stop", "--cluster", "--profile", str(profile), "--yes"]) == 0, capsys.readouterr().out[-3000:]
     finally:
         sim_down(sim)
 
@@ -61,3 +73,50 @@ async def _console_u_c_r_s(profile: Path) -> None:
         await until(pilot, lambda: b.state.job is not None and b.state.job.id != prev
                     and b.state.job.status == "RUNNING" and (b.state.job.step or 0) >= 1, 240)
         await key_runs(pilot, "x", "stop")
+
+
+def _raylets(ray_tmp: Path, names: list[str]) -> dict[str, list[int]]:
+    """Each node's raylet PIDs (its command line names the node's Ray temp dir)."""
+    found: dict[str, list[int]] = {n: [] for n in names}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if not cmd or not cmd[0].endswith(b"/raylet"):
+            continue
+        for n in names:
+            if f"--temp_dir={ray_tmp / n}".encode() in cmd:
+                found[n].append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+async def _ray_stop_stays_on_its_node(profile: Path) -> None:
+    from tui.core.actions.ray_setup import stop_argv
+    from tui.core.ssh import SessionPool
+
+    p = load_profile(profile)
+    names = [n.name for n in p.nodes]
+    ray_tmp = Path(next(a for a in p.nodes[0].ray_args if a.startswith("--temp-dir=")).split("=", 1)[1]).parent
+    before = _raylets(ray_tmp, names)
+    assert all(before.values()), f"a node without its raylet after the console's r: {before}"
+    head, worker = names[0], names[-1]
+    async with SessionPool(p) as pool:
+        r = await asyncio.wait_for(pool.session(worker).run(stop_argv(p), container=True), 120)
+    assert r.rc == 0 and "Stopped all" in r.stdout + r.stderr, r.stdout + r.stderr
+    deadline = time.monotonic() + 30
+    while any(_alive(x) for x in before[worker]) and time.monotonic() < deadline:  # noqa: ASYNC110 - polls /proc
+        await asyncio.sleep(0.1)
+    assert not any(_alive(x) for x in before[worker]), f"{worker}'s raylet survived its own ray stop"
+    assert all(_alive(x) for n in names if n != worker for x in before[n]), \
+        f"{worker}'s `ray stop --force` stopped {head}'s Ray"
