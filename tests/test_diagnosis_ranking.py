@@ -209,3 +209,31 @@ def test_rays_job_message_beats_an_error_no_entry_knows() -> None:
     end = [a for a in rules.observe_job(job, now=2.0, log_tail=tail, tail_start=100, job_message=killed)
            if a.key == "job-end"]
     assert len(end) == 1 and end[0].diagnosis == "driver-killed" and end[0].line is None
+
+
+def test_a_refusal_in_rays_job_message_is_named_without_the_log() -> None:
+    """A job Hydra refuses ends before its log is read; Ray's message for it carries the
+    driver's last output (a real refusal, tests/data/failures/hydra-override-verl-7430.log,
+    after start-up lines that push it past the message's head): that names it."""
+    from tui.core.alerts import AlertRules, diagnose_failure
+    from tui.core.rayapi import job_from_api
+    from tui.core.state import JobState, JobStatus
+
+    log = (Path(__file__).parent / "data" / "failures" / "hydra-override-verl-7430.log").read_text()
+    driver = "".join(f"INFO 12-06 10:00:{i % 60:02d} [config.py:{i}] resolved a config default\n" for i in range(300))
+    driver += "".join(line + "\n" for line in log.splitlines() if not line.startswith(("#", "$")))
+    raw = "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n" + driver
+    rj = job_from_api({"submission_id": "raysubmit_3", "status": "FAILED", "message": raw})
+    assert rj is not None and rj.message is not None and len(rj.message) < len(raw)
+    v = diagnose_failure([], 0, rj.message)
+    assert v.finding is not None and v.finding.signature.id == "hydra-override-missing-key"
+    assert v.finding.line_no == -1  # named by Ray's message, not a log line
+    rules = AlertRules()
+    job = JobState(id="raysubmit_3", status=JobStatus.PENDING)
+    rules.observe_job(job, now=1.0)
+    job.status = JobStatus.FAILED
+    end = [a for a in rules.observe_job(job, now=2.0, log_tail=[], job_message=rj.message) if a.key == "job-end"]
+    assert len(end) == 1 and end[0].diagnosis == "hydra-override-missing-key" and end[0].line is None
+    # only the head, as the console kept it before: nothing named
+    head_only = diagnose_failure([], 0, raw[:500]).finding
+    assert head_only is None or head_only.signature.id != "hydra-override-missing-key"

@@ -22,6 +22,7 @@ from tui.core.rayapi import (
     RayJobClient,
     dashboard_connect_host,
     dashboard_exposed,
+    job_from_api,
     jobs_from_api,
 )
 from tui.core.state import RayJobState
@@ -163,6 +164,31 @@ def test_jobs_from_any_shape(doc: Any) -> None:
     for j in jobs:
         assert isinstance(j, RayJobState) and isinstance(j.id, str) and isinstance(j.status, str)
         assert j.start_time is None and j.end_time is None
+
+
+def test_a_failed_jobs_long_message_keeps_its_head_and_the_drivers_last_lines() -> None:
+    """Ray appends the driver's last 20,000 characters to a failed entrypoint's message
+    (job_supervisor.py): the error is at its end. The console keeps Ray's words and that end,
+    bounded, and says what it left out; a short message is kept whole."""
+    from tui.core.rayapi import RAY_JOB_MESSAGE_TAIL, RAY_MESSAGE_MAX
+
+    head = "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n"
+    noise = "".join(f"(TaskRunner pid=4711) INFO worker {i} started with a long line of start-up detail\n"
+                    for i in range(400))
+    error = "Could not override 'trainer.no_such_key'.\nTo append to your config use +trainer.no_such_key=1\n"
+    full = head + noise[-(20_000 - len(error)):] + error
+    j = job_from_api({"submission_id": "raysubmit_1", "status": "FAILED", "message": full})
+    assert j is not None and j.message is not None
+    assert len(j.message) <= RAY_MESSAGE_MAX + RAY_JOB_MESSAGE_TAIL + 60
+    assert j.message.startswith(head) and j.message.endswith(error)
+    cut = next(line for line in j.message.splitlines() if line.startswith("[... "))
+    left_out = int(cut.split()[1])
+    assert len(j.message) - len(cut) - 2 + left_out == len(full)  # the marker counts what it stands for
+    # the tail starts at a line's start: no half line reaches the diagnosis
+    after = j.message.split(cut + "\n", 1)[1]
+    assert after.startswith("(TaskRunner pid=4711) INFO worker ")
+    short = head + "Key 'x' is not in struct\n"
+    assert job_from_api({"submission_id": "s", "status": "FAILED", "message": short}).message == short  # type: ignore[union-attr]
 
 
 # ------------------------------------------------------------------ the client

@@ -255,6 +255,13 @@ def test_refusal_fails_the_job_and_is_named(sim: dict[str, Any], w: BgWatch, ove
     job_id = _submit(prof)
     _failed_as(sim, w, job_id, mark, sig_id)
     assert not w.opened("stall", mark)
+    # Ray's own message for the job (its driver's last output, kept by the console's tail)
+    # names the refusal alone: a console that never read the job's log still can
+    from tui.core.alerts import diagnose_failure
+
+    message = next(j["message"] for j in _status(sim["profile"])["ray"]["jobs"] if j["id"] == job_id)
+    v = diagnose_failure([], 0, message)
+    assert v.finding is not None and v.finding.signature.id == sig_id, message[-2000:]
 
 
 # --------------------------------------------------------------------------- faults that end the job

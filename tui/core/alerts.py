@@ -251,7 +251,7 @@ class AlertRules:
                     if (d is None or d.diagnosis == UNRECOGNISED) and job_message:
                         # Ray's message may know better than an error no entry knows (a
                         # SIGKILLed driver writes nothing: the log's last error is not it)
-                        m = self.diagnose(job_message.splitlines()[:1], 0)
+                        m = self.diagnose(job_message_lines(job_message), 0)
                         if m is not None and (d is None or m.diagnosis != UNRECOGNISED):
                             d = m
                             d.line = None  # Ray's message, not a log line
@@ -363,14 +363,27 @@ def diagnose_tail(lines: list[str], start: int) -> Alert | None:
     return a
 
 
+JOB_MESSAGE_LINES = 200
+"""Lines of Ray's job message read for a diagnosis: its first (Ray's own words) and its last
+(the driver's last output, which Ray appends to a failed entrypoint's message)."""
+
+
+def job_message_lines(message: str) -> list[str]:
+    """Ray's job message as lines to diagnose: the first, then at most the last
+    JOB_MESSAGE_LINES - 1 (the message is already bounded: `rayapi.job_message`)."""
+    lines = message.splitlines()
+    return lines if len(lines) <= JOB_MESSAGE_LINES else lines[:1] + lines[-(JOB_MESSAGE_LINES - 1):]
+
+
 def diagnose_failure(lines: list[str], start: int, job_message: str | None = None) -> Verdict:
-    """Why a job FAILED: the log's verdict, else what Ray's job message names (its first
-    line; a SIGKILLed driver writes nothing to the log; then the finding's line is -1).
+    """Why a job FAILED: the log's verdict, else what Ray's job message names (Ray's words
+    and the driver's last output it carries: a SIGKILLed driver writes nothing to the log,
+    a job refused at start may end before its log is read; then the finding's line is -1).
     A known failure in Ray's message also beats an error of the log no entry knows."""
     v = diagnose_tail_verdict(lines, start)
     weak = v.finding is None or v.finding.unrecognised
     if weak and job_message:
-        m = diagnose_tail_verdict(job_message.splitlines()[:1], 0)
+        m = diagnose_tail_verdict(job_message_lines(job_message), 0)
         if m.finding is not None and (v.finding is None or not m.finding.unrecognised):
             m.finding.line_no = -1
             m.also = v.also + [i for i in m.also if i not in v.also]

@@ -38,6 +38,7 @@ __all__ = [
     "http_json",
     "job_from_api",
     "jobs_from_api",
+    "job_message",
 ]
 
 HTTP_BODY_MAX = 16 << 20
@@ -48,6 +49,15 @@ sends more is cut off with an error instead of filling the console's memory."""
 RAY_MESSAGE_MAX = 500
 """Characters kept of a Ray message (a node's state_message, a job's message, an
 error body): remote text, bounded."""
+
+RAY_JOB_MESSAGE_TAIL = 4000
+"""Characters kept of the end of a long job message, besides its first RAY_MESSAGE_MAX.
+A FAILED job's message is "Job entrypoint command failed with exit code N, last available
+logs (truncated to 20,000 chars):" and then the driver's last output, whose end holds the
+error: a job refused at start (Hydra) is named from it even when its log was never read."""
+
+MESSAGE_CUT = "\n[... {n} characters left out ...]\n"
+"""Where a long job message's middle was left out."""
 
 ENTRYPOINT_MAX = 4000
 """Characters kept of a job's entrypoint as Ray reports it."""
@@ -203,6 +213,18 @@ def _text(x: Any, limit: int = 200) -> str:
     return x[:limit] if isinstance(x, str) else ""
 
 
+def job_message(x: Any) -> str:
+    """A job's message, bounded: all of it when short, else its head and its tail (where
+    the driver's last lines are) around a marker saying how much was left out."""
+    if not isinstance(x, str):
+        return ""
+    if len(x) <= RAY_MESSAGE_MAX + RAY_JOB_MESSAGE_TAIL:
+        return x
+    tail = x[-RAY_JOB_MESSAGE_TAIL:]
+    tail = tail[tail.find("\n") + 1:] if "\n" in tail[:-1] else tail  # from a line's start
+    return x[:RAY_MESSAGE_MAX] + MESSAGE_CUT.format(n=len(x) - RAY_MESSAGE_MAX - len(tail)) + tail
+
+
 def _pair_first(x: Any, default: float) -> float:
     """Ray's usage pairs are `[used, total]`: the first, if there is one."""
     seq = _l(x)
@@ -222,7 +244,7 @@ def job_from_api(j: Any) -> RayJobState | None:
         entrypoint=_text(j.get("entrypoint"), ENTRYPOINT_MAX),
         start_time=start / 1000 if start else None,
         end_time=end / 1000 if end else None,
-        message=_text(j.get("message"), RAY_MESSAGE_MAX) or None)
+        message=job_message(j.get("message")) or None)
 
 
 def jobs_from_api(doc: Any) -> list[RayJobState]:
