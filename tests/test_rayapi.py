@@ -187,6 +187,10 @@ def test_a_failed_jobs_long_message_keeps_its_head_and_the_drivers_last_lines() 
     # the tail starts at a line's start: no half line reaches the diagnosis
     after = j.message.split(cut + "\n", 1)[1]
     assert after.startswith("(TaskRunner pid=4711) INFO worker ")
+    leaky = job_from_api({"submission_id": "s", "status": "FAILED",
+                          "message": head + noise + "WANDB_API_KEY=0123456789abcdef0123456789abcdef\n" + error})
+    assert leaky is not None and leaky.message is not None
+    assert "0123456789abcdef" not in leaky.message and "WANDB_API_KEY=" in leaky.message  # the driver printed it
     short = head + "Key 'x' is not in struct\n"
     assert job_from_api({"submission_id": "s", "status": "FAILED", "message": short}).message == short  # type: ignore[union-attr]
 

@@ -25,6 +25,7 @@ from urllib.parse import quote, urlsplit
 
 from tui.core import netaddr
 from tui.core.safetext import shown
+from tui.core.secrets import mask_secrets
 from tui.core.state import JobStatus, RayJobState
 
 __all__ = [
@@ -215,14 +216,16 @@ def _text(x: Any, limit: int = 200) -> str:
 
 def job_message(x: Any) -> str:
     """A job's message, bounded: all of it when short, else its head and its tail (where
-    the driver's last lines are) around a marker saying how much was left out."""
+    the driver's last lines are) around a marker saying how much was left out. The driver's
+    output may print a credential: it is masked here, before `status --json` or an alert
+    can show it."""
     if not isinstance(x, str):
         return ""
-    if len(x) <= RAY_MESSAGE_MAX + RAY_JOB_MESSAGE_TAIL:
-        return x
-    tail = x[-RAY_JOB_MESSAGE_TAIL:]
-    tail = tail[tail.find("\n") + 1:] if "\n" in tail[:-1] else tail  # from a line's start
-    return x[:RAY_MESSAGE_MAX] + MESSAGE_CUT.format(n=len(x) - RAY_MESSAGE_MAX - len(tail)) + tail
+    if len(x) > RAY_MESSAGE_MAX + RAY_JOB_MESSAGE_TAIL:
+        tail = x[-RAY_JOB_MESSAGE_TAIL:]
+        tail = tail[tail.find("\n") + 1:] if "\n" in tail[:-1] else tail  # from a line's start
+        x = x[:RAY_MESSAGE_MAX] + MESSAGE_CUT.format(n=len(x) - RAY_MESSAGE_MAX - len(tail)) + tail
+    return mask_secrets(x)
 
 
 def _pair_first(x: Any, default: float) -> float:
