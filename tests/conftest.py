@@ -498,9 +498,12 @@ def ray_sim(sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory,
                 rc, out = _quiet_cli([action, "--profile", str(sim_cluster.profile_path), "--yes"])
                 assert rc == 0, f"{action} failed on the sim: {out[-2000:]}"
         yield sim_cluster
-        if getattr(request.module, "RAY_LEFT_WHOLE", True) and _ray_tidied(sim_cluster) is None:
+        why = _ray_tidied(sim_cluster) if getattr(request.module, "RAY_LEFT_WHOLE", True) else "RAY_LEFT_WHOLE"
+        if why is None:
             _RAY_KEPT.add(key)
         else:
+            print(f"ray_sim: {request.module.__name__} left a Ray not passed on ({why}); the sim is put back",
+                  file=sys.stderr)
             reset_sim(sim_cluster)
     finally:
         mp.undo()
