@@ -560,3 +560,62 @@ async def test_setup_ray_starts_a_timed_out_worker_once_more(node_server, ssh_ki
     else:
         assert calls.read_text().split() == ["start"]
         assert not outputs[name].ok and "could not connect" in outputs[name].stderr
+
+
+async def test_setup_ray_starts_a_lost_worker_that_ray_status_still_counts(node_server, ssh_kit, gcs: int,
+                                                                           tmp_path: Path) -> None:
+    """`ray status` (the autoscaler's summary) lags the GCS: for seconds after a node died
+    it still lists it and counts its GPUs (seen on the sim: node4 lost on the dashboard,
+    `ray status` said 4 nodes, 32 GPUs, and `r` answered "Ray already up; nothing
+    changed"). setup-ray checks a whole-looking cluster against the GCS's node table
+    (`ray list nodes`) and starts the lost worker only; its join is confirmed the same way.
+    `ray status` here is a real capture of a two-node, 16-GPU cluster, as it stays."""
+    from tui.core.actions.ray_setup import setup_ray
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
+
+    calls = tmp_path / "calls"
+    (tmp_path / "status.txt").write_text((DATA / "samples" / "ray" /
+                                          "02_ray_status_2node_16GPU_TotalUsage_TotalConstraints_newer.txt").read_text())
+    (tmp_path / "one.json").write_text('[{"node_ip": "127.0.0.1", "state": "ALIVE"}, '
+                                       '{"node_ip": "127.0.0.2", "state": "DEAD"}]')
+    (tmp_path / "both.json").write_text('[{"node_ip": "127.0.0.1", "state": "ALIVE"}, '
+                                        '{"node_ip": "127.0.0.2", "state": "DEAD"}, '
+                                        '{"node_ip": "127.0.0.2", "state": "ALIVE"}]')
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text(
+        "#!/bin/sh\n"
+        f'echo "$1" >> {calls}\n'
+        'case "$1" in\n'
+        f"  status) cat {tmp_path / 'status.txt'} ;;\n"
+        f"  list) if grep -q '^start$' {calls}; then cat {tmp_path / 'both.json'}; "
+        f"else cat {tmp_path / 'one.json'}; fi ;;\n"
+        '  stop) echo "Stopped all 5 Ray processes." ;;\n'
+        '  start) echo "Ray runtime started." ;;\n'
+        "esac\n")
+    fake_ray.chmod(0o755)
+    head_srv = await node_server()
+    worker_srv = await node_server(address="127.0.0.2")
+    prof = _one_node_profile(ssh_kit, head_srv, 1, gcs)
+    prof.nodes.append(make_node("n2", worker_srv.address, worker_srv.port, ssh_kit.client_key, role="worker"))
+    prof.container.access = "direct"
+    prof.ray.binary = str(fake_ray)
+    pool = SessionPool(prof)
+    pool.start()
+    events = []
+    try:
+        await pool.head.wait_first_attempt(10)
+
+        async def run() -> None:
+            async for ev in setup_ray(prof, PoolRemote(pool, prof), poll_s=0.1):
+                events.append(ev)
+
+        await asyncio.wait_for(run(), 60)
+    finally:
+        await pool.close()
+    said = [ev.one_line() for ev in events]
+    assert not any(ev.kind == "skip" for ev in events), said
+    assert any("Ray is up on 1/2 nodes; starting only n2" in m for m in said), said
+    # the lost worker alone is stopped (a half-dead raylet) and started; the head is left alone
+    assert calls.read_text().split().count("start") == 1, calls.read_text()
+    assert events[-1].kind == "done" and "2 nodes, 16 GPUs" in events[-1].message, said

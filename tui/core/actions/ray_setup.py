@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import replace
 from typing import AsyncIterator
 
 from tui.core.actions.base import CmdResult, EventQueue, Remote, gather_nodes
@@ -86,7 +87,28 @@ async def ray_state(profile: Profile, remote: Remote) -> RayState:
             seen = (f"{profile.head.name}'s sshd would not connect to {gcs} to see whether Ray listens "
                     f"(TCP forwarding off there? AllowTcpForwarding no), and `ray status` did not answer ({why})")
         return RayState(available=False, error=seen, unconfirmed=True)
-    return parse_ray_status(r.stdout)
+    st = parse_ray_status(r.stdout)
+    if cluster_is_right(profile, st):
+        st = await _confirmed(profile, remote, st)
+    return st
+
+
+async def _confirmed(profile: Profile, remote: Remote, st: RayState) -> RayState:
+    """`ray status` is the autoscaler's summary, and it lags: for some seconds after a
+    node died it still lists that node and counts its GPUs, though the GCS has marked it
+    dead (measured on the sim: the dashboard showed node4 lost, `ray status` still said 4
+    nodes and 32 GPUs, and setup-ray answered "Ray already up; nothing changed"). So a
+    cluster `ray status` calls whole is checked against the GCS's node table (`ray list
+    nodes`): a profile node it does not list alive is missing, with its GPUs. When the
+    table cannot be read, `ray status` is taken as it is."""
+    alive = await alive_addresses(profile, remote)
+    if alive is None:
+        return st
+    gone = [n for n in profile.nodes if n.address not in alive]
+    if not gone:
+        return st
+    return replace(st, nodes_alive=len(profile.nodes) - len(gone),
+                   gpus_total=float(sum(_gpus(profile, n) for n in profile.nodes if n not in gone)))
 
 
 def state_unknown(st: RayState) -> bool:
