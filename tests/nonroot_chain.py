@@ -27,7 +27,7 @@ import pytest
 from tests.test_chain import whole_chain
 from tui.core.profile import load_profile
 from tui.sim.cluster import sim_down, sim_status, sim_up
-from tui.sim.simdocker import RUNTIME
+from tui.sim.simdocker import RUNTIME, _alive  # _alive: alive and not a zombie, the sim's own reading
 
 pytestmark = pytest.mark.integration
 
@@ -91,14 +91,6 @@ def _raylets(ray_tmp: Path, names: list[str]) -> dict[str, list[int]]:
             if f"--temp_dir={ray_tmp / n}".encode() in cmd:
                 found[n].append(int(entry))
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 async def _ray_stop_stays_on_its_node(profile: Path) -> None:
