@@ -19,6 +19,7 @@ connection (a local port forward), so it never has to listen beyond loopback.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -219,8 +220,13 @@ def job_message(x: Any) -> str:
     the driver's last lines are) around a marker saying how much was left out. The driver's
     output may print a credential: it is masked here, before `status --json` or an alert
     can show it."""
-    if not isinstance(x, str):
-        return ""
+    return _job_message(x) if isinstance(x, str) and x else ""
+
+
+@functools.lru_cache(maxsize=128)
+def _job_message(x: str) -> str:
+    """`job_message`, once per distinct message: the job list is read every refresh and a
+    finished job's message never changes (masking a long one costs ~1 ms)."""
     if len(x) > RAY_MESSAGE_MAX + RAY_JOB_MESSAGE_TAIL:
         tail = x[-RAY_JOB_MESSAGE_TAIL:]
         tail = tail[tail.find("\n") + 1:] if "\n" in tail[:-1] else tail  # from a line's start
