@@ -253,3 +253,17 @@ class OpenSshNode:
                 proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 await asyncio.to_thread(proc.wait, 10)
+        # "at once" is what callers rely on (a fault, `sim stop-node`): a CI run on a loaded
+        # machine connected to the port just after stop() returned. Return when nothing
+        # accepts there any more (bounded: a kill that did not take is left to the caller).
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and await asyncio.to_thread(self._accepts):  # noqa: ASYNC110 - a port
+            await asyncio.sleep(0.05)
+
+    def _accepts(self) -> bool:
+        """Does anything still accept connections on this node's port?"""
+        try:
+            socket.create_connection((self.address, self.port), 0.5).close()
+            return True
+        except OSError:
+            return False
