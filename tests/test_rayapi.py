@@ -618,4 +618,8 @@ async def test_setup_ray_starts_a_lost_worker_that_ray_status_still_counts(node_
     assert any("Ray is up on 1/2 nodes; starting only n2" in m for m in said), said
     # the lost worker alone is stopped (a half-dead raylet) and started; the head is left alone
     assert calls.read_text().split().count("start") == 1, calls.read_text()
+    # the node table read for the whole-looking status names the worker to start: it is
+    # not read a second time for that (one `ray list nodes` before the first stop/start)
+    before = calls.read_text().split()[:calls.read_text().split().index("stop")]
+    assert before == ["status", "list"], calls.read_text()
     assert events[-1].kind == "done" and "2 nodes, 16 GPUs" in events[-1].message, said

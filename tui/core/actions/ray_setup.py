@@ -108,7 +108,8 @@ async def _confirmed(profile: Profile, remote: Remote, st: RayState) -> RayState
     if not gone:
         return st
     return replace(st, nodes_alive=len(profile.nodes) - len(gone),
-                   gpus_total=float(sum(_gpus(profile, n) for n in profile.nodes if n not in gone)))
+                   gpus_total=float(sum(_gpus(profile, n) for n in profile.nodes if n not in gone)),
+                   gcs_alive=frozenset(alive))
 
 
 def state_unknown(st: RayState) -> bool:
@@ -228,7 +229,7 @@ async def _missing_workers(profile: Profile, remote: Remote, st: RayState) -> li
     Empty when the cluster must be set up from the start."""
     if not (st.available and 0 < st.nodes_alive < len(profile.nodes)):
         return []
-    alive = await alive_addresses(profile, remote)
+    alive = st.gcs_alive if st.gcs_alive is not None else await alive_addresses(profile, remote)
     if alive is None or profile.head.address not in alive:
         return []
     return [n for n in profile.workers if n.address not in alive]
