@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_dockerd
+from tests.conftest import ray_logs, require_dockerd
 
 pytestmark = pytest.mark.integration
 
@@ -168,7 +168,10 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory):
     subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-x", "160", "-y", "50", cmd],
                    env=env, cwd=str(Path(__file__).resolve().parent.parent), check=True)
     try:
-        _chain_to_steps(term, 3)
+        try:
+            _chain_to_steps(term, 3)
+        except AssertionError as e:  # with what each node's raylet was doing (the head's died once in CI)
+            raise AssertionError(f"{e}\n{ray_logs(sim_dir)}") from None
         yield term, sim_dir, env, _alert_rows(term)
     finally:
         term.tmux("kill-server")

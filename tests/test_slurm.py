@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_slurm
+from tests.conftest import ray_logs, require_slurm
 from tui.cli import main
 
 pytestmark = pytest.mark.integration
@@ -182,7 +182,7 @@ def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str],
     # -- the rest of the chain, every command over srun job steps
     for cmd in (["convert", "--yes"], ["setup-ray", "--yes"], ["submit", "--yes"]):
         rc, out, err = run([*cmd, *P], capsys)
-        assert rc == 0, f"{cmd}: " + (out + err)[-2000:]
+        assert rc == 0, f"{cmd}: " + (out + err)[-2000:] + "\n" + ray_logs(sim)
     got = until("three training steps in status --json",
                 lambda: (lambda s: s if s["job"] and (s["job"]["step"] or 0) >= 3 else None)(status_json(P, capsys)))
     assert got["job"]["status"] == "RUNNING" and got["ray"]["nodes_alive"] == 2 and got["ray"]["gpus_total"] == 4
