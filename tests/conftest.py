@@ -394,8 +394,8 @@ one (any `reset_sim` takes a sim out)."""
 
 
 def ray_logs(sim_dir: Path, lines: int = 12) -> str:
-    """The last lines of every simulated node's raylet.out and gcs_server.out, for the
-    message of a failed Ray bring-up. `ray start` itself says only that a deadline passed
+    """The last lines of every simulated node's raylet.out, gcs_server.out and (the head's)
+    dashboard.log, for the message of a failed Ray bring-up. `ray start` itself says only that a deadline passed
     ("The current node timed out during startup"); what a node that keeps missing it on a
     loaded machine was doing (seen in CI, not understood) is in its raylet's log. The sim
     keeps each node's Ray temp dir in its short dir (Unix socket paths): `<short>/ray/<node>`."""
@@ -403,8 +403,8 @@ def ray_logs(sim_dir: Path, lines: int = 12) -> str:
 
     base = short_dir(Path(sim_dir).resolve())
     found = []
-    for log in sorted(base.glob("ray/*/session_latest/logs/*.out")):
-        if log.name not in ("raylet.out", "gcs_server.out"):
+    for log in sorted(base.glob("ray/*/session_latest/logs/*.*")):
+        if log.name not in ("raylet.out", "gcs_server.out", "dashboard.log"):
             continue
         try:
             tail = log.read_text(errors="replace").splitlines()[-lines:]
