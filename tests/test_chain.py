@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import require_dockerd
+from tests.conftest import ray_logs, require_dockerd
 from tui.cli import main
 from tui.core.profile import load_profile
 from tui.core.state import ClusterState
@@ -117,7 +117,7 @@ def whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
 
     # run again with the right profile: only the node that is missing is started
     rc, out, _ = run(["setup-ray", *P, "--yes"], capsys)
-    assert rc == 0, out[-2000:]
+    assert rc == 0, out[-2000:] + "\n" + ray_logs(chain_sim.parent)
     assert f"starting only {last_node}" in out
     st = snapshot(chain_sim)
     assert st.ray.available and st.ray.nodes_alive == n and int(st.ray.gpus_total) == cards
@@ -126,7 +126,7 @@ def whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
 
     # -- submit (runs the preflight first: the sim's profile passes it)
     rc, out, _ = run(["submit", *P, "--yes"], capsys)
-    assert rc == 0, out[-3000:]
+    assert rc == 0, out[-3000:] + "\n" + ray_logs(chain_sim.parent)
     job_id = json.loads((Path(__import__("os").environ["RLCONSOLE_STATE_DIR"]) / "runs.jsonl").read_text().splitlines()[-1])["job_id"]
     rc, out, _ = run(["submit", *P, "--yes", "--skip-checks"], capsys)
     last = out.splitlines()[-1]

@@ -175,10 +175,6 @@ class RayState:
     """Set with `available` False when only the dashboard missed an answer: Ray's GCS
     still listens and the `ray status` fallback was not run. Not proof that Ray (or its
     jobs) went away: the monitor keeps its last good answer over a few of these."""
-    gcs_alive: frozenset[str] | None = None
-    """The node IPs the GCS's node table listed alive, when setup-ray read it because
-    `ray status` (which lags) called the cluster whole and the table disagreed: the
-    workers to start again are read from it, not from a second `ray list nodes`."""
     unasked: bool = False
     """Set with `available` False when Ray could not be asked at all: the head's SSH link
     was down or failed mid-probe, or Ray's GCS listens but `ray status` did not answer (or

@@ -59,6 +59,11 @@ STATUS_TIMEOUT_S = 60.0
 
 
 async def ray_state(profile: Profile, remote: Remote) -> RayState:
+    """Ray as the head sees it: `_look`'s state."""
+    return (await _look(profile, remote))[0]
+
+
+async def _look(profile: Profile, remote: Remote) -> tuple[RayState, set[str] | None]:
     """Ask the head's Ray (`ray status`, run where Ray runs: in the container).
 
     When nothing listens on the GCS port, `ray status` retries for most of a minute
@@ -67,49 +72,52 @@ async def ray_state(profile: Profile, remote: Remote) -> RayState:
     listens). When the port answers, or the probe could not tell (the head's sshd does
     not forward TCP: `AllowTcpForwarding no`; no answer in time), `ray status` is asked;
     if it fails or times out, Ray's state is unknown (`unconfirmed`): a Ray with a job on
-    it may well be running, and setup-ray asks before it stops anything."""
+    it may well be running, and setup-ray asks before it stops anything.
+
+    With the state comes the GCS's alive set when `_confirmed` read it (else None), so
+    that setup-ray, finding workers missing, does not read the node table a second time."""
     gcs = gcs_address(profile)
     probe = getattr(remote, "tcp_probe", None)
     listens: bool | None = None
     if probe is not None:
         listens = await probe(profile.head.name, profile.head.address, profile.ray.head_port)
         if listens is False:
-            return RayState(available=False, error=f"nothing listens on {gcs}: Ray is not running")
+            return RayState(available=False, error=f"nothing listens on {gcs}: Ray is not running"), None
     r = await remote.run(profile.head.name, [profile.ray.binary, "status", f"--address={gcs}"],
                          container=True, timeout=STATUS_TIMEOUT_S)
     if not r.ok:
         why = " ".join((r.tail(1) or f"ray status exited {r.rc}").split())[:300]
         if probe is None:
-            return RayState(available=False, error=why)
+            return RayState(available=False, error=why), None
         if listens:
             seen = f"something listens on {gcs} but `ray status` did not answer ({why})"
         else:
             seen = (f"{profile.head.name}'s sshd would not connect to {gcs} to see whether Ray listens "
                     f"(TCP forwarding off there? AllowTcpForwarding no), and `ray status` did not answer ({why})")
-        return RayState(available=False, error=seen, unconfirmed=True)
+        return RayState(available=False, error=seen, unconfirmed=True), None
     st = parse_ray_status(r.stdout)
     if cluster_is_right(profile, st):
-        st = await _confirmed(profile, remote, st)
-    return st
+        return await _confirmed(profile, remote, st)
+    return st, None
 
 
-async def _confirmed(profile: Profile, remote: Remote, st: RayState) -> RayState:
+async def _confirmed(profile: Profile, remote: Remote, st: RayState) -> tuple[RayState, set[str] | None]:
     """`ray status` is the autoscaler's summary, and it lags: for some seconds after a
     node died it still lists that node and counts its GPUs, though the GCS has marked it
     dead (measured on the sim: the dashboard showed node4 lost, `ray status` still said 4
     nodes and 32 GPUs, and setup-ray answered "Ray already up; nothing changed"). So a
     cluster `ray status` calls whole is checked against the GCS's node table (`ray list
     nodes`): a profile node it does not list alive is missing, with its GPUs. When the
-    table cannot be read, `ray status` is taken as it is."""
+    table cannot be read, `ray status` is taken as it is. Returns the table's alive set
+    with the state (None when it could not be read)."""
     alive = await alive_addresses(profile, remote)
     if alive is None:
-        return st
+        return st, None
     gone = [n for n in profile.nodes if n.address not in alive]
     if not gone:
-        return st
+        return st, alive
     return replace(st, nodes_alive=len(profile.nodes) - len(gone),
-                   gpus_total=float(sum(_gpus(profile, n) for n in profile.nodes if n not in gone)),
-                   gcs_alive=frozenset(alive))
+                   gpus_total=float(sum(_gpus(profile, n) for n in profile.nodes if n not in gone))), alive
 
 
 def state_unknown(st: RayState) -> bool:
@@ -196,11 +204,11 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
     if dashboard_exposed(profile.ray.dashboard_host):
         yield ActionEvent(NAME, "warn", f"the dashboard will listen on {profile.ray.dashboard_host}: anyone who "
                                         f"reaches port {profile.ray.dashboard_port} can submit jobs (no authentication)")
-    st = await ray_state(profile, remote)
+    st, alive = await _look(profile, remote)
     if cluster_is_right(profile, st):
         yield ActionEvent(NAME, "skip", f"Ray already up: {st.nodes_alive} nodes, {st.gpus_total:g} GPUs; nothing changed")
         return
-    to_start = await _missing_workers(profile, remote, st)
+    to_start = await _missing_workers(profile, remote, st, alive)
     if to_start:
         yield ActionEvent(NAME, "step", f"Ray is up on {st.nodes_alive}/{want_nodes} nodes; starting only "
                                         f"{', '.join(n.name for n in to_start)}")
@@ -223,13 +231,16 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
         yield ev
 
 
-async def _missing_workers(profile: Profile, remote: Remote, st: RayState) -> list[Node]:
+async def _missing_workers(profile: Profile, remote: Remote, st: RayState,
+                           alive: set[str] | None = None) -> list[Node]:
     """When Ray is up on the head but some workers are missing (one failed to start, or
     dropped out): those workers, to start without touching the nodes that are fine.
-    Empty when the cluster must be set up from the start."""
+    Empty when the cluster must be set up from the start. `alive` is the GCS's alive set
+    when `_look` already read it; else it is read here."""
     if not (st.available and 0 < st.nodes_alive < len(profile.nodes)):
         return []
-    alive = st.gcs_alive if st.gcs_alive is not None else await alive_addresses(profile, remote)
+    if alive is None:
+        alive = await alive_addresses(profile, remote)
     if alive is None or profile.head.address not in alive:
         return []
     return [n for n in profile.workers if n.address not in alive]
@@ -260,8 +271,8 @@ async def stop_question(profile: Profile, remote: Remote, stop_first: bool | Non
     stop_first = profile.ray.stop_before_start if stop_first is None else stop_first
     if not stop_first:
         return None
-    st = await ray_state(profile, remote)
-    if cluster_is_right(profile, st) or await _missing_workers(profile, remote, st):
+    st, alive = await _look(profile, remote)
+    if cluster_is_right(profile, st) or await _missing_workers(profile, remote, st, alive):
         return None
     asked = await _stop_question(profile, remote, st)
     return asked[0] if asked else None
