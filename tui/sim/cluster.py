@@ -27,8 +27,8 @@ its own session, PID file in the state dir) that runs, for N nodes:
 `sim_down` stops every process the sim started, by PID (the daemon, dockerd, each
 namespace's init, which takes the node's whole process tree with it, and any process
 still carrying the sim's paths), and removes the state. Two sims (or two pytest-xdist
-workers) with different state dirs never collide: ports are picked free, sockets and
-Ray temp dirs live in a short per-sim dir under /tmp.
+workers) with different state dirs never collide: ports are picked free from slots each
+live sim holds (`ports.py`), sockets and Ray temp dirs live in a short per-sim dir under /tmp.
 
 The state dir: $RLCONSOLE_SIM_DIR, else platformdirs' user_state_dir("rlconsole")/sim.
 """
@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tui.core.errors import RlconsoleError
+from tui.sim.ports import PortReservation, reserve_ports
 
 log = logging.getLogger("rlconsole.sim")
 
@@ -615,50 +616,6 @@ def _is_daemon(cmdline: str) -> bool:
     return "tui.sim.cluster" in cmdline or "tui.core.sim.cluster" in cmdline
 
 
-LISTEN_PORTS_FROM = 20000
-"""Lowest port the sim hands to a server (Ray's GCS, dashboard, agents): above Ray's own
-default range for its workers (10002-19999), which it refuses to overlap."""
-
-
-def _ephemeral_low() -> int:
-    """Where the kernel's range for outgoing connections' local ports starts."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def _free_ports(n: int, host: str = "0.0.0.0") -> list[int]:
-    """n distinct free TCP ports for servers that start later (Ray's, at setup-ray and
-    again at every restart), held open together so none repeats.
-
-    They are drawn below the kernel's ephemeral range: a port the kernel picks (bind to
-    0) is one it may give any outgoing connection's local end meanwhile, and on a busy
-    machine one did, minutes later (Ray's GCS failed with "Address already in use").
-    Random within the range, so two sims (two pytest-xdist workers) rarely draw alike;
-    each is checked free by binding it. The kernel's own pick is the fallback."""
-    import random
-
-    rng = random.SystemRandom()
-    low, high = LISTEN_PORTS_FROM, _ephemeral_low()
-    socks: list[socket.socket] = []
-    try:
-        tries = 0
-        while len(socks) < n:
-            s = socket.socket()
-            tries += 1
-            try:
-                s.bind((host, rng.randrange(low, high) if high - low > 4 * n and tries < 50 * n else 0))
-            except OSError:
-                s.close()
-                continue
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def namespaces_supported() -> bool:
     """Root and a working `unshare --pid --fork --mount-proc` (checked once per sim)."""
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nsenter"):
@@ -891,6 +848,14 @@ class _Daemon:
         self.ns_procs: dict[str, tuple[int, int]] = {}
         self.dockerd: subprocess.Popen | None = None
         self.stop_event: asyncio.Event | None = None
+        self.port_holds: list[PortReservation] = []
+        """The slots this sim's Ray and Slurm ports come from, held while the daemon lives
+        (`ports.reserve_ports`): no other sim draws them."""
+
+    def _ports(self, n: int) -> list[int]:
+        res = reserve_ports(n)
+        self.port_holds.append(res)
+        return res.ports
 
     def save(self) -> None:
         _write_json(self.d / "state.json", self.state)
@@ -1106,7 +1071,7 @@ class _Daemon:
             kh_lines.append(f"[{BASTION_ADDRESS}]:{self.bastion.port} {key.export_public_key().decode().strip()}")
         (self.d / "known_hosts").write_text("\n".join(kh_lines) + "\n")
         # Ray ports: 6 per node + 3 for the head, all distinct.
-        free = _free_ports(6 * n + 3)
+        free = self._ports(6 * n + 3)
         ray_ports: dict[str, Any] = {"head_port": free[0], "dashboard_port": free[1], "client_port": free[2],
                                      "nodes": {}}
         for i, nm in enumerate(names):
@@ -1128,7 +1093,7 @@ class _Daemon:
 
             envs = {nm: self._node_env(nm, self.d / "nodes" / nm) for nm in names}
             rec = await asyncio.to_thread(
-                simslurm.start, d=self.d, sd=self.sd, gpus=gpus, node_envs=envs, ports=_free_ports(1 + n),
+                simslurm.start, d=self.d, sd=self.sd, gpus=gpus, node_envs=envs, ports=self._ports(1 + n),
                 nodes=[{"name": nm, "address": node_address(i)} for i, nm in enumerate(names)])
             self.state["slurm"] = rec
             self.save()
@@ -1245,6 +1210,8 @@ class _Daemon:
         if self.state.get("status") != "failed":
             self.state["status"] = "stopped"
         self.save()
+        for res in self.port_holds:  # last: nothing of this sim listens on them any more
+            res.close()
 
 
 def _verl_short(source: dict[str, str]) -> str:
