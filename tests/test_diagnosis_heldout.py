@@ -20,7 +20,7 @@ from tests.diagnosis_score import HELDOUT, TUNE, expected_of, score
 def test_the_heldout_score_is_what_was_measured() -> None:
     s = score(HELDOUT)
     detail = s.summary() + "\n" + "\n".join(s.misses())
-    assert len(s.cases) == 47, detail
+    assert len(s.cases) == 48, detail
     # First scored (42 cases): 38 right, 2 wrong (a CUDA "no kernel image" named device-error;
     # an unrecognised-error a line after vLLM's bf16 refusal), 2 unnamed. Then the entries
     # hardware-unsupported and no-kernel-image (the two classes behind three of those four),
@@ -28,11 +28,16 @@ def test_the_heldout_score_is_what_was_measured() -> None:
     # written (all 5 right: the blind part for them). Now: 46 right (44 by class, 1
     # unrecognised-error at the cause's line, 1 benign left alone), 0 wrong, 1 unnamed (a
     # TensorFlow NCCL "communication aborted" line, left unnamed rather than tuned on).
-    assert (s.count("right-class"), s.count("right-unrecognised"), s.count("right-benign")) == (44, 1, 1), detail
+    # Third batch (issue 37): a Ray gRPC server's port in use, 1 case here (2 in the tune set).
+    # Its class was first written `port-in-use`, a name outside the catalog's vocabulary for
+    # the class it has (`address-in-use`); renamed, it scored right by class but one line late
+    # (the wrapped line that says "Address already in use", not the Check line before it).
+    # The variant for Ray's Check line, written from the tune set's two, puts it on the line.
+    assert (s.count("right-class"), s.count("right-unrecognised"), s.count("right-benign")) == (45, 1, 1), detail
     assert (s.count("wrong-class"), s.count("wrong-line"), s.count("alarm")) == (0, 0, 0), detail
     assert s.unnamed == 1, detail
-    assert s.right == 46 and s.wrong == 0 and 46 / 47 >= 0.85
-    assert s.lines == (44, 46), detail  # the reported line is the cause's line
+    assert s.right == 47 and s.wrong == 0 and 47 / 48 >= 0.85
+    assert s.lines == (45, 47), detail  # the reported line is the cause's line
     second = {"arch-bf16-v100-vllm-946", "arch-flashattn-raylight-68", "nokernel-scube-7",
               "nokernel-cpmkernels-6", "nokernel-neuralmotifs-6"}
     assert {c.stem for c in s.cases if c.outcome == "right-class"} >= second, detail

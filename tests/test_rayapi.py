@@ -562,6 +562,66 @@ async def test_setup_ray_starts_a_timed_out_worker_once_more(node_server, ssh_ki
         assert not outputs[name].ok and "could not connect" in outputs[name].stderr
 
 
+@pytest.mark.parametrize("who", ["worker", "head"])
+async def test_a_start_whose_raylet_log_names_the_cause_is_not_retried(node_server, ssh_kit, tmp_path: Path,
+                                                                       who: str) -> None:
+    """A raylet that cannot listen on its port dies at once, and `ray start` reports only
+    Ray's start-up timeout, on every retry (reproduced on the sim: a held node-manager
+    port, three starts of 35 s each, then "timed out"; behind a CI flake: two sims that
+    drew the same port). setup-ray reads the node's newest raylet log, names the cause
+    with its fix, and does not start it again. The log the script leaves is a real one
+    (ray-project/ray #23152, the diagnosis tune set's excerpt); an older raylet.out of the
+    same session, which names nothing, must not be read instead of it."""
+    import os
+
+    from tui.core.actions.ray_setup import _fresh_head, _start_workers
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
+    from tui.core.state import RayState
+
+    logs = tmp_path / "raytmp" / "session_latest" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "raylet.out").write_text("[state-dump] NodeManager: a raylet of this session that stopped cleanly\n")
+    os.utime(logs / "raylet.out", (1_000_000_000, 1_000_000_000))
+    excerpt = tmp_path / "excerpt.log"
+    excerpt.write_text("".join((DATA / "failures" / "portinuse-raylet-ray-23152.log").read_text()
+                               .splitlines(keepends=True)[1:]))
+    prof = await _node_whose_ray_start_fails_once(node_server, ssh_kit, tmp_path, _STARTUP_TIMEOUT, fails=3)
+    fake_ray = Path(prof.ray.binary)
+    fake_ray.write_text(fake_ray.read_text().replace(
+        "#!/bin/sh\n", f'#!/bin/sh\n[ "$1" = start ] && cp {excerpt} {logs / "raylet.1.out"}\n', 1))
+    prof.nodes[0].ray_args = [*prof.nodes[0].ray_args, f"--temp-dir={tmp_path / 'raytmp'}"]
+    pool = SessionPool(prof)
+    pool.start()
+    outputs: dict = {}
+    head_up: list[bool] = []
+    events = []
+    try:
+        await pool.head.wait_first_attempt(10)
+        remote = PoolRemote(pool, prof)
+
+        async def run() -> None:
+            gen = (_start_workers(prof, remote, [prof.head], outputs) if who == "worker" else
+                   _fresh_head(prof, remote, RayState(available=False), False, True, head_up))
+            async for ev in gen:
+                events.append(ev)
+
+        await asyncio.wait_for(run(), 60)
+    finally:
+        await pool.close()
+    said = [ev.message for ev in events]
+    assert (tmp_path / "calls").read_text().split() == ["start"], said  # not started again
+    told = [ev for ev in events if ev.data.get("diagnosis") == "address-in-use"]
+    assert told and "could not listen on port 8076" in told[0].message and "not started again" in told[0].message
+    assert "lsof -i :PORT" in told[0].message, told[0].message  # the fix comes with it
+    if who == "worker":
+        res = outputs[prof.head.name]
+        assert not res.ok and "its raylet's log: A Ray server could not listen on port 8076" in res.tail(2), res
+    else:
+        assert head_up == []
+        assert events[-1].kind == "fail" and "could not listen on port 8076" in events[-1].message, said
+
+
 async def test_setup_ray_starts_a_lost_worker_that_ray_status_still_counts(node_server, ssh_kit, gcs: int,
                                                                            tmp_path: Path) -> None:
     """`ray status` (the autoscaler's summary) lags the GCS: for seconds after a node died

@@ -17,9 +17,11 @@ from typing import AsyncIterator
 
 from tui.core.actions.base import CmdResult, EventQueue, Remote, gather_nodes
 from tui.core.actions.events import ActionEvent
+from tui.core.diagnosis import Diagnoser, Finding
 from tui.core.parsers.raystatus import parse_ray_status
 from tui.core.profile import Node, Profile
 from tui.core.rayapi import _d, _l, _text, dashboard_connect_host, dashboard_exposed
+from tui.core.raypaths import node_temp_dir
 from tui.core.state import RayState
 
 NAME = "setup-ray"
@@ -288,6 +290,49 @@ def start_timed_out(output: str) -> bool:
     return any(s in output for s in START_TIMEOUTS)
 
 
+RAYLET_LOG_LINES = 200
+"""Lines of a node's raylet log read after its `ray start` timed out: a raylet that died
+at start ends its log with the reason and a stack trace."""
+
+
+async def raylet_cause(profile: Profile, remote: Remote, node: Node) -> Finding | None:
+    """Why a node's raylet never registered, when its own log names a cause.
+
+    `ray start` says only that Ray's start-up deadline passed ("The current node timed
+    out during startup"), whatever the raylet died of. On a loaded machine the log names
+    nothing and one more start is worth it; but a raylet that could not listen on its port
+    (another process holds it: ray-project/ray #23152; two simulated clusters that drew
+    the same port, in this project's CI) dies at once, on every retry, while the user
+    waits 30 s a try and then reads "timed out". So the tail of the node's newest raylet
+    log is read and diagnosed with the catalog; a known cause is returned (an error no
+    entry knows, or Ray's own start-up timeout, is not: they say nothing `ray start` did
+    not). Newest: a raylet started again in the same session (a worker rejoining a head
+    that stayed up) writes `raylet.1.out`, and `raylet.out` is the last one's. The log is
+    node output: read bounded (`tail`, the session's output cap), shown only through the
+    finding's title and fix; the directory reaches the shell as an argument, not as code."""
+    logs = f"{node_temp_dir(profile, node)}/session_latest/logs"
+    newest = ('cd "$1" 2>/dev/null && f=$(ls -t raylet*.out 2>/dev/null | head -n 1) && [ -n "$f" ] && '
+              f'tail -q -n {RAYLET_LOG_LINES} "$f" "${{f%.out}}.err" 2>/dev/null; exit 0')
+    r = await remote.run(node.name, ["sh", "-c", newest, "sh", logs], container=True, timeout=30)
+    if not r.stdout.strip():
+        return None
+    found = Diagnoser().verdict(r.stdout.splitlines()).finding
+    if found is None or found.unrecognised or found.signature.klass == "ray-node-startup-timeout":
+        return None
+    return found
+
+
+def _with_cause(res: CmdResult, cause: Finding) -> CmdResult:
+    """`res` with the raylet log's cause as its last line: the failure message quotes it."""
+    return CmdResult(res.rc, res.stdout, f"{res.stderr}\nits raylet's log: {cause.title}".strip())
+
+
+def _cause_event(node: Node, what: str, cause: Finding) -> ActionEvent:
+    return ActionEvent(NAME, "node", f"{what} timed out, and its raylet's log says why: {cause.title}; not "
+                                     f"started again (it would fail alike). {cause.fix}",
+                       node=node.name, status="failed", data={"diagnosis": cause.signature.id})
+
+
 async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first: bool | None,
                       stop_confirmed: bool, head_up: list[bool]) -> AsyncIterator[ActionEvent]:
     """Stop Ray everywhere (only with confirmation when it is up or its state is
@@ -309,7 +354,11 @@ async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first
     head = profile.head
     yield ActionEvent(NAME, "node", "starting head", node=head.name, status="running")
     r = await remote.run(head.name, head_argv(profile), container=True, timeout=180)
-    if not r.ok and start_timed_out(r.stdout + r.stderr):
+    cause = await raylet_cause(profile, remote, head) if not r.ok and start_timed_out(r.stdout + r.stderr) else None
+    if cause is not None:
+        r = _with_cause(r, cause)
+        yield _cause_event(head, "the head's start", cause)
+    elif not r.ok and start_timed_out(r.stdout + r.stderr):
         # Ray's own start-up deadlines (the GCS, the raylet registering with it) are
         # missed on a loaded head; the seed's answer is to stop and start again: once.
         yield ActionEvent(NAME, "node", f"head start timed out ({r.tail(1)}); stopping and starting it once more",
@@ -338,7 +387,9 @@ async def _start_workers(profile: Profile, remote: Remote, to_start: list[Node],
     else: it is stopped and started again, up to WORKER_START_RETRIES times, once the
     other workers' starts are over and one node at a time. Retried at once, inside the
     burst that made it miss the deadline, it missed it again (twice in a row in CI, two
-    simulated clusters starting on two shared cores)."""
+    simulated clusters starting on two shared cores). A worker whose raylet's log names
+    why it died (`raylet_cause`: a port another process holds) is not started again: it
+    would die alike; the cause is its failure."""
     q = EventQueue()
     timed_out: list[Node] = []
 
@@ -357,6 +408,12 @@ async def _start_workers(profile: Profile, remote: Remote, to_start: list[Node],
             return
         q.put(ActionEvent(NAME, "node", "starting worker", node=n.name, status="running"))
         res = await remote.run(n.name, worker_argv(profile, n), container=True, timeout=180)
+        cause = await raylet_cause(profile, remote, n) if not res.ok and start_timed_out(res.stdout + res.stderr) \
+            else None
+        if cause is not None:
+            outputs[n.name] = _with_cause(res, cause)
+            q.put(_cause_event(n, "ray start", cause))
+            return
         if not res.ok and start_timed_out(res.stdout + res.stderr):
             outputs[n.name] = res
             timed_out.append(n)
