@@ -512,6 +512,54 @@ async def test_setup_ray_starts_a_timed_out_head_once_more(node_server, ssh_kit,
         assert events[-1].kind == "fail" and "already in use" in events[-1].message, said
 
 
+async def test_a_head_that_started_without_its_dashboard_is_named(node_server, ssh_kit, tmp_path: Path) -> None:
+    """`ray start --head` exits 0 when its dashboard could not listen: a real capture (ray
+    2.60, the dashboard's port held) logs "Failed to bind to ... because it's already
+    occupied" and starts the head without the job API. setup-ray warns at once, and keeps
+    the cause for the bring-up's end (where the silent job API fails it). The same
+    capture without that line, and a clean start, name nothing."""
+    from tui.core.actions.base import CmdResult
+    from tui.core.actions.ray_setup import _fresh_head, output_cause
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
+    from tui.core.state import RayState
+
+    capture = [ln for ln in (DATA / "ray_start_head_dashboard_port_held.txt").read_text().splitlines()
+               if not ln.startswith("# ")]
+    said = output_cause(CmdResult(0, "\n".join(capture)))
+    assert said is not None and said.signature.id == "address-in-use", said
+    assert said.title == "Ray's dashboard could not listen on 127.0.0.1:39645 (in use): the head started without it"
+    assert output_cause(CmdResult(0, "\n".join(ln for ln in capture if "already occupied" not in ln))) is None
+    (tmp_path / "start.txt").write_text("\n".join(capture) + "\n")
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text(f'#!/bin/sh\necho "$1" >> {tmp_path / "calls"}\n'
+                        f'[ "$1" = start ] && cat {tmp_path / "start.txt"}\nexit 0\n')
+    fake_ray.chmod(0o755)
+    prof = _one_node_profile(ssh_kit, await node_server(), 1)
+    prof.container.access = "direct"
+    prof.ray.binary = str(fake_ray)
+    pool = SessionPool(prof)
+    pool.start()
+    head_up: list[bool] = []
+    outputs: dict = {}
+    events = []
+    try:
+        await pool.head.wait_first_attempt(10)
+
+        async def run() -> None:
+            async for ev in _fresh_head(prof, PoolRemote(pool, prof), RayState(available=False), False, True,
+                                        head_up, outputs):
+                events.append(ev)
+
+        await asyncio.wait_for(run(), 60)
+    finally:
+        await pool.close()
+    assert head_up == [True]  # the head is up: only its dashboard is missing
+    warn = [ev for ev in events if ev.kind == "warn"]
+    assert warn and "could not listen on 127.0.0.1:39645" in warn[0].message, [e.message for e in events]
+    assert outputs[prof.head.name].tail(1).startswith("its ray start: Ray's dashboard could not listen")
+
+
 _STARTUP_TIMEOUT = ("Exception: The current node timed out during startup. This could happen because some of "
                     "the raylet failed to startup or the GCS has become overloaded.")
 
@@ -622,14 +670,84 @@ async def test_a_start_whose_raylet_log_names_the_cause_is_not_retried(node_serv
         assert events[-1].kind == "fail" and "could not listen on port 8076" in events[-1].message, said
 
 
+@pytest.mark.parametrize("job_api", ["answers", "silent"])
+async def test_a_whole_ray_whose_job_api_is_silent_is_not_called_set_up(node_server, ssh_kit, gcs: int,
+                                                                        dash: Dashboard, tmp_path: Path,
+                                                                        job_api: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray whole (every node and GPU, in `ray status` and the GCS's table) but its job API
+    silent: setup-ray used to answer "Ray already up; nothing changed", and submit then
+    failed ("cannot reach Ray's job API"). Now it fails, naming the dashboard and the way
+    out (stop --cluster, then setup-ray: the user names the stop; nothing is stopped here,
+    a job may be running). With the job API answering: nothing changed, as before."""
+    from tui.core.actions import ray_setup
+    from tui.core.actions.remote import PoolRemote
+    from tui.core.ssh import SessionPool
+
+    monkeypatch.setattr(ray_setup, "DASHBOARD_ANSWER_S", 1.0)
+    calls = tmp_path / "calls"
+    (tmp_path / "status.txt").write_text((DATA / "samples" / "ray" /
+                                          "02_ray_status_2node_16GPU_TotalUsage_TotalConstraints_newer.txt").read_text())
+    (tmp_path / "both.json").write_text('[{"node_ip": "127.0.0.1", "state": "ALIVE"}, '
+                                        '{"node_ip": "127.0.0.2", "state": "ALIVE"}]')
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text("#!/bin/sh\n"
+                        f'echo "$1" >> {calls}\n'
+                        'case "$1" in\n'
+                        f"  status) cat {tmp_path / 'status.txt'} ;;\n"
+                        f"  list) cat {tmp_path / 'both.json'} ;;\n"
+                        "esac\n")
+    fake_ray.chmod(0o755)
+    if job_api == "answers":
+        dash.answers[("GET", "/api/jobs/")] = (200, b"[]")
+    else:
+        dash.stall = 1000
+    head_srv = await node_server()
+    worker_srv = await node_server(address="127.0.0.2")
+    prof = _one_node_profile(ssh_kit, head_srv, dash.port, gcs)
+    prof.nodes.append(make_node("n2", worker_srv.address, worker_srv.port, ssh_kit.client_key, role="worker"))
+    prof.container.access = "direct"
+    prof.ray.binary = str(fake_ray)
+    pool = SessionPool(prof)
+    pool.start()
+    try:
+        await pool.head.wait_first_attempt(10)
+
+        async def run() -> list[Any]:
+            return [ev async for ev in ray_setup.setup_ray(prof, PoolRemote(pool, prof), poll_s=0.1)]
+
+        events = await asyncio.wait_for(run(), 60)
+    finally:
+        await pool.close()
+    said = [ev.message for ev in events]
+    assert calls.read_text().split() == ["status", "list"], calls.read_text()  # nothing stopped or started
+    if job_api == "answers":
+        assert events[-1].kind == "skip" and "nothing changed" in said[-1], said
+    else:
+        assert events[-1].kind == "fail" and "Ray is up on every node (2 nodes, 16 GPUs), but the job API" in said[-1]
+        assert "Stop Ray (stop --cluster) and set it up again" in said[-1], said
+
+
+@pytest.mark.parametrize("job_api", ["answers", "silent"])
 async def test_setup_ray_starts_a_lost_worker_that_ray_status_still_counts(node_server, ssh_kit, gcs: int,
-                                                                           tmp_path: Path) -> None:
+                                                                           dash: Dashboard, tmp_path: Path,
+                                                                           job_api: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """`ray status` (the autoscaler's summary) lags the GCS: for seconds after a node died
     it still lists it and counts its GPUs (seen on the sim: node4 lost on the dashboard,
     `ray status` said 4 nodes, 32 GPUs, and `r` answered "Ray already up; nothing
     changed"). setup-ray checks a whole-looking cluster against the GCS's node table
     (`ray list nodes`) and starts the lost worker only; its join is confirmed the same way.
-    `ray status` here is a real capture of a two-node, 16-GPU cluster, as it stays."""
+    `ray status` here is a real capture of a two-node, 16-GPU cluster, as it stays.
+
+    Then the job API: Ray counts as set up only when the dashboard lists jobs. A dashboard
+    whose port is held by something that never answers HTTP (`silent`: on the sim, a head
+    whose dashboard could not bind still starts, and every node joins) ends the bring-up
+    failed, naming the dashboard, instead of "Ray up"."""
+    from tui.core.actions import ray_setup
+
+    monkeypatch.setattr(ray_setup, "DASHBOARD_WAIT_S", 2.0)
+    monkeypatch.setattr(ray_setup, "DASHBOARD_ANSWER_S", 1.0)
     from tui.core.actions.ray_setup import setup_ray
     from tui.core.actions.remote import PoolRemote
     from tui.core.ssh import SessionPool
@@ -656,7 +774,11 @@ async def test_setup_ray_starts_a_lost_worker_that_ray_status_still_counts(node_
     fake_ray.chmod(0o755)
     head_srv = await node_server()
     worker_srv = await node_server(address="127.0.0.2")
-    prof = _one_node_profile(ssh_kit, head_srv, 1, gcs)
+    if job_api == "answers":
+        dash.answers[("GET", "/api/jobs/")] = (200, b"[]")
+    else:
+        dash.stall = 1000  # it listens, reads the request and never answers
+    prof = _one_node_profile(ssh_kit, head_srv, dash.port, gcs)
     prof.nodes.append(make_node("n2", worker_srv.address, worker_srv.port, ssh_kit.client_key, role="worker"))
     prof.container.access = "direct"
     prof.ray.binary = str(fake_ray)
@@ -682,4 +804,9 @@ async def test_setup_ray_starts_a_lost_worker_that_ray_status_still_counts(node_
     # not read a second time for that (one `ray list nodes` before the first stop/start)
     before = calls.read_text().split()[:calls.read_text().split().index("stop")]
     assert before == ["status", "list"], calls.read_text()
-    assert events[-1].kind == "done" and "2 nodes, 16 GPUs" in events[-1].message, said
+    if job_api == "answers":
+        assert events[-1].kind == "done" and "2 nodes, 16 GPUs" in events[-1].message, said
+    else:
+        assert events[-1].kind == "fail" and "Ray is up (2 nodes, 16 GPUs), but the job API" in said[-1], said
+        assert f"127.0.0.1:{dash.port}) does not answer" in said[-1] and "dashboard.log" in said[-1], said
+        assert any("waiting for the job API" in m for m in said), said

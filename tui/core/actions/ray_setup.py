@@ -148,6 +148,63 @@ async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
     return {ip for ip in (_text(n.get("node_ip"), 100) for n in rows if n.get("state") == "ALIVE") if ip}
 
 
+DASHBOARD_WAIT_S = 30.0
+"""How long a bring-up waits, once Ray reports every node and GPU, for the head's job API
+to answer before it calls the bring-up failed."""
+
+
+DASHBOARD_ANSWER_S = 10.0
+"""How long one look at the job list may take: a dashboard that is up answers within a
+second, a loaded one within a few."""
+
+
+def _dashboard_disabled(profile: Profile) -> bool:
+    args = [*profile.ray.start_args, *profile.ray.head_args, *profile.head.ray_args]
+    return any(a.replace(" ", "") in ("--include-dashboard=false", "--include-dashboard=False") for a in args)
+
+
+async def dashboard_problem(profile: Profile, remote: Remote) -> str | None:
+    """Why the head's job API does not answer (one line), or None when it lists jobs.
+
+    `ray start --head` returns 0 when its dashboard could not start: with the dashboard's
+    port held by another process (tried on the sim) the head starts, every node joins,
+    `ray status` is whole, and only the job API is missing, which submit, the job list and
+    the dashboard's node table all go through (a CI run: "cannot reach Ray's job API on
+    node1: no HTTP answer" right after setup-ray said "Ray up"). So Ray counts as set up
+    only when the job list answers, through the SSH forward as submit reads it.
+
+    None too when nothing can be told from here: the profile turns the dashboard off, or
+    the head's sshd will not forward (`AllowTcpForwarding no`: its direct-tcpip probe is
+    refused before it connects): Ray may be perfectly well, and saying otherwise would
+    send the user to restart a Ray with a job on it. Nothing listening on the port is a
+    problem without asking HTTP."""
+    from tui.core.rayapi import client_for_url
+
+    if _dashboard_disabled(profile):
+        return None
+    probe = getattr(remote, "tcp_probe", None)
+    if probe is not None:
+        host = dashboard_connect_host(profile.ray.dashboard_host, profile.head.address)
+        listens = await probe(profile.head.name, host, profile.ray.dashboard_port)
+        if listens is None:
+            return None
+        if listens is False:
+            return "nothing listens on its port"
+    try:
+        url = await asyncio.wait_for(remote.dashboard_url(), 30)
+        await client_for_url(url, timeout=DASHBOARD_ANSWER_S).list_jobs()
+    except Exception as e:  # noqa: BLE001 - any failure to reach the job API is the same story
+        return next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)[:300]
+    return None
+
+
+def _dashboard_says(profile: Profile, why: str) -> str:
+    where = f"{dashboard_connect_host(profile.ray.dashboard_host, profile.head.address)}:{profile.ray.dashboard_port}"
+    return (f"the job API on its dashboard ({where}) does not answer ({why}): no job can be submitted. A dashboard "
+            f"that could not start (its port held by another process?) leaves `ray start --head` successful; see "
+            f"{node_temp_dir(profile, profile.head)}/session_latest/logs/dashboard.log on {profile.head.name}")
+
+
 async def _running_jobs(remote: Remote) -> list[str]:
     """Ids of PENDING/RUNNING jobs, best effort (empty when the job API does not answer):
     they are named in the question before a stop kills them."""
@@ -208,9 +265,16 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
                                         f"reaches port {profile.ray.dashboard_port} can submit jobs (no authentication)")
     st, alive = await _look(profile, remote)
     if cluster_is_right(profile, st):
+        why = await dashboard_problem(profile, remote)
+        if why is not None:
+            yield ActionEvent(NAME, "fail", f"Ray is up on every node ({st.nodes_alive} nodes, {st.gpus_total:g} GPUs), "
+                                            f"but {_dashboard_says(profile, why)}. Stop Ray (stop --cluster) and set it "
+                                            "up again")
+            return
         yield ActionEvent(NAME, "skip", f"Ray already up: {st.nodes_alive} nodes, {st.gpus_total:g} GPUs; nothing changed")
         return
     to_start = await _missing_workers(profile, remote, st, alive)
+    outputs: dict[str, CmdResult] = {}
     if to_start:
         yield ActionEvent(NAME, "step", f"Ray is up on {st.nodes_alive}/{want_nodes} nodes; starting only "
                                         f"{', '.join(n.name for n in to_start)}")
@@ -222,11 +286,10 @@ async def setup_ray(profile: Profile, remote: Remote, stop_first: bool | None = 
     else:
         to_start = list(profile.workers)
         head_up: list[bool] = []
-        async for ev in _fresh_head(profile, remote, st, stop_first, stop_confirmed, head_up):
+        async for ev in _fresh_head(profile, remote, st, stop_first, stop_confirmed, head_up, outputs):
             yield ev
         if not head_up:
             return
-    outputs: dict[str, CmdResult] = {}
     async for ev in _start_workers(profile, remote, to_start, outputs):
         yield ev
     async for ev in _wait_for_join(profile, remote, to_start, outputs, poll_s):
@@ -322,6 +385,14 @@ async def raylet_cause(profile: Profile, remote: Remote, node: Node) -> Finding 
     return found
 
 
+def output_cause(res: CmdResult) -> Finding | None:
+    """A known cause in a successful `ray start`'s own output: it exits 0 when only its
+    dashboard failed ("Failed to bind to <addr> because it's already occupied", logged
+    as an ERROR), and the head is up without the job API."""
+    found = Diagnoser().verdict((res.stdout + "\n" + res.stderr).splitlines()).finding
+    return None if found is None or found.unrecognised or found.signature.level != "error" else found
+
+
 def _with_cause(res: CmdResult, cause: Finding) -> CmdResult:
     """`res` with the raylet log's cause as its last line: the failure message quotes it."""
     return CmdResult(res.rc, res.stdout, f"{res.stderr}\nits raylet's log: {cause.title}".strip())
@@ -334,7 +405,8 @@ def _cause_event(node: Node, what: str, cause: Finding) -> ActionEvent:
 
 
 async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first: bool | None,
-                      stop_confirmed: bool, head_up: list[bool]) -> AsyncIterator[ActionEvent]:
+                      stop_confirmed: bool, head_up: list[bool],
+                      outputs: dict[str, CmdResult] | None = None) -> AsyncIterator[ActionEvent]:
     """Stop Ray everywhere (only with confirmation when it is up or its state is
     unknown) and start the head; `head_up` gets True once the head started (else the
     action ends: its last event says why; a node's failed `ray stop` is only a warning)."""
@@ -371,6 +443,12 @@ async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first
         return
     head_up.append(True)
     yield ActionEvent(NAME, "node", "head started", node=head.name, status="ok")
+    said = output_cause(r)
+    if said is not None:  # e.g. its dashboard could not listen: `ray start` goes on without it
+        if outputs is not None:  # the dashboard's failure, at the end, quotes it
+            outputs[head.name] = CmdResult(r.rc, r.stdout, f"{r.stderr}\nits ray start: {said.title}".strip())
+        yield ActionEvent(NAME, "warn", f"the head started, but its ray start said: {said.title}", node=head.name,
+                          data={"diagnosis": said.signature.id})
 
 
 WORKER_START_RETRIES = 2
@@ -468,6 +546,20 @@ async def _wait_for_join(profile: Profile, remote: Remote, to_start: list[Node],
         await asyncio.sleep(poll_s)
     for n in to_start:
         yield ActionEvent(NAME, "node", "joined", node=n.name, status="ok")
+    why = await dashboard_problem(profile, remote)
+    if why is not None:
+        yield ActionEvent(NAME, "step", f"every node joined; waiting for the job API on the dashboard ({why})")
+        deadline = time.monotonic() + DASHBOARD_WAIT_S
+        while why is not None and time.monotonic() < deadline:
+            await asyncio.sleep(max(poll_s, 1.0))
+            why = await dashboard_problem(profile, remote)
+    if why is not None:
+        head_said = outputs.get(profile.head.name)
+        cause = f"; the head's {head_said.tail(1)}" if head_said is not None and "its ray start: " in head_said.stderr \
+            else ""
+        yield ActionEvent(NAME, "fail", f"Ray is up ({st.nodes_alive} nodes, {st.gpus_total:g} GPUs), but "
+                                        f"{_dashboard_says(profile, why)}{cause}")
+        return
     yield ActionEvent(NAME, "done", f"Ray up: {st.nodes_alive} nodes, {st.gpus_total:g} GPUs "
                                     f"(dashboard {profile.ray.dashboard_host}:{profile.ray.dashboard_port})")
 
