@@ -193,6 +193,8 @@ async def dashboard_problem(profile: Profile, remote: Remote) -> str | None:
     try:
         url = await asyncio.wait_for(remote.dashboard_url(), 30)
         await client_for_url(url, timeout=DASHBOARD_ANSWER_S).list_jobs()
+    except asyncio.TimeoutError:
+        return f"no answer in {DASHBOARD_ANSWER_S:g} s"
     except Exception as e:  # noqa: BLE001 - any failure to reach the job API is the same story
         return next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)[:300]
     return None
