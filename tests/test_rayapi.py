@@ -670,33 +670,31 @@ async def test_a_start_whose_raylet_log_names_the_cause_is_not_retried(node_serv
         assert events[-1].kind == "fail" and "could not listen on port 8076" in events[-1].message, said
 
 
-@pytest.mark.parametrize("job_api", ["answers", "silent"])
-async def test_a_whole_ray_whose_job_api_is_silent_is_not_called_set_up(node_server, ssh_kit, gcs: int,
-                                                                        dash: Dashboard, tmp_path: Path,
-                                                                        job_api: str,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ray whole (every node and GPU, in `ray status` and the GCS's table) but its job API
-    silent: setup-ray used to answer "Ray already up; nothing changed", and submit then
-    failed ("cannot reach Ray's job API"). Now it fails, naming the dashboard and the way
-    out (stop --cluster, then setup-ray: the user names the stop; nothing is stopped here,
-    a job may be running). With the job API answering: nothing changed, as before."""
-    from tui.core.actions import ray_setup
+async def _setup_ray_on_two_nodes(node_server: Any, ssh_kit: Any, gcs: int, dash: Dashboard, tmp_path: Path,
+                                  job_api: str, list_case: str) -> tuple[list[Any], list[str]]:
+    """setup-ray on two real SSH servers (head 127.0.0.1, worker 127.0.0.2) whose `ray` is a
+    script: `status` prints a real capture of a two-node, 16-GPU cluster, as it stays;
+    `list` runs `list_case` (shell, `$CALLS` the file of calls so far); stop and start
+    succeed. The dashboard answers the job list (`answers`) or listens, reads the request
+    and never answers (`silent`). Its events and the `ray` calls, in order."""
+    from tui.core.actions.ray_setup import setup_ray
     from tui.core.actions.remote import PoolRemote
     from tui.core.ssh import SessionPool
 
-    monkeypatch.setattr(ray_setup, "DASHBOARD_ANSWER_S", 1.0)
     calls = tmp_path / "calls"
     (tmp_path / "status.txt").write_text((DATA / "samples" / "ray" /
                                           "02_ray_status_2node_16GPU_TotalUsage_TotalConstraints_newer.txt").read_text())
-    (tmp_path / "both.json").write_text('[{"node_ip": "127.0.0.1", "state": "ALIVE"}, '
-                                        '{"node_ip": "127.0.0.2", "state": "ALIVE"}]')
     fake_ray = tmp_path / "ray"
-    fake_ray.write_text("#!/bin/sh\n"
-                        f'echo "$1" >> {calls}\n'
-                        'case "$1" in\n'
-                        f"  status) cat {tmp_path / 'status.txt'} ;;\n"
-                        f"  list) cat {tmp_path / 'both.json'} ;;\n"
-                        "esac\n")
+    fake_ray.write_text(
+        "#!/bin/sh\n"
+        f"CALLS={calls}\n"
+        'echo "$1" >> "$CALLS"\n'
+        'case "$1" in\n'
+        f"  status) cat {tmp_path / 'status.txt'} ;;\n"
+        f"  list) {list_case} ;;\n"
+        '  stop) echo "Stopped all 5 Ray processes." ;;\n'
+        '  start) echo "Ray runtime started." ;;\n'
+        "esac\n")
     fake_ray.chmod(0o755)
     if job_api == "answers":
         dash.answers[("GET", "/api/jobs/")] = (200, b"[]")
@@ -714,13 +712,36 @@ async def test_a_whole_ray_whose_job_api_is_silent_is_not_called_set_up(node_ser
         await pool.head.wait_first_attempt(10)
 
         async def run() -> list[Any]:
-            return [ev async for ev in ray_setup.setup_ray(prof, PoolRemote(pool, prof), poll_s=0.1)]
+            return [ev async for ev in setup_ray(prof, PoolRemote(pool, prof), poll_s=0.1)]
 
         events = await asyncio.wait_for(run(), 60)
     finally:
         await pool.close()
+    return events, calls.read_text().split()
+
+
+_ALIVE = '{"node_ip": "127.0.0.1", "state": "ALIVE"}'
+_N2_DEAD = '{"node_ip": "127.0.0.2", "state": "DEAD"}'
+_N2_ALIVE = '{"node_ip": "127.0.0.2", "state": "ALIVE"}'
+
+
+@pytest.mark.parametrize("job_api", ["answers", "silent"])
+async def test_a_whole_ray_whose_job_api_is_silent_is_not_called_set_up(node_server, ssh_kit, gcs: int,
+                                                                        dash: Dashboard, tmp_path: Path,
+                                                                        job_api: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray whole (every node and GPU, in `ray status` and the GCS's table) but its job API
+    silent: setup-ray used to answer "Ray already up; nothing changed", and submit then
+    failed ("cannot reach Ray's job API"). Now it fails, naming the dashboard and the way
+    out (stop --cluster, then setup-ray: the user names the stop; nothing is stopped here,
+    a job may be running). With the job API answering: nothing changed, as before."""
+    from tui.core.actions import ray_setup
+
+    monkeypatch.setattr(ray_setup, "DASHBOARD_ANSWER_S", 1.0)
+    events, calls = await _setup_ray_on_two_nodes(node_server, ssh_kit, gcs, dash, tmp_path, job_api,
+                                                  f"echo '[{_ALIVE}, {_N2_ALIVE}]'")
     said = [ev.message for ev in events]
-    assert calls.read_text().split() == ["status", "list"], calls.read_text()  # nothing stopped or started
+    assert calls == ["status", "list"], calls  # nothing stopped or started
     if job_api == "answers":
         assert events[-1].kind == "skip" and "nothing changed" in said[-1], said
     else:
@@ -738,7 +759,6 @@ async def test_setup_ray_starts_a_lost_worker_that_ray_status_still_counts(node_
     `ray status` said 4 nodes, 32 GPUs, and `r` answered "Ray already up; nothing
     changed"). setup-ray checks a whole-looking cluster against the GCS's node table
     (`ray list nodes`) and starts the lost worker only; its join is confirmed the same way.
-    `ray status` here is a real capture of a two-node, 16-GPU cluster, as it stays.
 
     Then the job API: Ray counts as set up only when the dashboard lists jobs. A dashboard
     whose port is held by something that never answers HTTP (`silent`: on the sim, a head
@@ -748,65 +768,23 @@ async def test_setup_ray_starts_a_lost_worker_that_ray_status_still_counts(node_
 
     monkeypatch.setattr(ray_setup, "DASHBOARD_WAIT_S", 2.0)
     monkeypatch.setattr(ray_setup, "DASHBOARD_ANSWER_S", 1.0)
-    from tui.core.actions.ray_setup import setup_ray
-    from tui.core.actions.remote import PoolRemote
-    from tui.core.ssh import SessionPool
-
-    calls = tmp_path / "calls"
-    (tmp_path / "status.txt").write_text((DATA / "samples" / "ray" /
-                                          "02_ray_status_2node_16GPU_TotalUsage_TotalConstraints_newer.txt").read_text())
-    (tmp_path / "one.json").write_text('[{"node_ip": "127.0.0.1", "state": "ALIVE"}, '
-                                       '{"node_ip": "127.0.0.2", "state": "DEAD"}]')
-    (tmp_path / "both.json").write_text('[{"node_ip": "127.0.0.1", "state": "ALIVE"}, '
-                                        '{"node_ip": "127.0.0.2", "state": "DEAD"}, '
-                                        '{"node_ip": "127.0.0.2", "state": "ALIVE"}]')
-    fake_ray = tmp_path / "ray"
-    fake_ray.write_text(
-        "#!/bin/sh\n"
-        f'echo "$1" >> {calls}\n'
-        'case "$1" in\n'
-        f"  status) cat {tmp_path / 'status.txt'} ;;\n"
-        f"  list) if grep -q '^start$' {calls}; then cat {tmp_path / 'both.json'}; "
-        f"else cat {tmp_path / 'one.json'}; fi ;;\n"
-        '  stop) echo "Stopped all 5 Ray processes." ;;\n'
-        '  start) echo "Ray runtime started." ;;\n'
-        "esac\n")
-    fake_ray.chmod(0o755)
-    head_srv = await node_server()
-    worker_srv = await node_server(address="127.0.0.2")
-    if job_api == "answers":
-        dash.answers[("GET", "/api/jobs/")] = (200, b"[]")
-    else:
-        dash.stall = 1000  # it listens, reads the request and never answers
-    prof = _one_node_profile(ssh_kit, head_srv, dash.port, gcs)
-    prof.nodes.append(make_node("n2", worker_srv.address, worker_srv.port, ssh_kit.client_key, role="worker"))
-    prof.container.access = "direct"
-    prof.ray.binary = str(fake_ray)
-    pool = SessionPool(prof)
-    pool.start()
-    events = []
-    try:
-        await pool.head.wait_first_attempt(10)
-
-        async def run() -> None:
-            async for ev in setup_ray(prof, PoolRemote(pool, prof), poll_s=0.1):
-                events.append(ev)
-
-        await asyncio.wait_for(run(), 60)
-    finally:
-        await pool.close()
+    # the worker is listed dead until a `ray start` ran, then dead and alive again
+    events, calls = await _setup_ray_on_two_nodes(
+        node_server, ssh_kit, gcs, dash, tmp_path, job_api,
+        f"if grep -q '^start$' \"$CALLS\"; then echo '[{_ALIVE}, {_N2_DEAD}, {_N2_ALIVE}]'; "
+        f"else echo '[{_ALIVE}, {_N2_DEAD}]'; fi")
     said = [ev.one_line() for ev in events]
     assert not any(ev.kind == "skip" for ev in events), said
     assert any("Ray is up on 1/2 nodes; starting only n2" in m for m in said), said
     # the lost worker alone is stopped (a half-dead raylet) and started; the head is left alone
-    assert calls.read_text().split().count("start") == 1, calls.read_text()
+    assert calls.count("start") == 1, calls
     # the node table read for the whole-looking status names the worker to start: it is
     # not read a second time for that (one `ray list nodes` before the first stop/start)
-    before = calls.read_text().split()[:calls.read_text().split().index("stop")]
-    assert before == ["status", "list"], calls.read_text()
+    assert calls[:calls.index("stop")] == ["status", "list"], calls
     if job_api == "answers":
         assert events[-1].kind == "done" and "2 nodes, 16 GPUs" in events[-1].message, said
     else:
+        dash_port = dash.port
         assert events[-1].kind == "fail" and "Ray is up (2 nodes, 16 GPUs), but the job API" in said[-1], said
-        assert f"127.0.0.1:{dash.port}) does not answer" in said[-1] and "dashboard.log" in said[-1], said
+        assert f"127.0.0.1:{dash_port}) does not answer" in said[-1] and "dashboard.log" in said[-1], said
         assert any("waiting for the job API" in m for m in said), said
