@@ -586,3 +586,28 @@ def test_srun_moves_a_loopback_dashboard_to_the_heads_address() -> None:
                               "f.yaml")
     apply(fixed, Allocation("5", "RUNNING", nodes=["gn1", "gn2"], addresses={"gn1": "10.0.0.1"}))
     assert fixed.ray.dashboard_host == "10.9.9.9"
+
+
+async def test_a_cancelled_slurm_command_is_killed_and_reaped(tmp_path: Path) -> None:
+    """The console polls squeue; closing its pool cancels a poll in flight. The command
+    is then killed and reaped at once, not left running with its pipes to be finalised
+    after the event loop closed (CI printed asyncio's "Event loop is closed" from such a
+    transport at the end of a Slurm test). The command here is a shell that records its
+    PID and sleeps: after the cancel that PID is gone."""
+    import asyncio
+
+    from tui.core.profile import load_profile
+    from tui.core.slurm import slurm_cmd
+
+    prof = load_profile(Path(__file__).parent / "data" / "good_profile.yaml")
+    pidfile = tmp_path / "pid"
+    task = asyncio.ensure_future(slurm_cmd(prof, ["sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"], timeout=120))
+    for _ in range(200):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    pid = int(pidfile.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 30)
+    assert not Path(f"/proc/{pid}").exists(), f"the cancelled command {pid} still runs (or was not reaped)"

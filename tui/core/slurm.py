@@ -134,6 +134,16 @@ async def slurm_cmd(profile: Profile, argv: list[str], timeout: float = SLURM_TI
             proc.kill()
         await proc.wait()
         return 124, "", f"{argv[0]}: no answer within {timeout:g}s"
+    except BaseException:
+        # Cancelled (the console closing its pool mid-poll): the command is killed and
+        # reaped here, not left running with its pipes to be finalised after the event
+        # loop has closed (CI printed asyncio's "Event loop is closed" from such a
+        # transport at the end of a Slurm test).
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.shield(asyncio.wait_for(proc.wait(), 5))
+        raise
     return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 
 
