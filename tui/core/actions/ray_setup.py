@@ -17,7 +17,7 @@ from typing import AsyncIterator
 
 from tui.core.actions.base import CmdResult, EventQueue, Remote, gather_nodes
 from tui.core.actions.events import ActionEvent
-from tui.core.diagnosis import Diagnoser, Finding
+from tui.core.diagnosis import Finding
 from tui.core.parsers.raystatus import parse_ray_status
 from tui.core.profile import Node, Profile
 from tui.core.rayapi import _d, _l, _text, dashboard_connect_host, dashboard_exposed
@@ -379,25 +379,32 @@ async def raylet_cause(profile: Profile, remote: Remote, node: Node) -> Finding 
     newest = ('cd "$1" 2>/dev/null && f=$(ls -t raylet*.out 2>/dev/null | head -n 1) && [ -n "$f" ] && '
               f'tail -q -n {RAYLET_LOG_LINES} "$f" "${{f%.out}}.err" 2>/dev/null; exit 0')
     r = await remote.run(node.name, ["sh", "-c", newest, "sh", logs], container=True, timeout=30)
-    if not r.stdout.strip():
-        return None
-    found = Diagnoser().verdict(r.stdout.splitlines()).finding
-    if found is None or found.unrecognised or found.signature.klass == "ray-node-startup-timeout":
-        return None
-    return found
+    return _known_cause(r.stdout)
 
 
 def output_cause(res: CmdResult) -> Finding | None:
     """A known cause in a successful `ray start`'s own output: it exits 0 when only its
     dashboard failed ("Failed to bind to <addr> because it's already occupied", logged
     as an ERROR), and the head is up without the job API."""
-    found = Diagnoser().verdict((res.stdout + "\n" + res.stderr).splitlines()).finding
-    return None if found is None or found.unrecognised or found.signature.level != "error" else found
+    return _known_cause(res.stdout + "\n" + res.stderr)
 
 
-def _with_cause(res: CmdResult, cause: Finding) -> CmdResult:
-    """`res` with the raylet log's cause as its last line: the failure message quotes it."""
-    return CmdResult(res.rc, res.stdout, f"{res.stderr}\nits raylet's log: {cause.title}".strip())
+def _known_cause(text: str) -> Finding | None:
+    """The catalog's cause in `text` (the console's one verdict, `alerts.diagnose_tail_finding`),
+    when it names one: an error no entry knows, a warning, or Ray's own start-up timeout
+    say nothing the caller did not know."""
+    from tui.core.alerts import diagnose_tail_finding
+
+    found = diagnose_tail_finding(text.splitlines(), 0) if text.strip() else None
+    if found is None or found.unrecognised or found.signature.level != "error" \
+            or found.signature.klass == "ray-node-startup-timeout":
+        return None
+    return found
+
+
+def _with_cause(res: CmdResult, cause: Finding, where: str = "its raylet's log") -> CmdResult:
+    """`res` with the cause as its last line (`where: title`): the failure message quotes it."""
+    return CmdResult(res.rc, res.stdout, f"{res.stderr}\n{where}: {cause.title}".strip())
 
 
 def _cause_event(node: Node, what: str, cause: Finding) -> ActionEvent:
@@ -448,7 +455,7 @@ async def _fresh_head(profile: Profile, remote: Remote, st: RayState, stop_first
     said = output_cause(r)
     if said is not None:  # e.g. its dashboard could not listen: `ray start` goes on without it
         if outputs is not None:  # the dashboard's failure, at the end, quotes it
-            outputs[head.name] = CmdResult(r.rc, r.stdout, f"{r.stderr}\nits ray start: {said.title}".strip())
+            outputs[head.name] = _with_cause(r, said, "its ray start")
         yield ActionEvent(NAME, "warn", f"the head started, but its ray start said: {said.title}", node=head.name,
                           data={"diagnosis": said.signature.id})
 
@@ -556,9 +563,8 @@ async def _wait_for_join(profile: Profile, remote: Remote, to_start: list[Node],
             await asyncio.sleep(max(poll_s, 1.0))
             why = await dashboard_problem(profile, remote)
     if why is not None:
-        head_said = outputs.get(profile.head.name)
-        cause = f"; the head's {head_said.tail(1)}" if head_said is not None and "its ray start: " in head_said.stderr \
-            else ""
+        head_said = outputs.get(profile.head.name)  # there only when its ray start named a cause
+        cause = f"; the head's {head_said.tail(1)}" if head_said is not None else ""
         yield ActionEvent(NAME, "fail", f"Ray is up ({st.nodes_alive} nodes, {st.gpus_total:g} GPUs), but "
                                         f"{_dashboard_says(profile, why)}{cause}")
         return
