@@ -120,11 +120,46 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
     needs (dockerd, tmux, ssh, root), so a skip there means a missing install step, and
     a green run must not hide it."""
     outcome = yield
-    rep = outcome.get_result()
+    try:
+        rep = outcome.get_result()
+    except Exception as e:  # noqa: BLE001 - pytest could not describe the failure
+        rep = _plain_report(item, call, e)
+        outcome.force_result(rep)
     if rep.skipped and _under_ci() and not hasattr(rep, "wasxfail"):
         reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
         rep.outcome = "failed"
         rep.longrepr = f"skipped under CI=true, which must run every test: {reason}"
+
+
+def _plain_report(item: pytest.Item, call: pytest.CallInfo, why: BaseException) -> pytest.TestReport:
+    """A failure's report when pytest's own failed to be made. Its traceback formatting
+    parses each frame's source (`ast.parse`), and on CPython 3.11.7 a finaliser running
+    inside that parse can make it raise `SystemError: AST constructor recursion depth
+    mismatch`: the exception escaped the test protocol and ended the xdist worker, so CI
+    reported an INTERNALERROR instead of the test's failure. Here the failure is told
+    plainly -- file:line of each frame, the exception's one line -- and why the usual
+    report could not be made."""
+    import linecache
+
+    lines: list[str] = []
+    exc = call.excinfo.value if call.excinfo is not None else None
+    tb = call.excinfo.tb if call.excinfo is not None else None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        lines.append(f"{code.co_filename}:{tb.tb_lineno}: in {code.co_name}")
+        src = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+        if src:
+            lines.append(f"    {src}")
+        tb = tb.tb_next
+    try:
+        said = f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001 - an exception whose str() fails
+        said = type(exc).__name__
+    lines += [said, f"(pytest's report of this failure could not be made: {type(why).__name__}: {why})"]
+    sections = [(f"Captured {key} {when}", content) for when, key, content in item._report_sections]
+    return pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords},
+                             "failed" if exc is not None else "passed", "\n".join(lines) if exc is not None else None,
+                             call.when, sections, call.duration, call.start, call.stop, item.user_properties)
 
 
 # --------------------------------------------------------------------------- ssh

@@ -71,7 +71,9 @@ async def key_runs(pilot, key: str, action: str, timeout: float = 240.0) -> None
     panel = main.query_one(ActionPanel)
     runs = panel._run  # the panel counts the actions it began: an action may end before a check sees it run
     await pilot.press(key)
-    await until(pilot, lambda: isinstance(app.screen, ConfirmationModal) or panel._run > runs, 30)
+    # the question may wait on a plan (submit's preflight: a dozen commands on the nodes,
+    # over 30 s on a loaded CI machine through srun): the same bound as the action's
+    await until(pilot, lambda: isinstance(app.screen, ConfirmationModal) or panel._run > runs, timeout)
     if isinstance(app.screen, ConfirmationModal):
         await pilot.press("y")
     await until(pilot, lambda: panel._run > runs and action not in main.running and panel.action == action

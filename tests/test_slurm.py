@@ -295,7 +295,7 @@ async def _keys_u_c_r_s_and_x(path: Path, sim: Path) -> None:
 
         await pilot_until(pilot, lambda: b.state is not None and b.state.allocation is not None, 60)
         await pilot.press("u")
-        await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 30)
+        await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 120)
         assert "Ask Slurm for 2 nodes x 2 GPUs for 4:00:00 in partition sim" in app.screen.message
         await pilot.press("y")
         await pilot_until(pilot, lambda: b.state is not None and b.state.allocation.state == "RUNNING"
@@ -308,7 +308,7 @@ async def _keys_u_c_r_s_and_x(path: Path, sim: Path) -> None:
             await key_runs(pilot, key, action)
         await pilot_until(pilot, lambda: b.state.job is not None and (b.state.job.step or 0) >= 1, 180)
         await pilot.press("X")
-        await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 30)
+        await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 120)
         assert f"release Slurm job {job} (scancel)" in app.screen.message
         await pilot.press("y")
         await pilot_until(pilot, lambda: b.state.allocation.state == "NONE", 180)

@@ -31,6 +31,7 @@ import contextlib
 import json
 import logging
 import re
+import signal
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tui.core.alerts import LEVEL_ORDER, Alert
+from tui.core.procs import end_process
 from tui.core.secrets import MASK, mask_secrets
 
 log = logging.getLogger("rlconsole.notify")
@@ -113,11 +115,11 @@ async def _run_command(cmd: str, body: bytes, timeout: float) -> None:
     try:
         _, err = await asyncio.wait_for(proc.communicate(body), timeout)
     except asyncio.TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(proc.wait(), 5)
+        await end_process(proc, sig=signal.SIGKILL)
         raise RuntimeError(f"command did not finish within {timeout:g}s") from None
+    except BaseException:
+        await end_process(proc, sig=signal.SIGKILL)  # cancelled: reaped, not left to the GC
+        raise
     if proc.returncode != 0:
         tail = " ".join(err.decode(errors="replace").split())[-200:]
         raise RuntimeError(f"command exited {proc.returncode}" + (f": {tail}" if tail else ""))

@@ -15,11 +15,11 @@ argv (no shell), with `SLURM_CONF` from `cluster.slurm_conf` when the profile na
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import re
+import signal
 import socket
 import time
 from dataclasses import dataclass, field
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from tui.core.actions.events import ActionEvent
+from tui.core.procs import end_process
 from tui.core.profile import Node, Profile, SshEndpoint
 
 log = logging.getLogger("rlconsole.slurm")
@@ -130,19 +131,12 @@ async def slurm_cmd(profile: Profile, argv: list[str], timeout: float = SLURM_TI
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except asyncio.TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
+        await end_process(proc, sig=signal.SIGKILL)
         return 124, "", f"{argv[0]}: no answer within {timeout:g}s"
     except BaseException:
-        # Cancelled (the console closing its pool mid-poll): the command is killed and
-        # reaped here, not left running with its pipes to be finalised after the event
-        # loop has closed (CI printed asyncio's "Event loop is closed" from such a
-        # transport at the end of a Slurm test).
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(Exception):
-            await asyncio.shield(asyncio.wait_for(proc.wait(), 5))
+        # Cancelled (the console closing its pool mid-poll): killed and reaped here, not
+        # left to be finalised after the event loop has closed (tui/core/procs.py).
+        await end_process(proc, sig=signal.SIGKILL)
         raise
     return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 

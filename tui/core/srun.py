@@ -28,6 +28,7 @@ from typing import Any, AsyncIterator, Callable, Iterable, Literal, Sequence
 from tui.core import slurm
 from tui.core.debuglog import mask_secrets
 from tui.core.linecap import LineCapper
+from tui.core.procs import end_process
 from tui.core.profile import Node, Profile
 from tui.core.safetext import shown
 from tui.core.ssh import (
@@ -156,18 +157,9 @@ class SrunSession:
 
     @staticmethod
     async def _end(proc: asyncio.subprocess.Process) -> None:
-        """Stop a step we no longer wait for: SIGTERM to srun (it signals the tasks), then SIGKILL."""
-        if proc.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), END_GRACE_S)
-        except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(proc.wait(), END_GRACE_S)
+        """Stop a step we no longer wait for: SIGTERM to srun (it signals the tasks), then
+        SIGKILL; reaped even when the wait is cancelled (tui/core/procs.py)."""
+        await end_process(proc, END_GRACE_S)
 
     def _refused(self, rc: int, err: str) -> str | None:
         """srun's own failure to start the step (not the command's exit code)."""

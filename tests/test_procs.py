@@ -1,0 +1,95 @@
+"""A local child (srun, squeue, a notify command) whose waiting task is cancelled is still
+reaped while the loop runs: the console's cancel, then asyncio.run's own at its end, must
+not leave a subprocess transport to be finalised after the loop closed (in CI that
+finaliser ran inside pytest's ast.parse and took down a test worker)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from typing import Any
+
+import pytest
+
+from tui.core.procs import end_process
+
+# A child that ignores SIGTERM: only the SIGKILL the cancellation brings ends it.
+STUBBORN = ["sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"]
+
+
+async def _stubborn() -> asyncio.subprocess.Process:
+    """The child, once its trap is set (a SIGTERM before it would end it)."""
+    proc = await asyncio.create_subprocess_exec(*STUBBORN, stdout=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    assert await asyncio.wait_for(proc.stdout.readline(), 10) == b"ready\n"
+    return proc
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def test_a_cancelled_end_kills_reaps_and_re_raises() -> None:
+    proc = await _stubborn()
+    task = asyncio.ensure_future(end_process(proc, grace=60))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    await asyncio.sleep(0.05)
+    task.cancel()  # the console's cancel, then the loop's own
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    assert proc.returncode is not None and proc.returncode < 0  # SIGKILLed, and the loop saw it exit
+    assert not _alive(proc.pid)
+
+
+async def test_an_uncancelled_end_waits_the_grace_then_kills() -> None:
+    proc = await _stubborn()
+    await asyncio.wait_for(end_process(proc, grace=0.3), 10)
+    assert proc.returncode == -9 and not _alive(proc.pid)
+    polite = await asyncio.create_subprocess_exec("sleep", "30")
+    await asyncio.wait_for(end_process(polite, grace=30), 10)
+    assert polite.returncode == -15  # SIGTERM was enough: no kill
+
+
+def test_a_wait_left_running_when_asyncio_run_ends_is_reaped_before_the_loop_closes() -> None:
+    """The shape of a console quitting mid-action: the task ending a child is still waiting
+    when asyncio.run returns; asyncio cancels it, and the child must be reaped through the
+    loop before it closes -- nothing for the garbage collector to finalise afterwards."""
+    seen: list[Any] = []
+    procs: list[asyncio.subprocess.Process] = []
+
+    async def main() -> None:
+        proc = await _stubborn()
+        procs.append(proc)
+        asyncio.ensure_future(end_process(proc, grace=60))
+        await asyncio.sleep(0.1)  # main returns with the end still waiting on its grace
+
+    old = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        asyncio.run(asyncio.wait_for(main(), 30))
+        procs_seen = [p.returncode for p in procs]
+        procs.clear()
+        gc.collect()
+    finally:
+        sys.unraisablehook = old
+    assert procs_seen and procs_seen[0] is not None, "the loop closed before the child's exit reached it"
+    assert [f"{u.exc_type.__name__}: {u.exc_value}" for u in seen] == []
+
+
+def test_the_console_s_child_commands_end_through_it() -> None:
+    """srun's steps, Slurm's client commands and the notify command all end through
+    end_process (a grep, not a mock: each module's own source)."""
+    import inspect
+
+    from tui.core import notify, slurm, srun
+
+    for mod in (srun, slurm, notify):
+        src = inspect.getsource(mod)
+        assert "end_process(" in src, mod.__name__
+        assert ".kill()" not in src, f"{mod.__name__} kills a child itself, outside end_process"
