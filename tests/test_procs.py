@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import getpass
 import sys
 from typing import Any
 
@@ -93,3 +94,34 @@ def test_the_console_s_child_commands_end_through_it() -> None:
         src = inspect.getsource(mod)
         assert "end_process(" in src, mod.__name__
         assert ".kill()" not in src, f"{mod.__name__} kills a child itself, outside end_process"
+
+
+def test_the_sim_sshd_stopped_mid_command_leaves_nothing_for_the_gc(ssh_kit: Any) -> None:
+    """The simulated node's sshd stopped while a command runs (a test's fixture teardown, a
+    `sim node stop`): its handler kills and reaps the command before stop() returns, so the
+    loop that closes next has no child transport left to be finalised after it."""
+    import asyncssh
+
+    from tui.sim.server import SimNodeServer
+
+    seen: list[Any] = []
+
+    async def main() -> None:
+        srv = SimNodeServer("n0", "127.0.0.1", ssh_kit.host_key, [ssh_kit.client_pub])
+        await srv.start()
+        ssh_kit.trust("127.0.0.1", srv.port)
+        async with asyncssh.connect("127.0.0.1", srv.port, known_hosts=str(ssh_kit.known_hosts),
+                                    client_keys=[str(ssh_kit.client_key)], username=getpass.getuser()) as conn:
+            proc = await conn.create_process("echo started; exec sleep 30")
+            assert (await asyncio.wait_for(proc.stdout.readline(), 10)).strip() == "started"
+            await asyncio.wait_for(srv.stop(), 30)
+        assert srv.active == 0
+
+    old = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        asyncio.run(asyncio.wait_for(main(), 60))
+        gc.collect()
+    finally:
+        sys.unraisablehook = old
+    assert [f"{u.exc_type.__name__}: {u.exc_value}" for u in seen] == []

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from typing import Callable
 
 KILL_WAIT_S = 5.0
 """How long a SIGKILLed child is waited for before it is given up (a process in
@@ -24,16 +25,24 @@ uninterruptible sleep)."""
 
 
 async def end_process(proc: asyncio.subprocess.Process, grace: float = 3.0,
-                      sig: int = signal.SIGTERM) -> None:
+                      sig: int = signal.SIGTERM, send: Callable[[int], None] | None = None) -> None:
     """Send `sig`, SIGKILL after `grace` seconds, and wait until `proc` is reaped. A
     cancellation meanwhile (or several: the console's, then the loop's own at its end)
-    kills at once and is re-raised once the process is gone or KILL_WAIT_S after the kill."""
+    kills at once and is re-raised once the process is gone or KILL_WAIT_S after the kill.
+    `send` signals something wider than the process (the sim's sshd: its whole group)."""
+
+    def signal_it(s: int) -> None:
+        if send is not None:
+            send(s)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(s)
+
     loop = asyncio.get_running_loop()
     cancelled = False
     kill_at: float | None = loop.time() if sig == signal.SIGKILL else None
     if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(sig)
+        signal_it(sig)
     while proc.returncode is None:
         if kill_at is None:
             wait = grace
@@ -49,7 +58,6 @@ async def end_process(proc: asyncio.subprocess.Process, grace: float = 3.0,
             cancelled = True
         if proc.returncode is None and kill_at is None:  # the grace is over, or cancelled
             kill_at = loop.time()
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            signal_it(signal.SIGKILL)
     if cancelled:
         raise asyncio.CancelledError

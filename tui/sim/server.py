@@ -36,9 +36,13 @@ from typing import Any
 
 import asyncssh
 
+from tui.core.procs import end_process
 from tui.core.waits import kicked_or_timeout
 
 log = logging.getLogger("rlconsole.sim")
+
+STOP_WAIT_S = 5.0
+"""How long stop() waits for the handlers of the commands it ended to reap them."""
 
 __all__ = ["SimNodeServer"]
 
@@ -55,15 +59,11 @@ def _forward_signal(pgid: int, exc: asyncssh.SignalReceived) -> None:
         _killpg(pgid, int(sig))
 
 
-async def _end_group(pgid: int, wait_t: asyncio.Future[Any], sig: int, grace_s: float) -> None:
+async def _end_group(proc: asyncio.subprocess.Process, pgid: int, sig: int, grace_s: float) -> None:
     """The client went away before the command ended: `sig` to its whole group, then
-    SIGKILL after `grace_s`, or commands (and what they started) would leak."""
-    _killpg(pgid, sig)
-    try:
-        await asyncio.wait_for(asyncio.shield(wait_t), grace_s)
-    except asyncio.TimeoutError:
-        _killpg(pgid, signal.SIGKILL)
-        await wait_t
+    SIGKILL after `grace_s`, or commands (and what they started) would leak; reaped before
+    returning even if cancelled meanwhile (tui/core/procs.py)."""
+    await end_process(proc, grace_s, sig, send=lambda s: _killpg(pgid, s))
 
 
 class _Server(asyncssh.SSHServer):
@@ -192,6 +192,7 @@ class SimNodeServer:
         self._acceptor: Any = None
         self._conns: set[asyncssh.SSHServerConnection] = set()
         self._pgids: set[int] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
         self.active = 0
         self.max_active = 0
         self.commands = 0
@@ -238,6 +239,11 @@ class SimNodeServer:
         if kill_commands:
             for pgid in list(self._pgids):
                 _killpg(pgid, signal.SIGKILL)
+        # Each command's handler reaps it once its channel is gone: waited for (bounded),
+        # so a test's loop does not close on children whose exit it never saw.
+        pending = [t for t in self._handlers if t is not asyncio.current_task()]
+        if pending:
+            await asyncio.wait(pending, timeout=STOP_WAIT_S)
 
     # ---------------------------------------------------------------- commands
 
@@ -249,6 +255,10 @@ class SimNodeServer:
 
     async def _handle(self, process: asyncssh.SSHServerProcess) -> None:
         self.commands += 1
+        task = asyncio.current_task()
+        if task is not None:  # stop() waits for them: each reaps its command
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
         if process.term_type:
             await self._handle_pty(process)
             return
@@ -312,7 +322,7 @@ class SimNodeServer:
             await asyncio.wait({wait_t, closed_t}, return_when=asyncio.FIRST_COMPLETED)
             if not wait_t.done():
                 # The client went away first: end the command and everything it started.
-                await _end_group(pgid, wait_t, signal.SIGTERM, 1.0)
+                await _end_group(proc, pgid, signal.SIGTERM, 1.0)
                 return
             # Finished: collect what is left in the pipes. Daemons it started (ray)
             # may hold them open forever, so stop after a short grace.
@@ -323,7 +333,8 @@ class SimNodeServer:
             with contextlib.suppress(Exception):
                 process.exit(rc)
         except asyncio.CancelledError:
-            _killpg(pgid, signal.SIGKILL)
+            # the server stopping, or the loop ending: killed and reaped while the loop runs
+            await end_process(proc, sig=signal.SIGKILL, send=lambda s: _killpg(pgid, s))
             raise
         finally:
             for t in (out_t, err_t, in_t, closed_t):
@@ -398,14 +409,15 @@ class SimNodeServer:
         try:
             await asyncio.wait({wait_t, closed_t}, return_when=asyncio.FIRST_COMPLETED)
             if not wait_t.done():
-                await _end_group(pgid, wait_t, signal.SIGHUP, 2.0)  # the terminal hung up, as sshd does
+                await _end_group(proc, pgid, signal.SIGHUP, 2.0)  # the terminal hung up, as sshd does
                 return
             await kicked_or_timeout(out_done, 2.0)
             rc = proc.returncode if proc.returncode is not None else 255
             with contextlib.suppress(Exception):
                 process.exit(128 - rc if rc < 0 else rc)
         except asyncio.CancelledError:
-            _killpg(pgid, signal.SIGKILL)
+            # the server stopping, or the loop ending: killed and reaped while the loop runs
+            await end_process(proc, sig=signal.SIGKILL, send=lambda s: _killpg(pgid, s))
             raise
         finally:
             loop.remove_reader(master)
