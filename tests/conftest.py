@@ -151,15 +151,17 @@ def _plain_report(item: pytest.Item, call: pytest.CallInfo, why: BaseException) 
         if src:
             lines.append(f"    {src}")
         tb = tb.tb_next
-    try:
-        said = f"{type(exc).__name__}: {exc}"
-    except Exception:  # noqa: BLE001 - an exception whose str() fails
-        said = type(exc).__name__
-    lines += [said, f"(pytest's report of this failure could not be made: {type(why).__name__}: {why})"]
+    if exc is not None:
+        try:
+            lines.append(f"{type(exc).__name__}: {exc}")
+        except Exception:  # noqa: BLE001 - an exception whose str() fails
+            lines.append(type(exc).__name__)
+    # failed even where the phase itself passed: a report pytest cannot make is not a pass
+    lines.append(f"(pytest's report of this {call.when} could not be made: {type(why).__name__}: {why})")
     sections = [(f"Captured {key} {when}", content) for when, key, content in item._report_sections]
-    return pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords},
-                             "failed" if exc is not None else "passed", "\n".join(lines) if exc is not None else None,
-                             call.when, sections, call.duration, call.start, call.stop, item.user_properties)
+    return pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed",
+                             "\n".join(lines), call.when, sections, call.duration, call.start, call.stop,
+                             item.user_properties)
 
 
 # --------------------------------------------------------------------------- ssh

@@ -38,5 +38,5 @@ def test_a_failure_pytest_cannot_describe_is_reported_and_the_worker_goes_on(tmp
     assert r.returncode == 1, out  # tests failed -- not 3, an internal error
     assert "INTERNALERROR" not in out, out
     assert "1 failed, 1 passed" in out, out
-    assert "the test's own failure" in out and "could not be made: SystemError" in out, out
+    assert "the test's own failure" in out and "report of this call could not be made: SystemError" in out, out
     assert "test_inner.py:9: in test_boom" in out, out
