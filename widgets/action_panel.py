@@ -15,6 +15,7 @@ from textual.widgets import Log, Static
 
 from tui.core.actions.events import ActionEvent
 from tui.core.safetext import shown
+from tui.oneshot import call_after
 
 STATUS_MARK = {
     "pending": ("○ pending", "$text-muted"), "running": ("◐ running", "$text-primary"),
@@ -96,7 +97,7 @@ class ActionPanel(Vertical):
         self._refresh_view()
         run = self._run
         delay = self.CLOSE_OK_S if self.state in ("done", "skipped") else self.CLOSE_FAILED_S
-        self.set_timer(delay, lambda: self._close(run))
+        call_after(self, delay, lambda: self._close(run))  # not set_timer: see tui/oneshot.py
 
     def _close(self, run: int) -> None:
         if run == self._run and self.state != "running":

@@ -11,6 +11,7 @@ arriving while a bring-up takes minutes.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ from tui.messages import (
     MetricsUpdated,
     StateUpdated,
 )
+from tui.oneshot import call_after
 from tui.screens.alerts import AlertsScreen
 from tui.screens.help import HelpScreen
 from tui.screens.node_detail import NodeDetailScreen
@@ -85,7 +87,10 @@ class MainScreen(Screen[None]):
         change drawn alone is a frame of Textual's compositor. Paced, what arrived is drawn
         together, at most once per `pace_s` (a change waits at most that long); keys and
         alerts are never paced. 0: each change is drawn as it arrives."""
-        self._pace_timer: Any = None
+        self._pace_timer: asyncio.TimerHandle | None = None
+        """The pending paced frame (one at a time). Not Textual's `set_timer`: a one-shot
+        Textual timer can be skipped for good on a busy machine (tui/oneshot.py), and this
+        one being lost froze every paced pane."""
         self._last_frame = float("-inf")
         self._paced_state: ClusterState | None = None
         self._paced_metrics: MetricsUpdated | None = None
@@ -144,6 +149,11 @@ class MainScreen(Screen[None]):
                         "console.read_only); it watches, it does not change the cluster", title="read-only",
                         severity="warning", timeout=5, markup=False)
 
+    def on_unmount(self) -> None:
+        if self._pace_timer is not None:
+            self._pace_timer.cancel()
+            self._pace_timer = None
+
     def on_resize(self, event: Resize) -> None:
         w = event.size.width
         self.set_class(w >= WIDE_COLS, "-wide")
@@ -184,7 +194,7 @@ class MainScreen(Screen[None]):
     def _kick(self) -> None:
         if self._pace_timer is None:
             delay = max(0.001, self._last_frame + self.pace_s - time.monotonic())
-            self._pace_timer = self.set_timer(delay, self._draw_paced)
+            self._pace_timer = call_after(self, delay, self._draw_paced)
 
     async def _draw_paced(self) -> None:
         self._pace_timer = None
