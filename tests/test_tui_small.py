@@ -230,3 +230,37 @@ async def test_a_skipped_textual_timer_does_not_freeze_the_paced_panes(monkeypat
             await until(pilot, lambda st=st, drawn=drawn: st in drawn, timeout=10)
             grid.update_state = update  # type: ignore[method-assign]
             await until(pilot, lambda i=i: logp.total >= i + 1 and not logp._pending, timeout=10)
+
+
+
+async def test_a_paced_frame_due_while_the_console_closes_draws_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame that falls due while the app shuts down (the screen waits for its panes to
+    close, then dispatches its own Unmount, which runs what was queued meanwhile) finds the
+    panes gone: it draws nothing and does not fail the app (a CI run under load: NoMatches
+    for NodeGrid at the end of the Slurm keys test). A pane that takes its time to close
+    holds the screen in that window long enough for the frame to fall due in it."""
+    import asyncio
+    import dataclasses
+
+    from textual.widgets import Header
+
+    from tui.backend.static import demo_state
+
+    async def slow_unmount(self: Any) -> None:
+        await asyncio.sleep(1.0)
+
+    monkeypatch.setattr(Header, "_on_unmount", slow_unmount, raising=False)
+    b = demo_backend()
+    b.frame_pace_s = 0.5  # type: ignore[attr-defined]
+    app = RlconsoleApp(b)
+    base = demo_state(b.profile)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        b.push_state(dataclasses.replace(base, profile="drawn"))
+        await until(pilot, lambda: screen.query_one(NodeGrid).rows and screen._paced_state is None, timeout=10)
+        b.push_state(dataclasses.replace(base, profile="due-while-closing"))  # due within 0.5 s
+        await pilot.pause()
+        armed = screen._pace_timer is not None
+    assert armed  # the frame was still to come when the app began to close
+    assert app.return_code in (None, 0), app._exception

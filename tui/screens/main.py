@@ -198,6 +198,10 @@ class MainScreen(Screen[None]):
 
     async def _draw_paced(self) -> None:
         self._pace_timer = None
+        if not self.app.is_running or not self.is_attached:
+            # the app is closing: the panes close first, and the screen's own Unmount then
+            # runs what fell due meanwhile (a Textual timer would have been stopped)
+            return
         self._last_frame = time.monotonic()
         state, self._paced_state = self._paced_state, None
         metrics, self._paced_metrics = self._paced_metrics, None
