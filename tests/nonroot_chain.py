@@ -4,8 +4,8 @@ Not collected by itself (not a `test_*.py` file): tests/test_sim_nonroot.py runs
 with pytest as an unprivileged user whose PATH has no dockerd, docker or sshd. `sim up`
 with its defaults must then choose the sim's own container runtime and no PID namespaces,
 say so, and carry the whole chain (tests/test_chain.py's `whole_chain`: containers, model,
-convert, setup-ray, submit, steps, logs, stop, stop --cluster, with their failure cases),
-then the console's keys u c r s x.
+convert, setup-ray, submit, steps, logs, stop, stop --cluster; its failure cases, the
+actions' own logic, run once in tests/test_chain.py), then the console's keys u c r s x.
 
 Last, with Ray up again (the console's `r`), one node's own `ray stop --force` (the
 product's command, run in the node's container) stops that node's Ray only. Without PID
@@ -45,7 +45,7 @@ def test_chain_without_root_or_docker(tmp_path: Path, capsys: pytest.CaptureFixt
         assert st.docker_why and st.docker_why.startswith("no dockerd"), st.docker_why
         assert f"docker:     {RUNTIME}" in st.to_text()
         assert load_profile(profile).sim_containers == RUNTIME  # the console's header says it
-        whole_chain(profile, tmp_path, capsys)
+        whole_chain(profile, tmp_path, capsys, failures=False)
         # then the console, as `rlconsole demo` opens it on this sim: u c r s, and steps arrive
         asyncio.run(asyncio.wait_for(_console_u_c_r_s(profile), 600))
         asyncio.run(asyncio.wait_for(_ray_stop_stays_on_its_node(profile), 300))
