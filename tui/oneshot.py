@@ -7,7 +7,7 @@ so. With a delay of a millisecond, the process being paused for a millisecond be
 two lines is enough, which a loaded machine does now and then. The console's frame pacing
 armed such timers (down to 1 ms) and armed no other until one fired: a CI run's demo in tmux
 lost one, and the cards, the Ray pane, the metrics and the log froze for good while keys and
-alerts went on (tests/test_oneshot.py reproduces the skip).
+alerts went on (tests/test_tui_small.py reproduces the skip).
 
 asyncio's `call_later` has no such rule. The callback still runs on the pump's own queue
 (`call_next`), as a timer's would, so it never races the pump's message handlers.
@@ -25,5 +25,8 @@ class _Pump(Protocol):
 
 def call_after(pump: _Pump, delay: float, callback: Callable[[], Any]) -> asyncio.TimerHandle:
     """Run `callback` on `pump`'s queue once `delay` seconds have passed; cancel with the
-    returned handle's `cancel()` (a pump that closed first simply never runs it)."""
+    returned handle's `cancel()`. A pump that has closed never runs it; one that is closing
+    may (a widget's own Unmount runs what was queued meanwhile, after its children are
+    gone), which a Textual timer, stopped first, would not: a callback that reaches other
+    widgets checks that the app still runs (MainScreen._draw_paced)."""
     return asyncio.get_running_loop().call_later(max(0.0, delay), pump.call_next, callback)
