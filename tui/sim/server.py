@@ -60,9 +60,10 @@ def _forward_signal(pgid: int, exc: asyncssh.SignalReceived) -> None:
 
 
 async def _end_group(proc: asyncio.subprocess.Process, pgid: int, sig: int, grace_s: float) -> None:
-    """The client went away before the command ended: `sig` to its whole group, then
-    SIGKILL after `grace_s`, or commands (and what they started) would leak; reaped before
-    returning even if cancelled meanwhile (tui/core/procs.py)."""
+    """End a command and everything it started: `sig` to its whole group, then SIGKILL
+    after `grace_s` (the client went away first: else they would leak; the handler
+    cancelled: SIGKILL at once); reaped before returning even if cancelled meanwhile
+    (tui/core/procs.py), so no child is left for the GC after the loop closes."""
     await end_process(proc, grace_s, sig, send=lambda s: _killpg(pgid, s))
 
 
@@ -333,8 +334,7 @@ class SimNodeServer:
             with contextlib.suppress(Exception):
                 process.exit(rc)
         except asyncio.CancelledError:
-            # the server stopping, or the loop ending: killed and reaped while the loop runs
-            await end_process(proc, sig=signal.SIGKILL, send=lambda s: _killpg(pgid, s))
+            await _end_group(proc, pgid, signal.SIGKILL, 0.0)  # the server stopping, or the loop ending
             raise
         finally:
             for t in (out_t, err_t, in_t, closed_t):
@@ -416,8 +416,7 @@ class SimNodeServer:
             with contextlib.suppress(Exception):
                 process.exit(128 - rc if rc < 0 else rc)
         except asyncio.CancelledError:
-            # the server stopping, or the loop ending: killed and reaped while the loop runs
-            await end_process(proc, sig=signal.SIGKILL, send=lambda s: _killpg(pgid, s))
+            await _end_group(proc, pgid, signal.SIGKILL, 0.0)  # the server stopping, or the loop ending
             raise
         finally:
             loop.remove_reader(master)
