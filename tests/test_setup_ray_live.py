@@ -53,6 +53,36 @@ async def _stop_ray_on(profile: Any, node: Any) -> None:
     raise AssertionError(f"the GCS still lists {node.name} alive after its ray stop: {alive}")
 
 
+def test_a_whole_ray_is_read_through_the_dashboard_not_the_ray_cli(ray_sim: Any,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """setup-ray and the preflight's Ray check read the GCS's node table through the
+    head's dashboard: on a whole Ray neither runs `ray status` or `ray list` on the head
+    (each a Python start importing Ray: about a CPU-second, once a second while workers
+    join). The sim's `ray` records every call made on the node (`ray-calls`)."""
+    from tui.core.actions.ray_setup import api_look
+    from tui.core.actions.remote import PoolRemote
+    from tui.sim.raywrap import ray_calls
+
+    p = load_profile(ray_sim.profile_path)
+    head_dir = Path(ray_sim.state_dir) / "nodes" / p.head.name
+    before = len(ray_calls(head_dir))
+    rc = main(["setup-ray", "--profile", str(ray_sim.profile_path), "--yes"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "Ray already up: 4 nodes, 32 GPUs; nothing changed" in out, out[-3000:]
+
+    async def look() -> Any:
+        async with SessionPool(p) as pool:
+            return await asyncio.wait_for(api_look(p, PoolRemote(pool, p)), 60)
+
+    seen = asyncio.run(look())
+    assert seen is not None, "the dashboard did not answer"
+    st, alive = seen
+    assert (st.nodes_alive, int(st.gpus_total)) == (4, 32) and alive == {n.address for n in p.nodes}, (st, alive)
+    asked = [c for c in ray_calls(head_dir)[before:] if c.split()[:1] in (["status"], ["list"])]
+    assert not asked, f"the ray CLI was run on {p.head.name}: {asked}"
+    assert ray_calls(head_dir)[:1], "the sim recorded no ray call at all (its setup-ray's start)"
+
+
 def test_a_worker_whose_port_is_held_is_named_not_retried(ray_sim: Any, capsys: pytest.CaptureFixture[str]) -> None:
     p = load_profile(ray_sim.profile_path)
     worker = p.nodes[-1]

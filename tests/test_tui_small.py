@@ -238,7 +238,9 @@ async def test_a_paced_frame_due_while_the_console_closes_draws_nothing(monkeypa
     close, then dispatches its own Unmount, which runs what was queued meanwhile) finds the
     panes gone: it draws nothing and does not fail the app (a CI run under load: NoMatches
     for NodeGrid at the end of the Slurm keys test). A pane that takes its time to close
-    holds the screen in that window long enough for the frame to fall due in it."""
+    holds the screen in that window long enough for the frame to fall due in it. The pace is
+    long enough that the frame is surely still to come when the app begins to close, even
+    on a loaded machine (at 0.5 s, a CI-like run once drew it before: nothing was tested)."""
     import asyncio
     import dataclasses
 
@@ -247,11 +249,11 @@ async def test_a_paced_frame_due_while_the_console_closes_draws_nothing(monkeypa
     from tui.backend.static import demo_state
 
     async def slow_unmount(self: Any) -> None:
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(3.0)
 
     monkeypatch.setattr(Header, "_on_unmount", slow_unmount, raising=False)
     b = demo_backend()
-    b.frame_pace_s = 0.5  # type: ignore[attr-defined]
+    b.frame_pace_s = 2.0  # type: ignore[attr-defined]
     app = RlconsoleApp(b)
     base = demo_state(b.profile)
     async with app.run_test(size=(160, 50)) as pilot:
@@ -259,7 +261,7 @@ async def test_a_paced_frame_due_while_the_console_closes_draws_nothing(monkeypa
         screen = app.screen
         b.push_state(dataclasses.replace(base, profile="drawn"))
         await until(pilot, lambda: screen.query_one(NodeGrid).rows and screen._paced_state is None, timeout=10)
-        b.push_state(dataclasses.replace(base, profile="due-while-closing"))  # due within 0.5 s
+        b.push_state(dataclasses.replace(base, profile="due-while-closing"))  # due within 2 s
         await pilot.pause()
         armed = screen._pace_timer is not None
     assert armed  # the frame was still to come when the app began to close

@@ -169,7 +169,7 @@ class RayState:
     gpus_used: float = 0.0
     nodes: list[RayNodeState] = field(default_factory=list)
     jobs: list[RayJobState] = field(default_factory=list)
-    source: str | None = None  # "api", "ray status"
+    source: str | None = None  # "api", "ray status", "api nodes" (setup-ray's look: no jobs read)
     error: str | None = None
     unconfirmed: bool = False
     """Set with `available` False when only the dashboard missed an answer: Ray's GCS

@@ -136,6 +136,19 @@ def stop(node_dir: str, temp_dir: str, argv: list[str]) -> int:
     return 0
 
 
+CALLS_FILE = "ray-calls"
+"""A node's record of its `ray` commands, one line each (arguments joined by spaces), in
+the node's dir: the sim's account of what was asked of Ray (`ray_calls`)."""
+
+
+def ray_calls(node_dir: str | Path) -> list[str]:
+    """The `ray` commands a simulated node ran so far, oldest first (see CALLS_FILE)."""
+    try:
+        return (Path(node_dir) / CALLS_FILE).read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+
+
 def wrapper_script(node: str, node_dir: str, temp_dir: str, real_ray: str, python: str, repo_root: str,
                    narrow_stop: bool = True) -> str:
     """The node's `ray`: `ray start` when a slot is free, `ray stop` through `stop` above
@@ -146,6 +159,8 @@ def wrapper_script(node: str, node_dir: str, temp_dir: str, real_ray: str, pytho
 # This node's ray (rlconsole sim, node {node}): `ray start` takes a turn (at most
 # {START_SLOTS} at once on this machine){"; `ray stop` stops only this node's Ray (processes started on " + node + " or under its temp dir " + temp_dir + ")" if narrow_stop else ""};
 # every other command is the real {real_ray}. See tui/sim/raywrap.py.
+# Each call is recorded ({CALLS_FILE}: what the console asked of this node's Ray, for tests).
+printf '%s\n' "$*" >> '{node_dir}/{CALLS_FILE}'
 for a in "$@"; do
   case "$a" in
     -*) ;;

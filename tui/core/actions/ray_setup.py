@@ -66,7 +66,8 @@ async def ray_state(profile: Profile, remote: Remote) -> RayState:
 
 
 async def _look(profile: Profile, remote: Remote) -> tuple[RayState, set[str] | None]:
-    """Ask the head's Ray (`ray status`, run where Ray runs: in the container).
+    """Ask the head's Ray: the GCS's node table through the dashboard (`api_look`), or
+    when the dashboard does not answer, `ray status` (run where Ray runs: in the container).
 
     When nothing listens on the GCS port, `ray status` retries for most of a minute
     before it gives up: a direct TCP probe through the SSH connection answers first.
@@ -85,6 +86,9 @@ async def _look(profile: Profile, remote: Remote) -> tuple[RayState, set[str] | 
         listens = await probe(profile.head.name, profile.head.address, profile.ray.head_port)
         if listens is False:
             return RayState(available=False, error=f"nothing listens on {gcs}: Ray is not running"), None
+    table = await api_look(profile, remote)
+    if table is not None:
+        return table
     r = await remote.run(profile.head.name, [profile.ray.binary, "status", f"--address={gcs}"],
                          container=True, timeout=STATUS_TIMEOUT_S)
     if not r.ok:
@@ -112,7 +116,7 @@ async def _confirmed(profile: Profile, remote: Remote, st: RayState) -> tuple[Ra
     nodes`): a profile node it does not list alive is missing, with its GPUs. When the
     table cannot be read, `ray status` is taken as it is. Returns the table's alive set
     with the state (None when it could not be read)."""
-    alive = await alive_addresses(profile, remote)
+    alive = await _alive_from_cli(profile, remote)  # the dashboard did not answer `_look` just now
     if alive is None:
         return st, None
     gone = [n for n in profile.nodes if n.address not in alive]
@@ -122,13 +126,60 @@ async def _confirmed(profile: Profile, remote: Remote, st: RayState) -> tuple[Ra
                    gpus_total=float(sum(_gpus(profile, n) for n in profile.nodes if n not in gone))), alive
 
 
+API_LOOK_S = 10.0
+"""How long one read of the GCS's node table through the dashboard may take before
+`ray status` is asked instead: an idle dashboard answers in milliseconds, a loaded one in
+a few seconds."""
+
+
+async def api_look(profile: Profile, remote: Remote) -> tuple[RayState, set[str]] | None:
+    """Ray's state from the GCS's own node table, read through the head's dashboard
+    (`/api/v0/nodes`, what `ray list nodes` reads) over the SSH forward, with the alive
+    set; None when the dashboard does not answer (not up yet, turned off, the head's sshd
+    will not forward, or its answer is not a node table), and `ray status` is asked.
+
+    Why first: `ray status` and `ray list nodes` are each a Python start that imports Ray
+    on the head (about a CPU-second, one to three seconds on a loaded head), run once a
+    second while setup-ray waits for the workers to join and again by every preflight;
+    the dashboard's answer costs the head nearly nothing and is the GCS's table itself,
+    not the autoscaler's summary that lags a dead node (`_confirmed`)."""
+    if _dashboard_disabled(profile):
+        return None
+    from tui.core.probes import ray_state_from_api
+    from tui.core.rayapi import client_for_url, http_get_json
+
+    try:
+        url = await asyncio.wait_for(remote.dashboard_url(), API_LOOK_S)
+        where = client_for_url(url)
+        doc = await http_get_json(where.port, "/api/v0/nodes?detail=1", API_LOOK_S, where.host)
+    except Exception:  # noqa: BLE001 - any way of not answering sends the question to `ray status`
+        return None
+    body = _d(doc)
+    rows = _d(_d(body.get("data")).get("result")).get("result")
+    if body.get("result") is not True or not isinstance(rows, list):
+        return None  # e.g. the dashboard up while its GCS is not: {"result": false, "msg": ...}
+    # the node table only: its jobs were not read, so it must not pass for the dashboard's
+    # whole answer (source "api", whose empty job list means "no job")
+    st = replace(ray_state_from_api(doc, {}, []), source="api nodes")
+    return st, {n.address for n in st.nodes if n.alive and n.address}
+
+
 def state_unknown(st: RayState) -> bool:
     """Something listens on Ray's port, but Ray did not say how it is: a job may run."""
     return not st.available and st.unconfirmed
 
 
 async def alive_addresses(profile: Profile, remote: Remote) -> set[str] | None:
-    """Node IPs Ray reports alive, from the state API CLI; None when it cannot say."""
+    """Node IPs the GCS reports alive: through the dashboard (`api_look`), else from the
+    state API's CLI; None when neither can say."""
+    seen = await api_look(profile, remote)
+    if seen is not None:
+        return seen[1]
+    return await _alive_from_cli(profile, remote)
+
+
+async def _alive_from_cli(profile: Profile, remote: Remote) -> set[str] | None:
+    """`ray list nodes` on the head: the GCS's alive node IPs; None when it cannot say."""
     dash = dashboard_connect_host(profile.ray.dashboard_host, profile.head.address)
     r = await remote.run(profile.head.name, [profile.ray.binary, "list", "nodes", "--format=json",
                                              f"--address=http://{dash}:{profile.ray.dashboard_port}"],
