@@ -781,6 +781,11 @@ async def test_setup_ray_starts_a_lost_worker_that_ray_status_still_counts(node_
     # the node table read for the whole-looking status names the worker to start: it is
     # not read a second time for that (one `ray list nodes` before the first stop/start)
     assert calls[:calls.index("stop")] == ["status", "list"], calls
+    # setup-ray asks the GCS's table through the dashboard first (api_look); this one has
+    # no node table (404: asked again at each look, each a quick refusal) or never answers
+    # (a timeout, then no more asking for a while: not API_LOOK_S more on every poll)
+    tables = [path for _, path, _ in dash.requests if path.startswith("/api/v0/nodes")]
+    assert len(tables) == 1 if job_api == "silent" else len(tables) >= 2, dash.requests
     if job_api == "answers":
         assert events[-1].kind == "done" and "2 nodes, 16 GPUs" in events[-1].message, said
     else:

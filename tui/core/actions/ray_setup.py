@@ -10,8 +10,10 @@ listens on loopback unless the profile explicitly says otherwise.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+import weakref
 from dataclasses import replace
 from typing import AsyncIterator
 
@@ -126,10 +128,17 @@ async def _confirmed(profile: Profile, remote: Remote, st: RayState) -> tuple[Ra
                    gpus_total=float(sum(_gpus(profile, n) for n in profile.nodes if n not in gone))), alive
 
 
-API_LOOK_S = 10.0
+API_LOOK_S = 5.0
 """How long one read of the GCS's node table through the dashboard may take before
 `ray status` is asked instead: an idle dashboard answers in milliseconds, a loaded one in
-a few seconds."""
+a few seconds (the console's Ray poll allows as much)."""
+
+API_SILENT_SKIP_S = 60.0
+"""After the dashboard let a read time out, how long the looks through the same `Remote`
+go straight to `ray status`: a hung dashboard (its port held by a process that never
+answers HTTP) would otherwise add API_LOOK_S to every poll of a join."""
+
+_api_silent_until: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()
 
 
 async def api_look(profile: Profile, remote: Remote) -> tuple[RayState, set[str]] | None:
@@ -145,6 +154,11 @@ async def api_look(profile: Profile, remote: Remote) -> tuple[RayState, set[str]
     not the autoscaler's summary that lags a dead node (`_confirmed`)."""
     if _dashboard_disabled(profile):
         return None
+    try:
+        if _api_silent_until.get(remote, 0.0) > time.monotonic():
+            return None
+    except TypeError:  # a Remote that cannot be weakly referenced: no memory of a silence
+        pass
     from tui.core.probes import ray_state_from_api
     from tui.core.rayapi import client_for_url, http_get_json
 
@@ -152,8 +166,12 @@ async def api_look(profile: Profile, remote: Remote) -> tuple[RayState, set[str]
         url = await asyncio.wait_for(remote.dashboard_url(), API_LOOK_S)
         where = client_for_url(url)
         doc = await http_get_json(where.port, "/api/v0/nodes?detail=1", API_LOOK_S, where.host)
-    except Exception:  # noqa: BLE001 - any way of not answering sends the question to `ray status`
+    except asyncio.TimeoutError:
+        with contextlib.suppress(TypeError):
+            _api_silent_until[remote] = time.monotonic() + API_SILENT_SKIP_S
         return None
+    except Exception:  # noqa: BLE001 - any other way of not answering (refused, not HTTP, an
+        return None    # error status) is quick: the next look asks again
     body = _d(doc)
     rows = _d(_d(body.get("data")).get("result")).get("result")
     if body.get("result") is not True or not isinstance(rows, list):
