@@ -392,7 +392,8 @@ def test_two_live_sims_never_draw_the_same_port() -> None:
          "    try:\n"
          "        s.bind('\\0' + SLOT_NAME.format(start=start))\n"
          "    except OSError:\n"
-         "        continue  # held by a sim of this machine: held all the same\n"
+         "        print(start, flush=True)  # held by a sim of this machine: held all the same\n"
+         "        continue\n"
          "    held.append(s)\n"
          "print('held', flush=True)\n"
          "sys.stdin.read()\n",
@@ -400,7 +401,13 @@ def test_two_live_sims_never_draw_the_same_port() -> None:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "held"
+        # The slots live sims of other xdist workers held when the holder bound the rest: a
+        # sim that goes down frees its slot, and a draw may then rightly land in it (the
+        # draw's own reservation proves the slot was free when drawn; seen with 4 workers)
+        by_sims: set[int] = set()
+        while (line := holder.stdout.readline().strip()) != "held":
+            assert line.isdigit(), line
+            by_sims.add(int(line))
         reserved = 0
         for _ in range(100):
             res = reserve_ports(SLOT // 2)
@@ -408,7 +415,7 @@ def test_two_live_sims_never_draw_the_same_port() -> None:
                 if not res.reserved:  # the three slots are taken by live sims of this machine
                     continue
                 reserved += 1
-                assert {p - (p - LISTEN_PORTS_FROM) % SLOT for p in res.ports} <= free, res.ports
+                assert {p - (p - LISTEN_PORTS_FROM) % SLOT for p in res.ports} <= free | by_sims, res.ports
                 inner = reserve_ports(SLOT // 2)  # a second sim, while the first is up
                 try:
                     if inner.reserved:
