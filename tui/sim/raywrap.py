@@ -160,7 +160,7 @@ def wrapper_script(node: str, node_dir: str, temp_dir: str, real_ray: str, pytho
 # {START_SLOTS} at once on this machine){"; `ray stop` stops only this node's Ray (processes started on " + node + " or under its temp dir " + temp_dir + ")" if narrow_stop else ""};
 # every other command is the real {real_ray}. See tui/sim/raywrap.py.
 # Each call is recorded ({CALLS_FILE}: what the console asked of this node's Ray, for tests).
-printf '%s\n' "$*" >> '{node_dir}/{CALLS_FILE}'
+{{ printf '%s\\n' "$*" >> '{node_dir}/{CALLS_FILE}'; }} 2>/dev/null
 for a in "$@"; do
   case "$a" in
     -*) ;;
