@@ -70,7 +70,7 @@ in a clean-clone `.ci/run`, 755 s against 883 s with two."""
 
 RAY_SIM_MODULES: tuple[str, ...] = ("test_probes_ray", "test_alerts_live", "test_runs_sim", "test_destructive_guards",
                                     "test_tui_live_reopen", "test_chain_preflight", "test_backend_contract_live",
-                                    "test_setup_ray_live", "test_sim_faults")
+                                    "test_setup_ray_live", "test_stop_live", "test_sim_faults")
 """The modules on `ray_sim` (the worker's sim with Ray kept up), in the order they run: one
 xdist work unit (`pytest_xdist_make_scheduler`), so they follow each other on one worker
 and each after the first finds Ray up (1-2 s) instead of bringing it up (20-30 s) and

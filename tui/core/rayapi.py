@@ -291,6 +291,24 @@ class RayJobClient:
             raise
         return job_from_api(doc)
 
+    async def live_actors(self, job_id: str) -> int | None:
+        """How many of a submitted job's actors Ray has not marked dead yet (alive, being
+        created, restarting): what may still take a card after the job itself ended. 0 when
+        the job's driver never started (no actor can be its); None when Ray cannot say (no
+        such job, or an answer that is not the state API's)."""
+        j = _d(await self._call("GET", f"/api/jobs/{quote(job_id, safe='')}"))
+        if not j:
+            return None
+        rid = _text(j.get("job_id"), 64)
+        if not rid:
+            return 0
+        doc = _d(await self._call("GET", "/api/v0/actors?limit=10000&filter_keys=job_id&filter_predicates=%3D"
+                                         f"&filter_values={quote(rid, safe='')}"))
+        rows = _d(_d(doc.get("data")).get("result")).get("result")
+        if doc.get("result") is not True or not isinstance(rows, list):
+            return None
+        return sum(1 for r in rows if _d(r).get("state") != "DEAD")
+
     async def job_logs(self, job_id: str, tail_chars: int = LOGS_MAX) -> str:
         """The end of a job's driver log (at most `tail_chars` characters); the whole
         answer is still bounded by HTTP_BODY_MAX."""

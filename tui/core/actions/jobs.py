@@ -214,6 +214,14 @@ async def leftover_processes(profile: Profile, remote: Remote) -> dict[str, list
     return found
 
 
+async def _live_actors(client: RayJobClient, job_id: str) -> int | None:
+    """`RayJobClient.live_actors`, None when Ray's answer did not come."""
+    try:
+        return await client.live_actors(job_id)
+    except Exception:  # noqa: BLE001 - the state API is an extra look: without it, the cards decide
+        return None
+
+
 async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
                    wait_s: float = 120.0, settle_s: float = 10.0) -> AsyncIterator[ActionEvent]:
     yield ActionEvent("stop", "start", "stopping the job")
@@ -249,8 +257,19 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
     if status in ACTIVE_JOB_STATUSES:
         yield ActionEvent("stop", "fail", f"{job_id} is still {status} after {wait_s:.0f} s")
         return
-    yield ActionEvent("stop", "step", f"{job_id} is {status}; checking that the cards are free")
+    yield ActionEvent("stop", "step", f"{job_id} is {status}; waiting for its actors to end, then checking that "
+                                      "the cards are free")
     deadline = time.monotonic() + settle_s
+    # A job stopped while it starts ends at once, but its actors (the TaskRunner, the
+    # workers holding the cards) may still be coming up, and take their cards seconds
+    # after the job is STOPPED (a CI run: a stop said "every card is free", and the next
+    # preflight found all 32 cards busy). The cards count only once Ray has none left.
+    actors = await _live_actors(client, job_id)
+    while actors and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        actors = await _live_actors(client, job_id)
+    if actors:
+        yield ActionEvent("stop", "warn", f"Ray still has {actors} actor(s) of {job_id} after {settle_s:.0f} s")
     while True:
         left = await leftover_processes(profile, remote)
         if not left or time.monotonic() > deadline:
