@@ -52,12 +52,13 @@ def _own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 # --------------------------------------------------------------------------- long modules first
 
 LONG_MODULES: dict[str, float] = {
-    "test_backend_contract": 140, "test_demo_tmux": 195, "test_slurm": 160, "test_chain": 130,
-    "test_sim_nonroot": 110, "test_bench_chaos": 140, "test_sim_openssh": 110, "test_probes": 33,
-    "test_sim_tree": 45, "test_layering": 25, "test_sampler_delta": 25,
+    "test_backend_contract": 117, "test_demo_tmux": 167, "test_slurm": 165, "test_chain": 91,
+    "test_sim_nonroot": 134, "test_bench_chaos": 134, "test_sim_openssh": 91, "test_probes": 34,
+    "test_sim_tree": 105, "test_rayapi": 26, "test_tui_snapshots": 24, "test_layering": 23,
+    "test_tui_pilot": 22, "test_import": 21, "test_sampler_delta": 19,
 }
 """Seconds a module's tests took together on two shared cores with three workers
-(`--durations`, 2026-12-06), for the modules that take more than ~20 s. `--dist loadfile`
+(each test's start and end per worker, 2026-12-07), for the modules that take more than ~20 s. `--dist loadfile`
 gives a worker a whole module and a worker takes its next one while it still has two tests
 to run; in the default order (xdist sorts modules by test count, so these few-test modules
 came last) the demo in tmux could run alone at the end. Longest first, the tail is the
@@ -76,8 +77,8 @@ xdist work unit (`pytest_xdist_make_scheduler`), so they follow each other on on
 and each after the first finds Ray up (1-2 s) instead of bringing it up (20-30 s) and
 taking it down (4 s). `test_sim_faults` last: it ends with a lost node, a Ray not passed on."""
 
-RAY_SIM_SECONDS = 555.0
-"""The group's modules' time together on two shared cores, three workers (2026-12-06):
+RAY_SIM_SECONDS = 550.0
+"""The group's modules' time together on two shared cores, three workers (2026-12-07):
 where the group sorts among LONG_MODULES (first: it is the longest unit)."""
 
 
