@@ -193,6 +193,15 @@ def _d(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
+def state_api_rows(doc: Any) -> list[Any] | None:
+    """The rows of a state API answer (`/api/v0/nodes`, `/api/v0/actors`:
+    `{"result": true, "data": {"result": {"result": [...]}}}`); None for any other shape,
+    e.g. `{"result": false, "msg": ...}` from a dashboard whose GCS does not answer."""
+    body = _d(doc)
+    rows = _d(_d(body.get("data")).get("result")).get("result")
+    return rows if body.get("result") is True and isinstance(rows, list) else None
+
+
 def _l(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
@@ -291,23 +300,23 @@ class RayJobClient:
             raise
         return job_from_api(doc)
 
-    async def live_actors(self, job_id: str) -> int | None:
-        """How many of a submitted job's actors Ray has not marked dead yet (alive, being
-        created, restarting): what may still take a card after the job itself ended. 0 when
-        the job's driver never started (no actor can be its); None when Ray cannot say (no
-        such job, or an answer that is not the state API's)."""
+    async def ray_job_id(self, job_id: str) -> str | None:
+        """Ray's own id of a submitted job (what its actors carry); "" when its driver never
+        started, None when Ray knows no such job."""
         j = _d(await self._call("GET", f"/api/jobs/{quote(job_id, safe='')}"))
-        if not j:
-            return None
-        rid = _text(j.get("job_id"), 64)
-        if not rid:
+        return _text(j.get("job_id"), 64) if j else None
+
+    async def live_actors(self, ray_job_id: str) -> int | None:
+        """How many actors of the job with Ray's id `ray_job_id` (`ray_job_id()`) Ray has not
+        marked dead yet (alive, being created, restarting): what may still take a card after
+        the job itself ended. 0 for "" (a driver that never started has no actor); None when
+        the answer is not the state API's."""
+        if not ray_job_id:
             return 0
-        doc = _d(await self._call("GET", "/api/v0/actors?limit=10000&filter_keys=job_id&filter_predicates=%3D"
-                                         f"&filter_values={quote(rid, safe='')}"))
-        rows = _d(_d(doc.get("data")).get("result")).get("result")
-        if doc.get("result") is not True or not isinstance(rows, list):
-            return None
-        return sum(1 for r in rows if _d(r).get("state") != "DEAD")
+        rows = state_api_rows(await self._call(
+            "GET", "/api/v0/actors?limit=10000&filter_keys=job_id&filter_predicates=%3D"
+                   f"&filter_values={quote(ray_job_id, safe='')}"))
+        return None if rows is None else sum(1 for r in rows if _d(r).get("state") != "DEAD")
 
     async def job_logs(self, job_id: str, tail_chars: int = LOGS_MAX) -> str:
         """The end of a job's driver log (at most `tail_chars` characters); the whole

@@ -214,10 +214,12 @@ async def leftover_processes(profile: Profile, remote: Remote) -> dict[str, list
     return found
 
 
-async def _live_actors(client: RayJobClient, job_id: str) -> int | None:
-    """`RayJobClient.live_actors`, None when Ray's answer did not come."""
+async def _live_actors(client: RayJobClient, ray_job_id: str | None) -> int | None:
+    """`RayJobClient.live_actors`; None when Ray's id of the job or the answer did not come."""
+    if ray_job_id is None:
+        return None
     try:
-        return await client.live_actors(job_id)
+        return await client.live_actors(ray_job_id)
     except Exception:  # noqa: BLE001 - the state API is an extra look: without it, the cards decide
         return None
 
@@ -264,10 +266,14 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
     # workers holding the cards) may still be coming up, and take their cards seconds
     # after the job is STOPPED (a CI run: a stop said "every card is free", and the next
     # preflight found all 32 cards busy). The cards count only once Ray has none left.
-    actors = await _live_actors(client, job_id)
+    try:
+        rid = await client.ray_job_id(job_id)  # asked once: the actors' own job id
+    except Exception:  # noqa: BLE001 - as `_live_actors`
+        rid = None
+    actors = await _live_actors(client, rid)
     while actors and time.monotonic() < deadline:
         await asyncio.sleep(0.5)
-        actors = await _live_actors(client, job_id)
+        actors = await _live_actors(client, rid)
     if actors:
         yield ActionEvent("stop", "warn", f"Ray still has {actors} actor(s) of {job_id} after {settle_s:.0f} s")
     while True:

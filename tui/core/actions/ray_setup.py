@@ -10,7 +10,6 @@ listens on loopback unless the profile explicitly says otherwise.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 import weakref
@@ -154,28 +153,22 @@ async def api_look(profile: Profile, remote: Remote) -> tuple[RayState, set[str]
     not the autoscaler's summary that lags a dead node (`_confirmed`)."""
     if _dashboard_disabled(profile):
         return None
-    try:
-        if _api_silent_until.get(remote, 0.0) > time.monotonic():
-            return None
-    except TypeError:  # a Remote that cannot be weakly referenced: no memory of a silence
-        pass
+    if _api_silent_until.get(remote, 0.0) > time.monotonic():
+        return None
     from tui.core.probes import ray_state_from_api
-    from tui.core.rayapi import client_for_url, http_get_json
+    from tui.core.rayapi import client_for_url, http_get_json, state_api_rows
 
     try:
         url = await asyncio.wait_for(remote.dashboard_url(), API_LOOK_S)
         where = client_for_url(url)
         doc = await http_get_json(where.port, "/api/v0/nodes?detail=1", API_LOOK_S, where.host)
     except asyncio.TimeoutError:
-        with contextlib.suppress(TypeError):
-            _api_silent_until[remote] = time.monotonic() + API_SILENT_SKIP_S
+        _api_silent_until[remote] = time.monotonic() + API_SILENT_SKIP_S
         return None
     except Exception:  # noqa: BLE001 - any other way of not answering (refused, not HTTP, an
         return None    # error status) is quick: the next look asks again
-    body = _d(doc)
-    rows = _d(_d(body.get("data")).get("result")).get("result")
-    if body.get("result") is not True or not isinstance(rows, list):
-        return None  # e.g. the dashboard up while its GCS is not: {"result": false, "msg": ...}
+    if state_api_rows(doc) is None:  # e.g. the dashboard up while its GCS is not
+        return None
     # the node table only: its jobs were not read, so it must not pass for the dashboard's
     # whole answer (source "api", whose empty job list means "no job")
     st = replace(ray_state_from_api(doc, {}, []), source="api nodes")
@@ -372,11 +365,12 @@ async def _missing_workers(profile: Profile, remote: Remote, st: RayState,
     """When Ray is up on the head but some workers are missing (one failed to start, or
     dropped out): those workers, to start without touching the nodes that are fine.
     Empty when the cluster must be set up from the start. `alive` is the GCS's alive set
-    when `_look` already read it; else it is read here."""
+    when `_look` already read it; else (the dashboard did not answer `_look`) it is read
+    here with `ray list nodes`."""
     if not (st.available and 0 < st.nodes_alive < len(profile.nodes)):
         return []
     if alive is None:
-        alive = await alive_addresses(profile, remote)
+        alive = await _alive_from_cli(profile, remote)
     if alive is None or profile.head.address not in alive:
         return []
     return [n for n in profile.workers if n.address not in alive]
