@@ -19,6 +19,7 @@ connection (a local port forward), so it never has to listen beyond loopback.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 from typing import Any
@@ -275,6 +276,32 @@ def jobs_from_api(doc: Any) -> list[RayJobState]:
 # --------------------------------------------------------------------------- job client
 
 
+RUN_TAG_KEY = "rlconsole_run"
+"""The metadata key of the fresh id `submit` gives each job. Ray hands a job's metadata to
+its driver in the environment (`RAY_JOB_CONFIG_JSON_ENV_VAR`), so the id finds the job's
+driver among a node's processes, and nothing else: a submission id alone is unique on one
+cluster only, and the sim's nodes share one machine's processes."""
+
+
+@dataclasses.dataclass(frozen=True)
+class JobTrace:
+    """A submitted job as its processes can be found: Ray's own id (its actors carry it; ""
+    until the driver has joined), the address of the node its supervisor started the driver
+    on ("" before that), and `RUN_TAG_KEY`'s value ("" for a job not submitted by
+    rlconsole)."""
+
+    submission_id: str
+    ray_job_id: str
+    driver_ip: str
+    run_tag: str
+
+    @property
+    def environ_needle(self) -> str:
+        """What the driver's environment holds and no other process's: the run tag, or
+        for a job without one Ray's own `"job_submission_id": "<id>"` (json.dumps form)."""
+        return self.run_tag or json.dumps({"job_submission_id": self.submission_id})[1:-1]
+
+
 class RayJobClient:
     """Ray's job API at one (forwarded, loopback) port. Stateless but for the
     address: creating one costs nothing, so a reconnect (a new forwarded port) simply
@@ -303,8 +330,21 @@ class RayJobClient:
     async def ray_job_id(self, job_id: str) -> str | None:
         """Ray's own id of a submitted job (what its actors carry); "" when its driver never
         started, None when Ray knows no such job."""
+        t = await self.job_trace(job_id)
+        return None if t is None else t.ray_job_id
+
+    async def job_trace(self, job_id: str) -> JobTrace | None:
+        """What finds a submitted job's processes (`JobTrace`); None when Ray knows no such
+        job (an empty answer)."""
         j = _d(await self._call("GET", f"/api/jobs/{quote(job_id, safe='')}"))
-        return _text(j.get("job_id"), 64) if j else None
+        if not j:
+            return None
+        agent = _text(j.get("driver_agent_http_address"), 300)
+        host = (urlsplit(agent).hostname or "") if agent.startswith("http") else ""
+        meta = _d(j.get("metadata"))
+        return JobTrace(submission_id=_text(j.get("submission_id"), 200) or job_id,
+                        ray_job_id=_text(j.get("job_id"), 64), driver_ip=host,
+                        run_tag=_text(meta.get(RUN_TAG_KEY), 64))
 
     async def live_actors(self, ray_job_id: str) -> int | None:
         """How many actors of the job with Ray's id `ray_job_id` (`ray_job_id()`) Ray has not

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from typing import Any, AsyncIterator, Callable
 
 from tui.core.actions.base import Remote, gather_nodes
 from tui.core.actions.events import ActionEvent
+from tui.core.actions.stray_driver import driver_node, end_stray_driver
 from tui.core.job.history import RunRecord, last_run, record_run
 from tui.core.parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
 from tui.core.profile import Profile
-from tui.core.rayapi import RayJobClient, client_for_url
+from tui.core.rayapi import RUN_TAG_KEY, JobTrace, RayJobClient, client_for_url
 from tui.core.raypaths import ray_temp_dir
 from tui.core.render import render
 from tui.core.state import ACTIVE_JOB_STATUSES, JobStatus, RayJobState
@@ -160,7 +162,7 @@ async def _submit_locked(profile: Profile, remote: Remote, job: Any, force: bool
     yield ActionEvent("submit", "step", "$ " + shown[:300] + ("..." if len(shown) > 300 else ""))
     try:
         job_id = await client.submit(job.entrypoint_str, submission_id=job.submission_id,
-                                     runtime_env=job.runtime_env)
+                                     runtime_env=job.runtime_env, metadata={RUN_TAG_KEY: uuid.uuid4().hex})
     except Exception as e:  # noqa: BLE001 - a refusal, a timeout or a hostile answer: one line
         yield ActionEvent("submit", "fail", f"Ray refused the job: {_first_line(e)}")
         return
@@ -224,6 +226,14 @@ async def _live_actors(client: RayJobClient, ray_job_id: str | None) -> int | No
         return None
 
 
+async def _trace(client: RayJobClient, job_id: str) -> JobTrace | None:
+    """`RayJobClient.job_trace`; None when it did not come (the cards check still decides)."""
+    try:
+        return await client.job_trace(job_id)
+    except Exception:  # noqa: BLE001 - as `_live_actors`
+        return None
+
+
 async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
                    wait_s: float = 120.0, settle_s: float = 10.0) -> AsyncIterator[ActionEvent]:
     yield ActionEvent("stop", "start", "stopping the job")
@@ -261,15 +271,22 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         return
     yield ActionEvent("stop", "step", f"{job_id} is {status}; waiting for its actors to end, then checking that "
                                       "the cards are free")
+    trace = await _trace(client, job_id)
+    if trace is not None:
+        # Ray's stop can miss the driver of a job stopped as it starts (stray_driver.py):
+        # Ray says STOPPED while that driver goes on and takes every card.
+        dnode = driver_node(profile, trace)
+        ended = await end_stray_driver(remote, dnode, trace)
+        if ended:
+            yield ActionEvent("stop", "warn", f"Ray stopped {job_id} but missed its driver, which was starting; "
+                                              "ended it: " + "; ".join(ended[:3]), node=dnode.name)
+            trace = await _trace(client, job_id) or trace  # it may have joined Ray before it ended
     deadline = time.monotonic() + settle_s
     # A job stopped while it starts ends at once, but its actors (the TaskRunner, the
     # workers holding the cards) may still be coming up, and take their cards seconds
     # after the job is STOPPED (a CI run: a stop said "every card is free", and the next
     # preflight found all 32 cards busy). The cards count only once Ray has none left.
-    try:
-        rid = await client.ray_job_id(job_id)  # asked once: the actors' own job id
-    except Exception:  # noqa: BLE001 - as `_live_actors`
-        rid = None
+    rid = None if trace is None else trace.ray_job_id
     actors = await _live_actors(client, rid)
     while actors and time.monotonic() < deadline:
         await asyncio.sleep(0.5)
