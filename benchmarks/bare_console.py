@@ -25,6 +25,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks.peak import own_peak_bytes  # noqa: E402  (before a child puts another tree first)
 
 
 def build(profile_path: str, job: bool, pace_s: float):  # noqa: ANN201 - (app, backend)
@@ -111,7 +112,7 @@ def main() -> None:
             task.cancel()
         return {"cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "wall_s": wall,
                 "samples": 0, "parsed": 0, "nodes_up": 0,
-                "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+                "rss_mb": own_peak_bytes() / 2**20}
 
     print(json.dumps(asyncio.run(go())))
 

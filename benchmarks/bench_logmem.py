@@ -4,7 +4,7 @@ A 15-20 hour VeRL run writes up to a GB of driver log. rlconsole spools it to a 
 file and keeps only an index of line offsets (8 bytes a line); the naive console keeps
 every line as a Python string in a list. Both are fed the same bytes in 1 MB chunks, as
 the log follower receives them, each in a fresh child process so that its peak RSS
-(`ru_maxrss`) is its own. tracemalloc peaks are measured in a second run of each child
+(`VmHWM`, benchmarks/peak.py) is its own. tracemalloc peaks are measured in a second run of each child
 (tracemalloc slows allocation, so throughput comes from the untraced run).
 
 The naive approach is measured on a 100 MB slice and extrapolated linearly to 1 GB
@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.mdsection import write_section  # noqa: E402
+from benchmarks.peak import own_peak_bytes  # noqa: E402
 
 NAME = "logmem"
 SUMMARY: list[dict[str, str]] = []
@@ -124,7 +124,7 @@ def child_spool(log: Path, spool_path: Path, limit: int, trace: bool) -> dict[st
         index = spool.index_bytes()
     res: dict[str, float] = {"bytes": fed, "lines": lines, "seconds": elapsed, "cpu_seconds": cpu,
                              "index_bytes": index}
-    res["maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    res["maxrss"] = own_peak_bytes()
     del spool  # its index goes before the reopened one is built
     if trace:
         res["tracemalloc_peak"] = tracemalloc.get_traced_memory()[1]
@@ -143,7 +143,7 @@ def child_spool(log: Path, spool_path: Path, limit: int, trace: bool) -> dict[st
             t3 = time.perf_counter()
             again.lines(again.line_count // 2, again.line_count // 2 + 60)
             res["page_read_ms"] = (time.perf_counter() - t3) * 1000
-        res["maxrss_after_reopen"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        res["maxrss_after_reopen"] = own_peak_bytes()
     return res
 
 
@@ -172,7 +172,7 @@ def child_naive(log: Path, limit: int, trace: bool) -> dict[str, float]:
     if trace:
         res["tracemalloc_peak"] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    res["maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    res["maxrss"] = own_peak_bytes()
     return res
 
 
@@ -180,7 +180,7 @@ def child_baseline() -> dict[str, float]:
     """The interpreter with LogSpool imported and nothing fed: the floor under both."""
     import tui.core.job.spool  # noqa: F401
 
-    return {"maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    return {"maxrss": own_peak_bytes()}
 
 
 def run_child(*args: str) -> dict[str, float]:
@@ -258,7 +258,7 @@ def run(size_mb: int, naive_mb: int) -> str:
         "(memory grows with every kept line); it was not run on the whole log.",
         f"- Log: {mb(total)} MB of synthetic VeRL driver output (Ray-prefixed worker noise, tqdm, Chinese "
         "text, a step line with np.float64 values every 200 lines), fed in 1 MB chunks. Each approach ran in "
-        "its own child process (peak RSS = `ru_maxrss` of that process); tracemalloc peaks come from a "
+        "its own child process (peak RSS = `VmHWM` of that process); tracemalloc peaks come from a "
         "second, traced run.",
         f"- Machine: {platform.system()} {platform.release()}, Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs. Generated the log in {gen_s:.1f} s.",

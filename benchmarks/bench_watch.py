@@ -37,6 +37,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks.peak import own_peak_bytes  # noqa: E402  (before a child puts another tree first)
 
 SECTION = "watch"
 TARGETS = {4: 1.0, 64: 5.0, 200: 3.0}  # % of one core (issue 16; 200 x 8: issue 37)
@@ -148,7 +149,7 @@ def child(tree: str, profile_path: str, seconds: float) -> None:
                 # what the samplers sent (characters; this checkout counts them)
                 "sampler_chars": sum(getattr(mon, "received", {}).values()) - ch0,
             }
-        res["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        res["rss_mb"] = own_peak_bytes() / 2**20
         return res
 
     print(json.dumps(asyncio.run(go())))

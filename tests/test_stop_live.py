@@ -60,36 +60,38 @@ async def _busy_and_actors(prof: Any, job_id: str) -> tuple[dict[str, list[str]]
         return await leftover_processes(prof, remote), await client.live_actors(rid)
 
 
-ROUNDS = 2
-"""Stopped at once after its submit, a job's actors outlived the stop's look about every
-other time without the wait (4 live actors, measured); two rounds make that a failure."""
+def _stays_free(prof: Any, job_id: str, out: str) -> None:
+    """For FREE_FOR_S after `stop` said every card is free: no card busy, no actor of the
+    job alive, no process of it up."""
+    end = time.monotonic() + FREE_FOR_S
+    while time.monotonic() < end:
+        busy, actors = asyncio.run(asyncio.wait_for(_busy_and_actors(prof, job_id), 60))
+        left = _carrying(job_id)
+        assert not busy and actors == 0 and not left, \
+            (f"after stop said every card is free: busy {busy}, {actors} live actor(s) of {job_id}, "
+             f"processes of it still up: {left}\n{out[-2000:]}")
+        time.sleep(1.0)
 
 
 def test_a_job_stopped_while_it_starts_leaves_every_card_free(ray_sim: Any, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Stopped at once after its submit, a job's actors outlived the stop's look about every
+    other time without the actors' wait (4 live actors, measured), and its driver outlived
+    Ray's stop in 6 of 14 such stops under load (the next test makes that case certain)."""
     from tui.core.job.history import last_run
 
     path = _profile(ray_sim, tmp_path)
     prof = load_profile(path)
-    for _ in range(ROUNDS):
-        rc = main(["submit", "--profile", str(path), "--yes", "--skip-checks"])
-        assert rc == 0, capsys.readouterr().out[-2000:]
-        rec = last_run(prof.name)
-        assert rec is not None
-        job_id = rec.job_id
-        capsys.readouterr()
-        # stopped at once: its driver and actors are still on their way up
-        rc = main(["stop", "--profile", str(path), "--yes"])
-        out = capsys.readouterr().out
-        assert rc == 0 and "every card is free" in out.splitlines()[-1], out[-2000:]
-        end = time.monotonic() + FREE_FOR_S
-        while time.monotonic() < end:
-            busy, actors = asyncio.run(asyncio.wait_for(_busy_and_actors(prof, job_id), 60))
-            left = _carrying(job_id)
-            assert not busy and actors == 0 and not left, \
-                (f"after stop said every card is free: busy {busy}, {actors} live actor(s) of {job_id}, "
-                 f"processes of it still up: {left}\n{out[-2000:]}")
-            time.sleep(1.0)
+    rc = main(["submit", "--profile", str(path), "--yes", "--skip-checks"])
+    assert rc == 0, capsys.readouterr().out[-2000:]
+    rec = last_run(prof.name)
+    assert rec is not None
+    capsys.readouterr()
+    # stopped at once: its driver and actors are still on their way up
+    rc = main(["stop", "--profile", str(path), "--yes"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "every card is free" in out.splitlines()[-1], out[-2000:]
+    _stays_free(prof, rec.job_id, out)
 
 
 def _carrying(submission_id: str) -> list[int]:
@@ -186,3 +188,4 @@ def test_stop_ends_the_named_jobs_driver_that_ray_missed_and_nothing_else(
     finally:
         asyncio.run(asyncio.wait_for(_on_head(prof, "sh", "-c", 'kill -KILL "$@" 2>/dev/null; true',
                                               "sh", stray, other), 60))
+    _stays_free(prof, rec.job_id, out)
