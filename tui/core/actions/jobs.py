@@ -15,10 +15,10 @@ from typing import Any, AsyncIterator, Callable
 
 from tui.core.actions.base import Remote, gather_nodes
 from tui.core.actions.events import ActionEvent
-from tui.core.actions.stray_driver import driver_node, end_stray_driver
+from tui.core.actions.stray_driver import driver_node, end_stray_driver, job_processes
 from tui.core.job.history import RunRecord, last_run, record_run
 from tui.core.parsers.detect import GPU_PROBE_SCRIPT, parse_probe_output
-from tui.core.profile import Profile
+from tui.core.profile import Node, Profile
 from tui.core.rayapi import RUN_TAG_KEY, JobTrace, RayJobClient, client_for_url
 from tui.core.raypaths import ray_temp_dir
 from tui.core.render import render
@@ -234,6 +234,16 @@ async def _trace(client: RayJobClient, job_id: str) -> JobTrace | None:
         return None
 
 
+async def _still_up(profile: Profile, remote: Remote, client: RayJobClient,
+                    job_id: str) -> tuple[JobTrace | None, Node | None, list[str]]:
+    """A job's processes still up on its driver's node (`stray_driver.job_processes`)."""
+    trace = await _trace(client, job_id)
+    if trace is None:
+        return None, None, []
+    node = driver_node(profile, trace)
+    return trace, node, await job_processes(remote, node, trace)
+
+
 async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
                    wait_s: float = 120.0, settle_s: float = 10.0) -> AsyncIterator[ActionEvent]:
     yield ActionEvent("stop", "start", "stopping the job")
@@ -243,32 +253,52 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
     except Exception as e:  # noqa: BLE001
         yield ActionEvent("stop", "skip", f"Ray's job API does not answer ({e}); no job to stop")
         return
+    known = {j.id: j for j in jobs}
     if job_id is None:
         running = [j for j in jobs if j.status in ACTIVE_JOB_STATUSES]
         rec = last_run(profile.name)
         pick = [j for j in running if rec and j.id == rec.job_id] or running[-1:]
         if not pick:
+            # Ray's stop (this console's, or `ray job stop`) can miss a starting driver: say
+            # so for the last run, but end it only when it is named (`--job`)
+            if rec and rec.job_id in known:
+                _, node, up = await _still_up(profile, remote, client, rec.job_id)
+                if up and node is not None:
+                    yield ActionEvent("stop", "warn", f"{rec.job_id} is {known[rec.job_id].status} but its driver is "
+                                                      f"still up: {'; '.join(up[:3])}; `rlconsole stop --job "
+                                                      f"{rec.job_id}` ends it", node=node.name)
             yield ActionEvent("stop", "skip", "no job is running; nothing to stop")
             return
         job_id = pick[0].id
+    elif job_id not in known:
+        yield ActionEvent("stop", "fail", f"Ray knows no job {job_id}")
+        return
+    status: str = known[job_id].status
+    if status not in ACTIVE_JOB_STATUSES:
+        # named and ended for Ray: what is left of it (a driver Ray's stop missed) is ended
+        if not (await _still_up(profile, remote, client, job_id))[2]:
+            yield ActionEvent("stop", "skip", f"{job_id} is already {status}; nothing to stop")
+            return
+        yield ActionEvent("stop", "step", f"{job_id} is already {status}, but its driver is still up")
     else:
-        known = {j.id: j for j in jobs}
-        if job_id not in known:
-            yield ActionEvent("stop", "fail", f"Ray knows no job {job_id}")
+        yield ActionEvent("stop", "step", f"stopping {job_id}")
+        try:
+            await client.stop(job_id)
+            status = await _wait_status(client, job_id, {JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED},
+                                        wait_s)
+        except Exception as e:  # noqa: BLE001 - a refusal, a timeout or a hostile answer: one line
+            yield ActionEvent("stop", "fail", f"Ray did not stop {job_id}: {_first_line(e)}")
             return
-        if known[job_id].status not in ACTIVE_JOB_STATUSES:
-            yield ActionEvent("stop", "skip", f"{job_id} is already {known[job_id].status}; nothing to stop")
+        if status in ACTIVE_JOB_STATUSES:
+            yield ActionEvent("stop", "fail", f"{job_id} is still {status} after {wait_s:.0f} s")
             return
-    yield ActionEvent("stop", "step", f"stopping {job_id}")
-    try:
-        await client.stop(job_id)
-        status = await _wait_status(client, job_id, {JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED}, wait_s)
-    except Exception as e:  # noqa: BLE001 - a refusal, a timeout or a hostile answer: one line
-        yield ActionEvent("stop", "fail", f"Ray did not stop {job_id}: {_first_line(e)}")
-        return
-    if status in ACTIVE_JOB_STATUSES:
-        yield ActionEvent("stop", "fail", f"{job_id} is still {status} after {wait_s:.0f} s")
-        return
+    async for ev in _after_stop(profile, remote, client, job_id, status, settle_s):
+        yield ev
+
+
+async def _after_stop(profile: Profile, remote: Remote, client: RayJobClient, job_id: str, status: str,
+                      settle_s: float) -> AsyncIterator[ActionEvent]:
+    """Make sure a job Ray calls ended is: its driver, its actors, its cards."""
     yield ActionEvent("stop", "step", f"{job_id} is {status}; waiting for its actors to end, then checking that "
                                       "the cards are free")
     trace = await _trace(client, job_id)
@@ -278,8 +308,9 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         dnode = driver_node(profile, trace)
         ended = await end_stray_driver(remote, dnode, trace)
         if ended:
-            yield ActionEvent("stop", "warn", f"Ray stopped {job_id} but missed its driver, which was starting; "
-                                              "ended it: " + "; ".join(ended[:3]), node=dnode.name)
+            yield ActionEvent("stop", "warn", f"Ray calls {job_id} {status}, but its driver was still up (Ray's "
+                                              "stop misses a driver that is starting); ended it: " + "; ".join(ended[:3]),
+                              node=dnode.name)
             trace = await _trace(client, job_id) or trace  # it may have joined Ray before it ended
     deadline = time.monotonic() + settle_s
     # A job stopped while it starts ends at once, but its actors (the TaskRunner, the
