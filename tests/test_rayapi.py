@@ -236,6 +236,33 @@ async def test_list_get_logs_stop(dash: Dashboard) -> None:
     assert await c.stop("job-1") is True
 
 
+@pytest.mark.parametrize("tag,needle", [
+    ("0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"),
+    # not what submit writes: a submitter's own metadata must not widen the search
+    # ("PATH=" is in every process's environment)
+    ("PATH=", '"job_submission_id": "job-1"'),
+    ("0123456789ABCDEF0123456789ABCDEF", '"job_submission_id": "job-1"'),
+    (None, '"job_submission_id": "job-1"'),
+], ids=["submit's", "hostile", "upper-case", "none"])
+async def test_job_trace_finds_the_job_by_its_own_tag_only(dash: Dashboard, tag: str | None, needle: str) -> None:
+    """What `stop` looks for in a node's process environments (stray_driver.py): the tag
+    `submit` gave the job, or else Ray's own job config entry, in json.dumps's form as
+    Ray's supervisor writes it into the driver's environment."""
+    from ray.dashboard.modules.job.common import JOB_ID_METADATA_KEY
+
+    from tui.core.rayapi import RUN_TAG_KEY
+
+    doc = {"submission_id": "job-1", "job_id": "02000000", "status": "STOPPED",
+           "driver_agent_http_address": "http://10.10.0.2:52365",
+           "metadata": {} if tag is None else {RUN_TAG_KEY: tag}}
+    dash.answers[("GET", "/api/jobs/job-1")] = (200, json.dumps(doc).encode())
+    t = await RayJobClient(dash.port, timeout=30).job_trace("job-1")
+    assert t is not None and (t.ray_job_id, t.driver_ip) == ("02000000", "10.10.0.2")
+    assert t.environ_needle == needle
+    driver_env = json.dumps({"runtime_env": {}, "metadata": {JOB_ID_METADATA_KEY: "job-1", **doc["metadata"]}})
+    assert needle in driver_env
+
+
 @pytest.mark.parametrize("method,path,call", [
     ("GET", "/api/jobs/", lambda c: c.list_jobs()),
     ("POST", "/api/jobs/", lambda c: c.submit("true", submission_id="s")),

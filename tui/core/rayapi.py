@@ -22,6 +22,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import re
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -282,6 +283,11 @@ its driver in the environment (`RAY_JOB_CONFIG_JSON_ENV_VAR`), so the id finds t
 driver among a node's processes, and nothing else: a submission id alone is unique on one
 cluster only, and the sim's nodes share one machine's processes."""
 
+RUN_TAG_RE = re.compile(r"[0-9a-f]{32}")
+"""What `submit` writes (uuid4's hex). Anything else under the key is not taken: the
+metadata is whatever a job's submitter wrote, and a tag such as "PATH=" would match every
+process's environment, so `stop` would signal them all."""
+
 
 @dataclasses.dataclass(frozen=True)
 class JobTrace:
@@ -341,10 +347,10 @@ class RayJobClient:
             return None
         agent = _text(j.get("driver_agent_http_address"), 300)
         host = (urlsplit(agent).hostname or "") if agent.startswith("http") else ""
-        meta = _d(j.get("metadata"))
+        tag = _text(_d(j.get("metadata")).get(RUN_TAG_KEY), 64)
         return JobTrace(submission_id=_text(j.get("submission_id"), 200) or job_id,
                         ray_job_id=_text(j.get("job_id"), 64), driver_ip=host,
-                        run_tag=_text(meta.get(RUN_TAG_KEY), 64))
+                        run_tag=tag if RUN_TAG_RE.fullmatch(tag) else "")
 
     async def live_actors(self, ray_job_id: str) -> int | None:
         """How many actors of the job with Ray's id `ray_job_id` (`ray_job_id()`) Ray has not
