@@ -73,11 +73,9 @@ def _stays_free(prof: Any, job_id: str, out: str) -> None:
         time.sleep(1.0)
 
 
-def test_a_job_stopped_while_it_starts_leaves_every_card_free(ray_sim: Any, tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    """Stopped at once after its submit, a job's actors outlived the stop's look about every
-    other time without the actors' wait (4 live actors, measured), and its driver outlived
-    Ray's stop in 6 of 14 such stops under load (the next test makes that case certain)."""
+def _submitted(ray_sim: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Any, Any]:
+    """A long job submitted on the sim's Ray (`_profile`): the profile's path, the profile
+    and the job's run record."""
     from tui.core.job.history import last_run
 
     path = _profile(ray_sim, tmp_path)
@@ -87,6 +85,15 @@ def test_a_job_stopped_while_it_starts_leaves_every_card_free(ray_sim: Any, tmp_
     rec = last_run(prof.name)
     assert rec is not None
     capsys.readouterr()
+    return path, prof, rec
+
+
+def test_a_job_stopped_while_it_starts_leaves_every_card_free(ray_sim: Any, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Stopped at once after its submit, a job's actors outlived the stop's look about every
+    other time without the actors' wait (4 live actors, measured), and its driver outlived
+    Ray's stop in 6 of 14 such stops under load (the next test makes that case certain)."""
+    path, prof, rec = _submitted(ray_sim, tmp_path, capsys)
     # stopped at once: its driver and actors are still on their way up
     rc = main(["stop", "--profile", str(path), "--yes"])
     out = capsys.readouterr().out
@@ -147,15 +154,9 @@ def test_stop_ends_the_named_jobs_driver_that_ray_missed_and_nothing_else(
     from tui.core.actions.jobs import job_client
     from tui.core.actions.remote import PoolRemote
     from tui.core.actions.stray_driver import driver_node, job_processes
-    from tui.core.job.history import last_run
     from tui.core.ssh import SessionPool
 
-    path = _profile(ray_sim, tmp_path)
-    prof = load_profile(path)
-    rc = main(["submit", "--profile", str(path), "--yes", "--skip-checks"])
-    assert rc == 0, capsys.readouterr().out[-2000:]
-    rec = last_run(prof.name)
-    assert rec is not None
+    path, prof, rec = _submitted(ray_sim, tmp_path, capsys)
 
     async def driver_seen() -> tuple[Any, list[str]]:
         """The job's trace once its driver has joined Ray, and what the product's scan
