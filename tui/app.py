@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from textual.app import App
 
@@ -38,9 +38,12 @@ class RlconsoleApp(App[int]):
     COMMANDS = App.COMMANDS | {RlconsoleCommands}
 
     def __init__(self, backend: Backend, bell: bool | None = None, faults: FaultInjector | None = None,
-                 notices: list[str] | None = None, **kw: Any) -> None:
+                 notices: list[str] | None = None, on_closing: Callable[[], None] | None = None,
+                 **kw: Any) -> None:
         super().__init__(**kw)
         self.backend = backend
+        self.on_closing = on_closing
+        """Called as the console starts to close: the CLI arms its exit watchdog there."""
         self.faults = faults
         """Fault injection on a simulated cluster (the palette), given by the CLI."""
         # what the start said on stderr (permissions tightened, a profile from ./profiles
@@ -104,6 +107,8 @@ class RlconsoleApp(App[int]):
             self.notify(f"could not start monitoring: {e}", severity="error", timeout=30, markup=False)
 
     async def on_unmount(self) -> None:
+        if self.on_closing is not None:
+            self.on_closing()
         if self.notifier is not None:
             await self.notifier.drain(2.0)
             await self.notifier.close()

@@ -9,6 +9,7 @@ here, so the app and its screens never import the simulator.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -20,6 +21,24 @@ if TYPE_CHECKING:
     from tui.core.profile import Profile
 
 STATIC_BACKEND_ENV = "RLCONSOLE_STATIC_BACKEND"
+
+EXIT_WATCHDOG_S = 30.0
+"""Quitting must end the process. Once the console starts to close, a process still there
+this long after is stuck in something that will not end: faulthandler prints every
+thread's stack on stderr (what the next report needs) and ends it with exit 1. Seen once,
+in CI under load: after `q` the screen had closed and the backend's stop had overrun its
+5 s, and the process was still up 90 s later. A normal exit takes well under a second."""
+
+
+def arm_exit_watchdog() -> None:
+    """Start EXIT_WATCHDOG_S's countdown (`faulthandler`: a C thread, it needs no event
+    loop and no Python thread to be free)."""
+    faulthandler.dump_traceback_later(EXIT_WATCHDOG_S, exit=True)
+
+
+def disarm_exit_watchdog() -> None:
+    """The console closed and the CLI goes on (the demo's question): no countdown."""
+    faulthandler.cancel_dump_traceback_later()
 """Set to 1 to run the console on fixed demo data instead of the live cluster: lets the
 tmux smoke test drive the real terminal path (driver, keys, screen) without a cluster."""
 
@@ -80,16 +99,18 @@ def run_app(profile: Profile, bell: bool | None = None, notices: list[str] | Non
     from tui.app import RlconsoleApp
 
     if os.environ.get(STATIC_BACKEND_ENV) == "1":
-        return int(RlconsoleApp(static_backend(profile), bell=bell, notices=notices).run() or 0)
+        return int(RlconsoleApp(static_backend(profile), bell=bell, notices=notices,
+                                on_closing=arm_exit_watchdog).run() or 0)
     try:
         from tui.backend.live import LiveBackend
     except ImportError as e:
         print(f"rlconsole: the live console cannot start: {e} "
               "(`rlconsole status` and the other subcommands still work)", file=sys.stderr)
         return 1
-    app = RlconsoleApp(LiveBackend(profile), bell=bell, faults=sim_faults_for(profile), notices=notices)
+    app = RlconsoleApp(LiveBackend(profile), bell=bell, faults=sim_faults_for(profile), notices=notices,
+                       on_closing=arm_exit_watchdog)
     rc = app.run()
-    return int(rc or 0)
+    return int(rc or 0)  # the countdown runs on: what is left is the interpreter's own exit
 
 
 def run_demo(nodes: int = 4, gpus: int = 8, bell: bool | None = None) -> int:
@@ -106,6 +127,7 @@ def run_demo(nodes: int = 4, gpus: int = 8, bell: bool | None = None) -> int:
 
     path = sim_up(nodes, gpus, notice=notice)
     rc = run_app(load_profile(path), bell=bell, notices=notices)
+    disarm_exit_watchdog()  # the question waits for the user
     try:
         answer = input("Stop the simulated cluster? [Y/n] (n keeps it; `rlconsole sim down` stops it later) ")
     except EOFError:
@@ -116,4 +138,5 @@ def run_demo(nodes: int = 4, gpus: int = 8, bell: bool | None = None) -> int:
         print("simulated cluster stopped" if stopped else "no simulated cluster was running")
     else:
         print("simulated cluster kept running; `rlconsole` re-attaches, `rlconsole sim down` stops it")
+    arm_exit_watchdog()
     return rc
