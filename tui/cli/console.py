@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from tui.core.profile import Profile
 
 STATIC_BACKEND_ENV = "RLCONSOLE_STATIC_BACKEND"
+"""Set to 1 to run the console on fixed demo data instead of the live cluster: lets the
+tmux smoke test drive the real terminal path (driver, keys, screen) without a cluster."""
 
 EXIT_WATCHDOG_S = 30.0
 """Quitting must end the process. Once the console starts to close, a process still there
@@ -39,8 +41,6 @@ def arm_exit_watchdog() -> None:
 def disarm_exit_watchdog() -> None:
     """The console closed and the CLI goes on (the demo's question): no countdown."""
     faulthandler.cancel_dump_traceback_later()
-"""Set to 1 to run the console on fixed demo data instead of the live cluster: lets the
-tmux smoke test drive the real terminal path (driver, keys, screen) without a cluster."""
 
 
 class SimFaults:
