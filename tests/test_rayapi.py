@@ -253,11 +253,11 @@ async def test_job_trace_finds_the_job_by_its_own_tag_only(dash: Dashboard, tag:
     from tui.core.rayapi import RUN_TAG_KEY
 
     doc = {"submission_id": "job-1", "job_id": "02000000", "status": "STOPPED",
-           "driver_agent_http_address": "http://10.10.0.2:52365",
+           "driver_agent_http_address": "http://127.0.0.3:52365",
            "metadata": {} if tag is None else {RUN_TAG_KEY: tag}}
     dash.answers[("GET", "/api/jobs/job-1")] = (200, json.dumps(doc).encode())
     t = await RayJobClient(dash.port, timeout=30).job_trace("job-1")
-    assert t is not None and (t.ray_job_id, t.driver_ip) == ("02000000", "10.10.0.2")
+    assert t is not None and (t.ray_job_id, t.driver_ip) == ("02000000", "127.0.0.3")
     assert t.environ_needle == needle
     driver_env = json.dumps({"runtime_env": {}, "metadata": {JOB_ID_METADATA_KEY: "job-1", **doc["metadata"]}})
     assert needle in driver_env

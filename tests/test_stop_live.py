@@ -55,9 +55,9 @@ async def _busy_and_actors(prof: Any, job_id: str) -> tuple[dict[str, list[str]]
     async with SessionPool(prof) as pool:
         remote = PoolRemote(pool, prof)
         client = await job_client(remote)
-        rid = await client.ray_job_id(job_id)
-        assert rid is not None, f"Ray knows no job {job_id}"
-        return await leftover_processes(prof, remote), await client.live_actors(rid)
+        trace = await client.job_trace(job_id)
+        assert trace is not None, f"Ray knows no job {job_id}"
+        return await leftover_processes(prof, remote), await client.live_actors(trace.ray_job_id)
 
 
 def _stays_free(prof: Any, job_id: str, out: str) -> None:

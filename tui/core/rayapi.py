@@ -333,12 +333,6 @@ class RayJobClient:
             raise
         return job_from_api(doc)
 
-    async def ray_job_id(self, job_id: str) -> str | None:
-        """Ray's own id of a submitted job (what its actors carry); "" when its driver never
-        started, None when Ray knows no such job."""
-        t = await self.job_trace(job_id)
-        return None if t is None else t.ray_job_id
-
     async def job_trace(self, job_id: str) -> JobTrace | None:
         """What finds a submitted job's processes (`JobTrace`); None when Ray knows no such
         job (an empty answer)."""
@@ -353,7 +347,7 @@ class RayJobClient:
                         run_tag=tag if RUN_TAG_RE.fullmatch(tag) else "")
 
     async def live_actors(self, ray_job_id: str) -> int | None:
-        """How many actors of the job with Ray's id `ray_job_id` (`ray_job_id()`) Ray has not
+        """How many actors of the job with Ray's id `ray_job_id` (`JobTrace.ray_job_id`) Ray has not
         marked dead yet (alive, being created, restarting): what may still take a card after
         the job itself ended. 0 for "" (a driver that never started has no actor); None when
         the answer is not the state API's."""

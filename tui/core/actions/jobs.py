@@ -274,9 +274,11 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         yield ActionEvent("stop", "fail", f"Ray knows no job {job_id}")
         return
     status: str = known[job_id].status
+    trace: JobTrace | None = None
     if status not in ACTIVE_JOB_STATUSES:
         # named and ended for Ray: what is left of it (a driver Ray's stop missed) is ended
-        if not (await _still_up(profile, remote, client, job_id))[2]:
+        trace, _, up = await _still_up(profile, remote, client, job_id)
+        if not up:
             yield ActionEvent("stop", "skip", f"{job_id} is already {status}; nothing to stop")
             return
         yield ActionEvent("stop", "step", f"{job_id} is already {status}, but its driver is still up")
@@ -292,16 +294,18 @@ async def stop_job(profile: Profile, remote: Remote, job_id: str | None = None,
         if status in ACTIVE_JOB_STATUSES:
             yield ActionEvent("stop", "fail", f"{job_id} is still {status} after {wait_s:.0f} s")
             return
-    async for ev in _after_stop(profile, remote, client, job_id, status, settle_s):
+    async for ev in _after_stop(profile, remote, client, job_id, status, settle_s, trace):
         yield ev
 
 
 async def _after_stop(profile: Profile, remote: Remote, client: RayJobClient, job_id: str, status: str,
-                      settle_s: float) -> AsyncIterator[ActionEvent]:
-    """Make sure a job Ray calls ended is: its driver, its actors, its cards."""
+                      settle_s: float, trace: JobTrace | None = None) -> AsyncIterator[ActionEvent]:
+    """Make sure a job Ray calls ended is: its driver, its actors, its cards. `trace`: the
+    job's, when the caller already read it (after the job ended)."""
     yield ActionEvent("stop", "step", f"{job_id} is {status}; waiting for its actors to end, then checking that "
                                       "the cards are free")
-    trace = await _trace(client, job_id)
+    if trace is None:
+        trace = await _trace(client, job_id)
     if trace is not None:
         # Ray's stop can miss the driver of a job stopped as it starts (stray_driver.py):
         # Ray says STOPPED while that driver goes on and takes every card.
