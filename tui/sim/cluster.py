@@ -898,6 +898,10 @@ class _Daemon:
             # 4 raylets starting at once on a small, busy machine: give the dashboard
             # agent time to come up before the raylet gives up on it.
             "RAY_agent_register_timeout_ms": "120000",
+            # Ray starts num_cpus idle Python workers when a job's driver first connects
+            # (2 per job here, ~1 s of CPU each, left idle: the stand-in's actors ask for
+            # no CPU); on 2 shared cores the sim does without them.
+            "RAY_prestart_worker_first_driver": "0",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
 
