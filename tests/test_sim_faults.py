@@ -39,6 +39,11 @@ RAY_LEFT_WHOLE = False
 WAIT_S = 180.0
 """Per wait: generous, the machine may be shared; a hang still fails with a message."""
 
+REFRESH_S = 1.0
+"""The watch's refresh: the sim's own (1 s). Each refresh samples every node (cards and
+`docker inspect`: ~35 ms of CPU a node on the sim, measured); at 0.5 s this module's
+watch alone took ~30% of a core for its four minutes, CPU its jobs waited for."""
+
 
 class BgWatch:
     """One LiveBackend for the module, on an event loop in its own thread; the tests (plain
@@ -109,7 +114,7 @@ def sim(ray_sim: Any) -> Iterator[dict[str, Any]]:
     _set(o, "trainer.total_epochs", 1000)
     _set(o, "trainer.save_freq", 2)
     data.setdefault("env", {})["RLCONSOLE_SIM_STEP_S"] = "0.5"
-    data["monitoring"].update(stall_factor=4, refresh_s=0.5)
+    data["monitoring"].update(stall_factor=4, refresh_s=REFRESH_S)
     # in the sim's state dir (beside, never over, the sim's own profile): there `submit`
     # finds the sim's faults to clear
     prof = d / "faults-profile.yaml"
@@ -158,7 +163,7 @@ def _status(profile: Path) -> dict[str, Any]:
 def _job_end(w: BgWatch, job_id: str, since: int) -> Alert:
     ends = w.until(lambda: [a for a in w.opened("job-end", since) if job_id in a.message], f"job {job_id} to end")
     # it stays one: a few refreshes later there is still one alert for this end
-    time.sleep(3 * 0.5)
+    time.sleep(3 * REFRESH_S)
     assert len([a for a in w.opened("job-end", since) if job_id in a.message]) == 1
     return ends[0]
 
