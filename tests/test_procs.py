@@ -9,7 +9,7 @@ import asyncio
 import gc
 import getpass
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -61,7 +61,6 @@ def test_a_wait_left_running_when_asyncio_run_ends_is_reaped_before_the_loop_clo
     """The shape of a console quitting mid-action: the task ending a child is still waiting
     when asyncio.run returns; asyncio cancels it, and the child must be reaped through the
     loop before it closes -- nothing for the garbage collector to finalise afterwards."""
-    seen: list[Any] = []
     procs: list[asyncio.subprocess.Process] = []
 
     async def main() -> None:
@@ -70,21 +69,34 @@ def test_a_wait_left_running_when_asyncio_run_ends_is_reaped_before_the_loop_clo
         asyncio.ensure_future(end_process(proc, grace=60))
         await asyncio.sleep(0.1)  # main returns with the end still waiting on its grace
 
-    # what earlier tests in this worker left for the collector is finalised first, under
-    # pytest's own hook (a warning naming it): seen in CI, another test's subprocess
-    # transport collected here failed this test, which judges only its own loop
+    procs_seen: list[int | None] = []
+
+    def run() -> None:
+        asyncio.run(asyncio.wait_for(main(), 30))
+        procs_seen.extend(p.returncode for p in procs)
+        procs.clear()
+
+    left = _left_for_the_gc(run)
+    assert procs_seen and procs_seen[0] is not None, "the loop closed before the child's exit reached it"
+    assert left == []
+
+
+def _left_for_the_gc(run: Callable[[], None]) -> list[str]:
+    """What the garbage collector finalised with an error (an unraisable) after `run`: a
+    child's transport collected once its loop had closed, named with the child's command.
+    What earlier tests of this worker left is collected first, under pytest's own hook (a
+    warning naming it): seen in CI, another test's transport collected in this module's
+    gc.collect failed a test here that judges only its own loop."""
     gc.collect()
+    seen: list[Any] = []
     old = sys.unraisablehook
     sys.unraisablehook = seen.append
     try:
-        asyncio.run(asyncio.wait_for(main(), 30))
-        procs_seen = [p.returncode for p in procs]
-        procs.clear()
+        run()
         gc.collect()
     finally:
         sys.unraisablehook = old
-    assert procs_seen and procs_seen[0] is not None, "the loop closed before the child's exit reached it"
-    assert [f"{u.exc_type.__name__}: {u.exc_value} in {_named(u.object)}" for u in seen] == []
+    return [f"{u.exc_type.__name__}: {u.exc_value} in {_named(u.object)}" for u in seen]
 
 
 def _named(obj: Any) -> str:
@@ -116,8 +128,6 @@ def test_the_sim_sshd_stopped_mid_command_leaves_nothing_for_the_gc(ssh_kit: Any
 
     from tui.sim.server import SimNodeServer
 
-    seen: list[Any] = []
-
     async def main() -> None:
         srv = SimNodeServer("n0", "127.0.0.1", ssh_kit.host_key, [ssh_kit.client_pub])
         await srv.start()
@@ -129,19 +139,4 @@ def test_the_sim_sshd_stopped_mid_command_leaves_nothing_for_the_gc(ssh_kit: Any
             await asyncio.wait_for(srv.stop(), 30)
         assert srv.active == 0
 
-    old = sys.unraisablehook
-    sys.unraisablehook = seen.append
-    try:
-        asyncio.run(asyncio.wait_for(main(), 60))
-        gc.collect()
-    finally:
-        sys.unraisablehook = old
-    assert [f"{u.exc_type.__name__}: {u.exc_value} in {_named(u.object)}" for u in seen] == []
-
-
-def _named(obj: Any) -> str:
-    """An unraisable's object, with the command of the child its transport ran (a
-    transport's __del__ names neither on its own)."""
-    owner = getattr(obj, "__self__", None)
-    popen = getattr(owner, "_proc", None)
-    return f"{obj!r} of {owner!r}" + (f" running {popen.args!r}" if popen is not None else "")
+    assert _left_for_the_gc(lambda: asyncio.run(asyncio.wait_for(main(), 60))) == []
