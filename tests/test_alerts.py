@@ -107,6 +107,22 @@ def test_ray_node_lost_and_back() -> None:
     assert msgs(a) == [("info", "Ray node node2 is alive again", True)]
 
 
+def test_a_node_that_rejoined_is_not_lost() -> None:
+    """Ray keeps a restarted worker's old record (DEAD) beside its new one (ALIVE, a new
+    node id at the same address): the node is alive. A console opened on such a cluster
+    raises nothing; one that saw the loss ends it."""
+    rejoined = RayState(available=True, nodes=[RayNodeState("a", "127.0.0.1", True, is_head=True),
+                                               RayNodeState("b", "127.0.0.2", False),
+                                               RayNodeState("c", "127.0.0.2", True)])
+    assert rules().observe_state(state(node("node1"), node("node2"), ray=rejoined), now=0) == []
+    r = rules()
+    lost = RayState(available=True, nodes=rejoined.nodes[:2])
+    assert msgs(r.observe_state(state(node("node1"), node("node2"), ray=lost), now=0)) == [
+        ("error", "Ray lost node node2 (127.0.0.2)", False)]
+    a = r.observe_state(state(node("node1"), node("node2"), ray=rejoined), now=1)
+    assert msgs(a) == [("info", "Ray node node2 is alive again", True)]
+
+
 def job(status: str, step: int | None = 5, id: str = "raysubmit_1") -> JobState:
     return JobState(id=id, status=status, step=step, total_steps=100)
 

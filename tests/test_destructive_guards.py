@@ -143,3 +143,26 @@ def test_submit_reservation_and_setup_ray_confirmation(guard_sim: Path, tmp_path
     assert rc == 0, out[-2000:]
     st = json.loads(run(["status", *P, "--json"], capsys)[1])
     assert not (st.get("ray") or {}).get("available")
+
+
+def test_the_reservation_script_says_held_while_its_holder_is_writing(tmp_path: Path) -> None:
+    """The holder makes the directory, then writes its owner file: a second console that
+    looks in between (seen in CI, under load) must hear "held", not fail on the missing
+    file (`head` exited 1, so the submit said "cannot reserve ...: @@held 0")."""
+    import subprocess
+
+    from tui.core.actions.jobs import LOCK_SCRIPT
+
+    lock = tmp_path / "ray" / "rlconsole-submit.lock"
+
+    def take(who: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["sh", "-c", LOCK_SCRIPT, "sh", str(lock), who, "300"], capture_output=True,
+                              text=True, timeout=30)
+
+    first = take("console A")
+    assert (first.returncode, first.stdout) == (0, "@@taken\n")
+    second = take("console B")
+    assert second.returncode == 0 and second.stdout.startswith("@@held ") and second.stdout.endswith("console A\n")
+    (lock / "owner").unlink()  # the holder between its mkdir and its owner file
+    between = take("console B")
+    assert between.returncode == 0 and between.stdout.startswith("@@held "), (between.returncode, between.stdout)

@@ -188,14 +188,17 @@ class AlertRules:
                     f"{n.name} reports {len(have)} of {want} cards (missing: {', '.join(map(str, missing))})", None)
 
     def _ray_nodes(self, st: ClusterState, at: float) -> list[Alert]:
-        """A node Ray lists as dead: an episode until Ray lists it alive, or not at all."""
+        """A node Ray lists as dead: an episode until Ray lists it alive, or not at all.
+        A node that rejoined is alive: its raylet has a new node id at the same address,
+        and Ray keeps listing the old one as DEAD for the rest of the cluster's life (a
+        console opened after a worker's restart called it lost)."""
         names = {n.address: n.name for n in st.nodes}
+        alive = {rn.address for rn in st.ray.nodes if rn.alive}
         lost: dict[str, Condition] = {}
         for rn in st.ray.nodes:
-            if not rn.alive:
+            if not rn.alive and rn.address not in alive:
                 who = names.get(rn.address, rn.address)
                 lost[f"ray-node:{rn.address}"] = ("error", "ray", f"Ray lost node {who} ({rn.address})", None)
-        alive = {rn.address for rn in st.ray.nodes if rn.alive}
 
         def ray_end(key: str, a: Alert) -> str:
             addr = key.split(":", 1)[1]

@@ -56,7 +56,7 @@ now=$(date +%s); m=$(stat -c %Y -- "$d" 2>/dev/null || echo "$now"); age=$((now 
 if [ "$age" -gt "$stale" ] && rm -rf -- "$d" && mkdir -- "$d" 2>/dev/null; then
   printf '%s\n' "$info" > "$d/owner"; echo "@@taken stale $age"; exit 0
 fi
-echo "@@held $age"; head -c 200 -- "$d/owner" 2>/dev/null
+echo "@@held $age"; head -c 200 -- "$d/owner" 2>/dev/null; exit 0
 """
 UNLOCK_SCRIPT = r"""d=$1; [ "$(head -c 300 -- "$d/owner" 2>/dev/null)" = "$2" ] && rm -rf -- "$d"; exit 0"""
 
@@ -77,7 +77,8 @@ async def take_submit_lock(profile: Profile, remote: Remote) -> tuple[str | None
     token = f"{socket.gethostname()} pid {os.getpid()} at {time.strftime('%H:%M:%S')} #{time.monotonic_ns()}"
     r = await remote.run(profile.head.name, ["sh", "-c", LOCK_SCRIPT, "sh", submit_lock_path(profile), token,
                                              str(LOCK_STALE_S)], container=True, timeout=60)
-    out = r.stdout if r.ok else ""
+    # `@@held` whatever the exit code: the holder may not have written its owner file yet
+    out = r.stdout if r.ok or r.stdout.startswith("@@held") else ""
     if out.startswith("@@taken"):
         return token, None
     if out.startswith("@@held"):
