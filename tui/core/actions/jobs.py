@@ -58,6 +58,8 @@ if [ "$age" -gt "$stale" ] && rm -rf -- "$d" && mkdir -- "$d" 2>/dev/null; then
 fi
 echo "@@held $age"; head -c 200 -- "$d/owner" 2>/dev/null; exit 0
 """
+"""Exit 0 after `@@held` whatever `head` says: the holder may have made the directory and
+not yet written its owner file (a second console then read "cannot reserve", in CI)."""
 UNLOCK_SCRIPT = r"""d=$1; [ "$(head -c 300 -- "$d/owner" 2>/dev/null)" = "$2" ] && rm -rf -- "$d"; exit 0"""
 
 
@@ -77,8 +79,7 @@ async def take_submit_lock(profile: Profile, remote: Remote) -> tuple[str | None
     token = f"{socket.gethostname()} pid {os.getpid()} at {time.strftime('%H:%M:%S')} #{time.monotonic_ns()}"
     r = await remote.run(profile.head.name, ["sh", "-c", LOCK_SCRIPT, "sh", submit_lock_path(profile), token,
                                              str(LOCK_STALE_S)], container=True, timeout=60)
-    # `@@held` whatever the exit code: the holder may not have written its owner file yet
-    out = r.stdout if r.ok or r.stdout.startswith("@@held") else ""
+    out = r.stdout if r.ok else ""
     if out.startswith("@@taken"):
         return token, None
     if out.startswith("@@held"):
