@@ -37,6 +37,7 @@ RAY_CLI = shutil.which("ray", path=str(VENV_BIN)) or shutil.which("ray")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 STEP_RE = re.compile(r"^\((?:TaskRunner|main_task) pid=(\d+)\) step:(\d+) - (.*)$")
 VALUE_RE = re.compile(r"^np\.float(?:64|32)\((.*)\)$")
+PREFIX_RE = re.compile(r"^\((?:TaskRunner|main_task) pid=\d+\) ")
 BUSY_KEYS = {"pid", "util", "mem_mib", "name"}
 
 # The reference run's overrides (seed section 7), paths replaced per test; `+` as the seed.
@@ -182,10 +183,17 @@ def _parse_value(v: str) -> float:
 
 
 def _parse_steps(text: str) -> list[tuple[int, dict[str, float]]]:
+    """The step lines' metrics. A step line Ray's log streaming cut after a ` -` (seen in
+    CI under load: `... - timing_s/adv:15.11 -`, the rest on the next line behind its own
+    `(TaskRunner pid=N)` prefix) is joined with that next line first."""
     steps = []
-    for raw in text.splitlines():
-        line = ANSI.sub("", raw).strip("\r")
+    lines = [ANSI.sub("", raw).strip("\r") for raw in text.splitlines()]
+    for i, line in enumerate(lines):
         m = STEP_RE.match(line)
+        while m and line.endswith(" -") and i + 1 < len(lines):
+            i += 1
+            line = f"{line} {PREFIX_RE.sub('', lines[i]).strip()}"
+            m = STEP_RE.match(line)
         if m:
             metrics = {}
             for part in m.group(3).split(" - "):
