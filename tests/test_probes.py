@@ -255,6 +255,59 @@ async def test_monitor_parses_only_changed_samples(sim_as_up):
 
 
 @pytest.mark.integration
+async def test_the_monitor_sees_a_container_change_on_dockers_events_not_by_inspecting_each_sample(
+        sim_as_up, tmp_path):
+    """The live path of tests/test_sampler_events.py: the sim's real dockerd, its `docker`
+    on each node (names mapped, `events` filters too), the monitor over SSH. Every
+    `docker` the sampler runs goes through a shim that counts it."""
+    require_dockerd()
+    import copy
+
+    log = tmp_path / "docker-calls"
+    shim = tmp_path / "docker-shim"
+    shim.write_text(f'#!/bin/sh\necho "$RLCONSOLE_SIM_NODE $1" >>\'{log}\'\nexec docker "$@"\n')
+    log.write_text("")
+    p = copy.deepcopy(_profile(sim_as_up))
+    p.container.docker = ["sh", str(shim)]
+    refresh = 0.25
+
+    def calls(sub: str) -> int:
+        return log.read_text().splitlines().count(f"node4 {sub}")
+
+    mon = ClusterMonitor(p, refresh_s=refresh)
+
+    async def until(pred, what: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout  # a bound, not a measurement (a watch is 60 s)
+        while not pred(mon.state):
+            assert time.monotonic() < deadline, f"never happened: {what}: {mon.state.nodes[3].container}"
+            await asyncio.sleep(0.05)
+
+    async with SessionPool(p) as pool:
+        s = pool.session("node4")
+        await mon.start()
+        try:
+            await until(lambda st: all(n.container is not None and n.container.status == "absent" for n in st.nodes),
+                        "every node's container absent")
+            await asyncio.sleep(2 * refresh)  # the watcher's start owes two inspections
+            before, t0 = calls("inspect"), time.monotonic()
+            await asyncio.sleep(12 * refresh)
+            quiet = calls("inspect") - before
+            assert quiet <= 2, f"{quiet} inspections in {time.monotonic() - t0:.1f} s of nothing happening"
+            assert calls("events") == 1
+            r = await s.run(["docker", "run", "-d", "--name", "train-rl", "--network", "host", p.container.image,
+                             "sleep", "infinity"])
+            assert r.rc == 0, r.stderr
+            await until(lambda st: st.nodes[3].container.status == "running", "node4's container running")
+            assert [n.container.status for n in mon.state.nodes[:3]] == ["absent"] * 3
+            await s.run("docker rm -f train-rl", check=True)
+            await until(lambda st: st.nodes[3].container.status == "absent", "node4's container gone")
+        finally:
+            await mon.stop()
+            await s.run("docker rm -f train-rl")
+    print(f"node4: {calls('inspect')} inspections, {calls('events')} watcher(s)")
+
+
+@pytest.mark.integration
 async def test_probe_ray_head_down(sim_as_up):
     p = _profile(sim_as_up)
     pool = SessionPool(p)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -437,3 +438,25 @@ def test_the_dockerd_wrapper_marks_exec_as_the_sim_runtime_does() -> None:
     from tui.sim import dockerwrap, simdocker
 
     assert dockerwrap.MARKER_ENV == simdocker.MARKER_ENV
+
+
+def test_the_dockerd_wrapper_maps_an_events_watch_to_the_nodes_container(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sampler's `docker events --filter container=train-rl` watches node2's own
+    `train-rl-node2` on the sim's one dockerd; an events call without a container filter
+    sees this node's containers only, as `ps` does."""
+    from tui.core.probes import CONTAINER_EVENTS, container_events_command
+    from tui.core.profile import load_profile
+    from tui.sim import dockerwrap
+
+    ran: list[list[str]] = []
+    monkeypatch.setattr(dockerwrap.Wrapper, "_run", lambda self, args, names=None, capture=True: ran.append(args) or 0)
+    w = dockerwrap.Wrapper("node2", "/usr/bin/docker", "unix:///nowhere")
+    argv = shlex.split(container_events_command(load_profile(Path(__file__).parent / "data" / "good_profile.yaml")))
+    assert w.main([*argv[1:], "--until", "1796661919"]) == 0
+    args = ran[-1]
+    assert args[0] == "events" and "container=train-rl-node2" in args and "container=train-rl" not in args
+    assert args[-2:] == ["--until", "1796661919"] and "event=die" in args and args.count("--filter") == 2 + len(CONTAINER_EVENTS)
+    w.main(["events", "-f=container=train-rl", "--since", "1m"])
+    assert ran[-1] == ["events", "--filter", "container=train-rl-node2", "--since", "1m"]
+    w.main(["events"])
+    assert ran[-1] == ["events", "--filter", f"label={dockerwrap.LABEL}=node2"]

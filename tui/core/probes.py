@@ -13,6 +13,9 @@
   (`@@sample-delta`): a changed card is the lines of that card. The console keeps the
   node's whole sample (the last full one plus the changes: `SampleStream`) and parses
   it whole, as before; a new stream (a reconnect) starts with a full sample.
+  The container is inspected when Docker reports an event of it (a `docker events`
+  watcher in the loop's background), not every sample: `docker inspect` was two thirds
+  of a sample's cost on the node (`_container_watch`).
 * Ray: through the head's SSH connection, a local port forward to the dashboard (so it
   never needs to listen beyond the head's loopback) and its HTTP API
   (`/api/v0/nodes?detail=1`, `/api/cluster_status`, `/api/jobs/`), read with
@@ -92,19 +95,93 @@ def container_probe_command(profile: Profile) -> str | None:
     return shlex.join([*c.docker, "inspect", "--type", "container", c.name])
 
 
-def _one_sample(profile: Profile, end: bool = True) -> str:
+CONTAINER_EVENTS: tuple[str, ...] = ("create", "start", "restart", "die", "kill", "oom", "stop", "pause",
+                                     "unpause", "destroy", "rename", "update", "health_status")
+"""The container events after which `docker inspect` may say something new: its state,
+exit code, health, name or limits. Not `exec_*` (a health check or the console's own
+`docker exec` runs one every few seconds and changes nothing the console shows)."""
+
+EVENTS_WATCH_S = 60
+"""How long one `docker events` watcher runs (`--until`, by the node's clock) before
+the loop starts the next and inspects once more: it ends by itself, so one the loop
+lost (killed with SIGKILL) outlives it by at most this long, and a change the watcher
+missed (the daemon restarted) is seen within it."""
+
+
+def container_events_command(profile: Profile) -> str | None:
+    """`docker events` for the profile's container, one line per event that may change
+    what `container_probe_command` prints (`--until` is added by the loop); None as there."""
+    c = profile.container
+    if c.access != "docker-exec":
+        return None
+    filters = [f"container={c.name}", "type=container", *(f"event={e}" for e in CONTAINER_EVENTS)]
+    return shlex.join([*c.docker, "events", *(a for f in filters for a in ("--filter", f)), "--format", "e"])
+
+
+def _one_sample(profile: Profile, end: bool = True, cached_docker: bool = False) -> str:
+    """One sample's commands. With `cached_docker`, the container's part is what the
+    loop's `rlc_inspect` read last (`rlc_dko`, `rlc_dkr`), not a new `docker inspect`."""
     parts = [f"echo '{SAMPLE_BEGIN}'", GPU_PROBE_SCRIPT.rstrip("\n")]
     docker = container_probe_command(profile)
     if docker:
+        out, rc = ("rlc_dko", "rlc_dkr") if cached_docker else ("out", "rc")
+        parts += [f"echo '{DOCKER_BEGIN}'"]
+        if not cached_docker:
+            parts += [f"out=$({docker} 2>&1); rc=$?"]
         parts += [
-            f"echo '{DOCKER_BEGIN}'",
-            f"out=$({docker} 2>&1); rc=$?",
-            '[ -n "$out" ] && printf \'%s\\n\' "$out"',
-            f'echo "{DOCKER_RC}$rc"',
+            f'[ -n "${out}" ] && printf \'%s\\n\' "${out}"',
+            f'echo "{DOCKER_RC}${rc}"',
         ]
     if end:
         parts.append(f"echo '{SAMPLE_END}'")
     return "\n".join(parts) + "\n"
+
+
+def _container_watch(profile: Profile) -> str:
+    """Shell functions for the loop: `rlc_watch` decides whether this sample inspects
+    the container (`rlc_due`), `rlc_inspect` does it, into `rlc_dko`/`rlc_dkr`.
+
+    Why: `docker inspect` was two thirds of a sample's cost on the node (the docker CLI
+    alone is ~20 ms of CPU, every refresh, on every node), for a container whose state
+    changes a few times in a run. A `docker events` watcher in the background appends a
+    line to a private file per event; the loop inspects when the file is not empty, when
+    a watcher (re)starts (that sample and the next, so a change while it connects is
+    seen) and on every sample while there is no watcher. A watcher that fails before its
+    `--until` (no `events` in this docker, no daemon) is retried a watch later; until
+    then every sample inspects, as the loop did before. No epoch clock or no `mktemp`:
+    every sample inspects. Both functions run in the loop's own shell, never in a `$()`."""
+    docker = container_probe_command(profile)
+    events = container_events_command(profile)
+    assert docker and events
+    return (
+        "rlc_dko=; rlc_dkr=; rlc_evp=; rlc_evu=0; rlc_evr=0; rlc_dn=0\n"
+        'rlc_evf=$(mktemp "${TMPDIR:-/tmp}/rlconsole-events.XXXXXX" 2>/dev/null) || rlc_evf=\n'
+        "trap 'rm -f \"$rlc_evf\"; [ -n \"$rlc_evp\" ] && kill \"$rlc_evp\" 2>/dev/null' EXIT\n"
+        "trap 'exit 0' HUP INT TERM PIPE\n"
+        f"rlc_inspect() {{\nrlc_dko=$({docker} 2>&1); rlc_dkr=$?\n}}\n"
+        "rlc_watch() {\n"
+        "rlc_due=\n"
+        'case "$rlc_n" in *[!0-9]*|\'\') rlc_due=1; return ;; esac\n'
+        'if [ -n "$rlc_evp" ]; then\n'
+        '  if [ "$rlc_n" -le "$rlc_evu" ] && kill -0 "$rlc_evp" 2>/dev/null; then\n'
+        '    if [ -s "$rlc_evf" ]; then : >"$rlc_evf"; rlc_due=1; fi\n'
+        "  else\n"
+        '    kill "$rlc_evp" 2>/dev/null; wait "$rlc_evp"; rlc_rc=$?\n'
+        "    rlc_evp=; rlc_due=1\n"
+        '    if [ "$rlc_rc" -ne 0 ] && [ "$rlc_n" -lt "$rlc_evu" ]; then rlc_evr=$((rlc_n + '
+        f"{EVENTS_WATCH_S})); fi\n"
+        "  fi\n"
+        "fi\n"
+        'if [ -z "$rlc_evp" ] && [ -n "$rlc_evf" ] && [ "$rlc_n" -ge "$rlc_evr" ]; then\n'
+        '  : >"$rlc_evf"\n'
+        f"  rlc_evu=$((rlc_n + {EVENTS_WATCH_S}))\n"
+        f'  {events} --until "$rlc_evu" </dev/null >>"$rlc_evf" 2>/dev/null &\n'
+        "  rlc_evp=$!; rlc_dn=2\n"
+        "fi\n"
+        '[ -z "$rlc_evp" ] && rlc_due=1\n'
+        'if [ "$rlc_dn" -gt 0 ]; then rlc_dn=$((rlc_dn - 1)); rlc_due=1; fi\n'
+        "}\n"
+    )
 
 
 SAMPLE_DELTA = "@@sample-delta "
@@ -197,22 +274,28 @@ def sampler_script(profile: Profile, interval: float | None = None, *, deltas: b
 
     The node keeps the last sample it sent (a shell variable) and runs awk (`DELTA_AWK`,
     POSIX) once per sample to compare; a node without awk, or where awk fails, sends
-    every sample in full, as `deltas=False` does (the loop before issue 37)."""
+    every sample in full, as `deltas=False` does (the loop before issue 37).
+
+    The container's part of each sample is the last `docker inspect`, run again only on
+    the container's events (`_container_watch`); `deltas=False` inspects every sample."""
     body = _one_sample(profile)
     if not interval:
         return body
     if not deltas:
         return f"while :; do\n{body}sleep {interval:g} || exit 0\ndone\n"
     sep = f"@@sep-{secrets.token_hex(8)}"  # not a line any tool prints: it splits awk's input
+    watch = container_probe_command(profile) is not None
     return (
-        f"rlc_sample() {{\n{_one_sample(profile, end=False)}}}\n"
+        (_container_watch(profile) if watch else "")
+        + f"rlc_sample() {{\n{_one_sample(profile, end=False, cached_docker=watch)}}}\n"
         f"rlc_sep='{sep}'\n"
         "rlc_p=\n"
         "rlc_l=$(date +%s 2>/dev/null)\n"
         "if command -v awk >/dev/null 2>&1; then rlc_awk=1; else rlc_awk=; fi\n"
         "while :; do\n"
-        "rlc_c=$(rlc_sample)\n"
         "rlc_n=$(date +%s 2>/dev/null)\n"
+        + ("rlc_watch\n[ -n \"$rlc_due\" ] && rlc_inspect\n" if watch else "")
+        + "rlc_c=$(rlc_sample)\n"
         'if [ -n "$rlc_p" ] && [ -n "$rlc_awk" ]; then\n'
         f'  rlc_o=$(printf \'%s\\n\' "$rlc_p" "$rlc_sep" "$rlc_c" | awk -v sep="$rlc_sep" \'{DELTA_AWK}\' 2>/dev/null)'
         ' || rlc_o=$rlc_c\n'

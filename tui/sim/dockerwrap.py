@@ -118,6 +118,8 @@ class Wrapper:
             return self._exec(args)
         if sub == "ps":
             return self._ps(args)
+        if sub == "events":
+            return self._events(args)
         if sub in _NAME_ARGS:
             out, names = [], {}
             j = 0
@@ -140,6 +142,30 @@ class Wrapper:
                 self._take_processes(ids)
             return rc
         return self._run([sub, *args], capture=False)
+
+    def _events(self, args: list[str]) -> int:
+        """`docker events`, its `container=NAME` filters mapped to this node's container
+        (the console's sampler watches the profile's container so). Without a container
+        filter it would show every node's events: it is given this node's label."""
+        out, has_container = [], False
+        j = 0
+        while j < len(args):
+            a = args[j]
+            key, eq, val = a.partition("=")
+            if key in ("-f", "--filter"):
+                value = val if eq else (args[j + 1] if j + 1 < len(args) else "")
+                j += 0 if eq else 1
+                fkey, _, fval = value.partition("=")
+                if fkey == "container":
+                    value = f"container={self.mapped(fval)}"
+                    has_container = True
+                out += ["--filter", value]
+            else:
+                out.append(a)
+            j += 1
+        if not has_container:
+            out += ["--filter", f"label={LABEL}={self.node}"]
+        return self._run(["events", *out], capture=False)
 
     @staticmethod
     def _kills(sub: str, args: list[str]) -> bool:
