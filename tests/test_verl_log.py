@@ -604,3 +604,31 @@ def test_a_log_of_new_names_costs_no_more_than_one_of_fixed_names(tmp_path: Path
         last[fresh] = len(rm.by_step[rm.last_step])
     assert kept[True] < kept[False] / 2, kept
     assert noted == {False: 0, True: 1} and last == {False: 50, True: 0}
+
+
+@pytest.mark.parametrize("cut", ["after_separator", "inside_a_number"])
+def test_a_step_line_ray_forwarded_in_two_is_joined_behind_its_own_prefix(cut: str) -> None:
+    """Ray's log streaming, reading a long line while it was being written, forwards it
+    as two lines, each behind the actor's prefix and one space (CI saw it under load:
+    `... - timing_s/adv:15.11 -`, then `(TaskRunner pid=N)  response_length/...`). The
+    real step-19 line of VeRL issue 4303, cut so; its metrics are those of the whole line,
+    and the actor's next message is not taken for its rest."""
+    path = _samples_root() / "verl-logs" / "verl_issue_4303_megatron_step19.txt"
+    raw = path.read_text(encoding="utf-8").splitlines()
+    i = next(n for n, line in enumerate(raw) if "step:19 - " in line)
+    whole = raw[i] + raw[i + 1]  # the published excerpt's own wrap, undone
+    reference = LogMetricsParser(clock=None)
+    reference.feed_many([whole])
+    assert len(reference.steps[19]) > 20 and reference.malformed == 0
+    prefix = "(TaskRunner pid=2016251)"
+    assert whole.startswith(prefix + " ")
+    at = whole.index("response_length/mean") - 1 if cut == "after_separator" else whole.index("235.7") + 5
+    head, rest = whole[:at], whole[at:]
+    assert head.endswith(" -") if cut == "after_separator" else rest.startswith("8125 - ")
+    p = LogMetricsParser(clock=None)
+    p.feed_many([head, f"{prefix} {rest}", f"{prefix} Saving checkpoint - done", f"{prefix} step:20 - a:1"])
+    assert p.steps[19] == reference.steps[19] and p.malformed == 0
+    assert p.steps[20] == {"a": 1.0}
+    other = LogMetricsParser(clock=None)  # another actor's line is never the rest
+    other.feed_many([head, f"(WorkerDict pid=7) {rest}"])
+    assert other.steps[19] != reference.steps[19]

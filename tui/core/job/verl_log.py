@@ -335,6 +335,9 @@ class LogMetricsParser:
         self._pending_bad = 0
         self._pending_prefix_bad = 0
         self._pending_last_bad = False
+        # The Ray prefix of the pending step line (`(TaskRunner pid=N)`), or "" for none:
+        # a line Ray's log streaming cut in two carries it again on its rest.
+        self._pending_ray_prefix = ""
         # The distinct metric names kept (MAX_METRIC_NAMES). None: not built yet (a parser
         # restored from the parse cache builds it from its steps); a set is not cached.
         self._names: set[str] | None = None
@@ -443,7 +446,8 @@ class LogMetricsParser:
     def _one(self, line: str) -> int | None:
         line = strip_escapes(line)
         if self._pending is not None:
-            if self._continue(line):
+            rest = self._rest_behind_own_prefix(line)
+            if self._continue(line) if rest is None else self._continue(rest, behind_prefix=True):
                 return None
             self._pending = None
         if "step:" in line:
@@ -460,6 +464,8 @@ class LogMetricsParser:
                 self._pending_bad = bad
                 self._pending_prefix_bad = bad - (_careful_metrics(tail)[1] if tail else 0)
                 self._pending_last_bad = last_bad
+                m = _RAY_PREFIX_RE.match(line)
+                self._pending_ray_prefix = m.group(0).strip() if m else ""
                 return step
         if "Training Progress" in line:
             prog = parse_tqdm(line)
@@ -506,9 +512,29 @@ class LogMetricsParser:
         else:
             cur.update(metrics)
 
-    def _continue(self, line: str) -> bool:
-        """Join `line` to the pending step line if it is the rest of a wrapped line."""
-        if not line or line[0] in " \t([" or "Training Progress" in line:
+    def _rest_behind_own_prefix(self, line: str) -> str | None:
+        """The text of a line behind the pending step line's own Ray prefix (without
+        the one space Ray puts after it), else None. Ray's log streaming, reading a long
+        line (real VeRL's are 3-5 KB) while it was being written, forwards it as two
+        lines, each behind the actor's prefix (seen in CI under load: `... -
+        timing_s/adv:15.11 -`, then `(TaskRunner pid=N)  response_length/mean:...`).
+        Whether it is the rest of the step line, `_continue` decides as for a wrapped
+        line: the join must leave every segment whole (the actor's next message,
+        `Saving checkpoint - done`, does not)."""
+        prefix = self._pending_ray_prefix
+        if not prefix or not line.startswith(prefix):
+            return None
+        m = _RAY_PREFIX_RE.match(line)
+        if m is None or m.group(0).strip() != prefix:
+            return None
+        rest = line[m.end():]
+        return rest[1:] if rest.startswith(" ") else rest
+
+    def _continue(self, line: str, behind_prefix: bool = False) -> bool:
+        """Join `line` to the pending step line if it is the rest of a wrapped line (or,
+        `behind_prefix`, of a line Ray forwarded in two: its own leading space is the
+        line's, e.g. the one after a cut ` -`)."""
+        if not line or (line[0] in " \t([" and not behind_prefix) or "Training Progress" in line:
             return False
         if _STEP_RE.search(line):
             return False
