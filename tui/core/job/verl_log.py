@@ -446,8 +446,8 @@ class LogMetricsParser:
     def _one(self, line: str) -> int | None:
         line = strip_escapes(line)
         if self._pending is not None:
-            rest = self._rest_behind_own_prefix(line)
-            if self._continue(line) if rest is None else self._continue(rest, behind_prefix=True):
+            behind = self._rest_behind_own_prefix(line)
+            if self._continue(line) if behind is None else self._continue(behind, behind_prefix=True):
                 return None
             self._pending = None
         if "step:" in line:
