@@ -94,6 +94,25 @@ def test_ray_state_from_api():
     assert empty.available and empty.nodes_alive == 0
 
 
+@pytest.mark.parametrize("old_first", [True, False])
+def test_a_worker_that_rejoined_is_one_node_alive_not_one_dead(old_first: bool) -> None:
+    """A worker that rejoined Ray has a new node id at its address; Ray lists the old one
+    DEAD for the cluster's life, in either order. `status` ("N dead"), the Ray pane and
+    the node's row said dead for a node that is up."""
+    import copy
+
+    doc = copy.deepcopy(NODES_DOC)
+    rows = doc["data"]["result"]["result"]
+    old = {"node_id": "dd", "node_ip": "127.0.0.3", "is_head_node": False, "state": "DEAD",
+           "resources_total": {"GPU": 8.0}, "state_message": "raylet died"}
+    rows.insert(0 if old_first else len(rows), old)
+    st = ray_state_from_api(doc, STATUS_DOC, JOBS_DOC)
+    assert (st.nodes_alive, st.nodes_dead) == (2, 1)  # the one dead is 127.0.0.4, which has no new record
+    assert st.node_at("127.0.0.3").alive and st.node_at("127.0.0.3").node_id == "aa"
+    assert not st.node_at("127.0.0.4").alive and st.node_at("127.0.0.9") is None
+    assert st.by_address()["127.0.0.3"].node_id == "aa"
+
+
 # --------------------------------------------------------------------------- sim
 
 

@@ -126,3 +126,28 @@ async def test_j_and_k_move_the_grid_cursor_and_scroll_the_log() -> None:
         await pilot.press("j")
         await settle(pilot)
         assert log.scroll_offset.y == bottom - 2
+
+
+async def test_a_worker_that_rejoined_ray_reads_alive_in_its_row_and_its_detail() -> None:
+    """Ray keeps a rejoined worker's old records (DEAD, old node ids) beside the new one,
+    in no promised order: the row and the detail show the ALIVE one."""
+    b = demo_backend()
+    app = RlconsoleApp(b)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        st = demo_state(b.profile)
+        node = next(n for n in st.nodes if n.name == "node116")
+        new = next(r for r in st.ray.nodes if r.address == node.address)
+        assert new.alive
+        st.ray.nodes.insert(0, replace(new, node_id="0ld1", alive=False, error="raylet died"))
+        st.ray.nodes.append(replace(new, node_id="0ld2", alive=False, error="raylet died"))
+        node.container = replace(node.container, status="paused")  # to know the push is drawn
+        b.push_state(st)
+        grid = app.screen.query_one(NodeGrid)
+        await until(pilot, lambda: grid.row("node116").header.container == "paused", timeout=10)
+        assert grid.row("node116").header.ray == "alive"
+        app.push_screen(NodeDetailScreen("node116"))
+        await until(pilot, lambda: isinstance(app.screen, NodeDetailScreen) and app.screen.query("#detail-text"))
+        await until(pilot, lambda: "paused" in _detail(app), timeout=10)
+        text = _detail(app)
+        assert "ALIVE" in text and new.node_id in text and "0ld" not in text

@@ -311,7 +311,7 @@ class NodeGrid(ScrollView, can_focus=True):
                 self.rows[node.name] = row
                 self._order.append(row)
                 grew = True
-        by_addr = {r.address: r for r in state.ray.nodes}
+        by_addr = state.ray.by_address()
         spark = self._layout.cell_w
         changed: list[int] = []
         for node in state.nodes:

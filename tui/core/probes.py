@@ -587,8 +587,10 @@ def ray_state_from_api(nodes_doc: Any, status_doc: Any, jobs_doc: Any) -> RaySta
         if alive:
             st.nodes_alive += 1
             st.gpus_total += total
-        else:
-            st.nodes_dead += 1
+    # dead: the addresses Ray lists no ALIVE record for (a rejoined worker's old record
+    # is not a node down now; `RayState.node_at`)
+    alive_at = {n.address for n in st.nodes if n.alive}
+    st.nodes_dead = len({n.address for n in st.nodes if not n.alive and n.address not in alive_at})
     if not usage_by_node:
         st.gpus_used = sum(n.gpus_used for n in st.nodes)
     st.jobs.extend(jobs_from_api(jobs_doc))

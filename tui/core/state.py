@@ -184,6 +184,21 @@ class RayState:
     Ray is polled again: this stale answer used to flip the watched job to NOT_ON_CLUSTER
     and end its stall episode early; found by bench_chaos)."""
 
+    def by_address(self) -> dict[str, RayNodeState]:
+        """Ray's record of the node at each address: its ALIVE one when it has one. A
+        worker that rejoined Ray has a new node id at the same address, and Ray lists the
+        old one as DEAD for the rest of the cluster's life, in no promised order: the
+        first or the last record at an address could be either."""
+        found: dict[str, RayNodeState] = {}
+        for r in self.nodes:
+            seen = found.get(r.address)
+            if seen is None or (r.alive and not seen.alive):
+                found[r.address] = r
+        return found
+
+    def node_at(self, address: str) -> RayNodeState | None:
+        return self.by_address().get(address)
+
 
 @dataclass
 class NodeState:

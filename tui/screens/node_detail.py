@@ -196,7 +196,7 @@ class NodeDetailScreen(Screen[None]):
         if node is None:
             out.update(Text(f"{self.node_name}: no data yet", style="dim"))
             return
-        ray = next((r for r in state.ray.nodes if r.address == node.address), None) if state else None
+        ray = state.ray.node_at(node.address) if state else None
         out.update(node_detail_text(node, ray, bool(state and state.ray.available), hist, self.card,
                                     spark_width=max(10, min(60, self.size.width - 30))))
 
