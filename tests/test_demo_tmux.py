@@ -43,6 +43,21 @@ class Term:
     def keys(self, *keys: str) -> None:
         self.tmux("send-keys", *keys)
 
+    def escape(self, closes: str | None = None, timeout: float = 30.0) -> None:
+        """Esc, then wait until the app has taken it before the next key: a terminal app
+        reads an Esc with the key after it in one read as Alt+key (a loaded machine left
+        `Escape`, 0.5 s, `q` unread together: the help stayed open, `q` never quit).
+        `closes`: a text that leaves the screen with it; else the screen changing."""
+        before = self.screen()
+        self.keys("Escape")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = self.screen()
+            if (closes not in now) if closes is not None else now != before:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"Esc was not taken after {timeout:.0f}s ({closes!r} still shown):\n{self.screen()}")
+
     def wait_for(self, text: str, timeout: float = 90.0) -> str:
         deadline = time.monotonic() + timeout
         screen = ""
@@ -167,7 +182,7 @@ def _alert_rows(term: Term) -> list[str]:
     term.keys("a")
     listing = _wait_re(term, r"Alerts \(\d+\)", 30)
     rows = [line for line in listing.splitlines() if re.search(r"\d\d-\d\d \d\d:\d\d:\d\d +(info|warning|error) ", line)]
-    term.keys("Escape")
+    term.escape(closes="Alerts (")
     return rows
 
 
@@ -267,12 +282,10 @@ def test_demo_reopened_on_a_failed_job_shows_its_cause_then_only_the_new_run(dem
         _wait_re(again, r"/OutOfMemoryError: no older match", 30)
         # last, the way out a person takes: `?` opens the keys, `q` quits and `y` to the
         # question stops the simulated cluster, its job running
-        again.keys("Escape")
-        time.sleep(0.5)
+        again.escape()  # the search box closes
         again.keys("?")
         again.wait_for("rlconsole keys", timeout=30)
-        again.keys("Escape")
-        time.sleep(0.5)
+        again.escape(closes="rlconsole keys")
         again.keys("q")
         again.wait_for("Stop the simulated cluster?", timeout=60)
         again.keys("y", "Enter")
