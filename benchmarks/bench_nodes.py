@@ -118,8 +118,10 @@ def main() -> None:
     from tui.sim.cluster import sim_down, sim_up
 
     sim = base / "sim"
-    profile_obj = sim_up(4, 8, state_dir=sim)
-    profile = sim / "profile.yaml"
+    from tui.core.profile import load_profile
+
+    profile = Path(sim_up(4, 8, state_dir=sim))
+    profile_obj = load_profile(profile)
     env["RLCONSOLE_SIM_DIR"] = str(sim)
     rows: dict[str, list[float]] = {"idle": [], "before": [], "rlconsole": []}
     own: dict[str, list[float]] = {"before": [], "rlconsole": []}

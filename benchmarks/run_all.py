@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ALL = ["tui", "watch", "status", "refresh", "setupray", "logparse", "diagnosis", "logmem", "tensorboard", "soak", "chaos"]
+ALL = ["tui", "watch", "nodes", "status", "refresh", "setupray", "logparse", "diagnosis", "logmem", "tensorboard", "soak", "chaos"]
 
 
 def main() -> int:
