@@ -902,6 +902,17 @@ class _Daemon:
             # (2 per job here, ~1 s of CPU each, left idle: the stand-in's actors ask for
             # no CPU); on 2 shared cores the sim does without them.
             "RAY_prestart_worker_first_driver": "0",
+            # Ray polling itself, idle: 4 raylets, agents and a dashboard on 2 shared cores
+            # cost ~10% of a core with nothing running. What the console reads (the GCS's
+            # nodes, cluster status, jobs) comes later by at most these periods; Prometheus
+            # metrics and the agents' per-process stats (the web dashboard's graphs) are
+            # not collected on the sim at all.
+            "RAY_raylet_report_resources_period_milliseconds": "1000",
+            "RAY_raylet_check_gc_period_milliseconds": "1000",
+            "RAY_kill_idle_workers_interval_ms": "1000",
+            "RAY_memory_monitor_refresh_ms": "1000",
+            "RAY_enable_metrics_collection": "0",
+            "REPORTER_UPDATE_INTERVAL_MS": "60000",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
 
