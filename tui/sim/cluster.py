@@ -903,11 +903,10 @@ class _Daemon:
             # no CPU); on 2 shared cores the sim does without them.
             "RAY_prestart_worker_first_driver": "0",
             # Ray polling itself, idle: 4 raylets, agents and a dashboard on 2 shared cores
-            # cost ~10% of a core with nothing running. What the console reads (the GCS's
-            # nodes, cluster status, jobs) comes later by at most these periods; Prometheus
-            # metrics and the agents' per-process stats (the web dashboard's graphs) are
-            # not collected on the sim at all.
-            "RAY_raylet_report_resources_period_milliseconds": "1000",
+            # cost ~10% of a core with nothing running. Prometheus metrics and the agents'
+            # per-process stats (the web dashboard's graphs) are not collected on the sim;
+            # the raylets check less often for garbage, idle workers and memory. Not the
+            # raylets' resource reports: the GCS places a job's placement groups on them.
             "RAY_raylet_check_gc_period_milliseconds": "1000",
             "RAY_kill_idle_workers_interval_ms": "1000",
             "RAY_memory_monitor_refresh_ms": "1000",
