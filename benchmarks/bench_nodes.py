@@ -176,7 +176,7 @@ def main() -> None:
     if args.write:
         write_section(SECTION, body, heading="What being watched costs the nodes (the sampler loop)")
         record_summary(SECTION, [{
-            "figure": f"bench_nodes: the nodes' CPU of an idle {n} x 8 watch ({refresh:g} s)",
+            "figure": f"the nodes' CPU while a console watches {n} x 8 idle, {refresh:g} s refresh (bench_nodes)",
             "baseline": f"{mean(b):.1f}%", "rlconsole": f"{mean(t):.1f}%", "ratio": f"{ratio:.1f}x",
             "target": f">= {TARGET_RATIO:g}x", "met": "yes" if ratio >= TARGET_RATIO else "no"}])
 
