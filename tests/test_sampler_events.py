@@ -160,7 +160,8 @@ def test_the_watcher_ends_with_the_loop_and_leaves_no_file(tmp_path: Path) -> No
         while not docker.watchers() and time.monotonic() < deadline:
             time.sleep(0.05)
         [watcher] = docker.watchers()
-        assert _alive(watcher) and list(tmp_path.glob("rlconsole-events.*"))
+        # Linux: the watcher's file is open and already unlinked, nothing named on disk
+        assert _alive(watcher) and not list(tmp_path.glob("rlconsole-events.*"))
     finally:
         os.kill(proc.pid, signal.SIGTERM)  # the loop's shell alone: it must take its watcher along
         proc.wait(timeout=30)
@@ -208,3 +209,21 @@ def test_a_loop_without_an_epoch_clock_inspects_every_sample(tmp_path: Path) -> 
                                  "HOME": str(tmp_path), "TMPDIR": str(tmp_path)})
     _read_until(proc, SampleStream("n"), lambda got: docker.calls("inspect") >= 5)
     assert docker.calls("inspect") >= 5 and docker.calls("events") == 0
+
+
+def test_a_loop_killed_outright_leaves_no_file(tmp_path: Path) -> None:
+    """SIGKILL runs no trap (a node's sshd killed, the sim's `stop-node`): the events file
+    is unlinked as soon as the loop has it open, so nothing is left in $TMPDIR; the
+    watcher itself ends at its `--until` (a minute), here killed with the group."""
+    docker = FakeDocker(tmp_path / "docker")
+    proc = _loop(tmp_path, docker)
+    try:
+        deadline = time.monotonic() + 60  # a bound, not a measurement
+        while not docker.watchers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert docker.watchers()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert not list(tmp_path.glob("rlconsole-events.*"))
+    assert not list(tmp_path.glob("*events*"))

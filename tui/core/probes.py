@@ -149,14 +149,24 @@ def _container_watch(profile: Profile) -> str:
     seen) and on every sample while there is no watcher. A watcher that fails before its
     `--until` (no `events` in this docker, no daemon) is retried a watch later; until
     then every sample inspects, as the loop did before. No epoch clock or no `mktemp`:
-    every sample inspects. Both functions run in the loop's own shell, never in a `$()`."""
+    every sample inspects. Both functions run in the loop's own shell, never in a `$()`.
+    Where `/dev/fd` reaches the file (Linux) it is unlinked as soon as it is open: nothing
+    is left on the node however the loop ends; elsewhere the loop's EXIT trap removes it."""
     docker = container_probe_command(profile)
     events = container_events_command(profile)
     assert docker and events
     return (
         "rlc_dko=; rlc_dkr=; rlc_evp=; rlc_evu=0; rlc_evr=0; rlc_dn=0\n"
         'rlc_evf=$(mktemp "${TMPDIR:-/tmp}/rlconsole-events.XXXXXX" 2>/dev/null) || rlc_evf=\n'
-        "trap 'rm -f \"$rlc_evf\"; [ -n \"$rlc_evp\" ] && kill \"$rlc_evp\" 2>/dev/null' EXIT\n"
+        "rlc_evn=$rlc_evf\n"
+        # Linux: the file kept open on fd 9 and unlinked at once, so a loop killed with
+        # SIGKILL leaves nothing behind; read and truncated through /dev/fd/9 (the kernel
+        # resolves it for the process that opens it, in any PID namespace)
+        'if [ -n "$rlc_evf" ] && [ -w "$rlc_evf" ] && [ -d /dev/fd ]; then\n'
+        '  exec 9>>"$rlc_evf"\n'
+        '  if [ /dev/fd/9 -ef "$rlc_evf" ] 2>/dev/null && rm -f "$rlc_evf"; then rlc_evf=/dev/fd/9; rlc_evn=; fi\n'
+        "fi\n"
+        "trap '[ -n \"$rlc_evn\" ] && rm -f \"$rlc_evn\"; [ -n \"$rlc_evp\" ] && kill \"$rlc_evp\" 2>/dev/null' EXIT\n"
         "trap 'exit 0' HUP INT TERM PIPE\n"
         f"rlc_inspect() {{\nrlc_dko=$({docker} 2>&1); rlc_dkr=$?\n}}\n"
         "rlc_watch() {\n"
