@@ -86,6 +86,13 @@ class FakeDocker:
         f = self.dir / "watchers"
         return [int(x) for x in f.read_text().split()] if f.exists() else []
 
+    def wait_for_watcher(self) -> list[int]:
+        """The watchers' PIDs once the loop has started one (60 s at most: a bound)."""
+        deadline = time.monotonic() + 60
+        while not self.watchers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.watchers()
+
 
 def _profile() -> Any:
     return load_profile(DATA / "good_profile.yaml")  # access: docker-exec, container train-rl
@@ -156,10 +163,7 @@ def test_the_watcher_ends_with_the_loop_and_leaves_no_file(tmp_path: Path) -> No
     docker = FakeDocker(tmp_path / "docker")
     proc = _loop(tmp_path, docker)
     try:
-        deadline = time.monotonic() + 60  # a bound, not a measurement
-        while not docker.watchers() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        [watcher] = docker.watchers()
+        [watcher] = docker.wait_for_watcher()
         # Linux: the watcher's file is open and already unlinked, nothing named on disk
         assert _alive(watcher) and not list(tmp_path.glob("rlconsole-events.*"))
     finally:
@@ -218,10 +222,7 @@ def test_a_loop_killed_outright_leaves_no_file(tmp_path: Path) -> None:
     docker = FakeDocker(tmp_path / "docker")
     proc = _loop(tmp_path, docker)
     try:
-        deadline = time.monotonic() + 60  # a bound, not a measurement
-        while not docker.watchers() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert docker.watchers()
+        assert docker.wait_for_watcher()
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
