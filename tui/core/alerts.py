@@ -193,12 +193,12 @@ class AlertRules:
         and Ray keeps listing the old one as DEAD for the rest of the cluster's life (a
         console opened after a worker's restart called it lost)."""
         names = {n.address: n.name for n in st.nodes}
-        alive = {rn.address for rn in st.ray.nodes if rn.alive}
+        at_address = st.ray.by_address()  # the ALIVE record where an address has one
+        alive = {addr for addr, rn in at_address.items() if rn.alive}
         lost: dict[str, Condition] = {}
-        for rn in st.ray.nodes:
-            if not rn.alive and rn.address not in alive:
-                who = names.get(rn.address, rn.address)
-                lost[f"ray-node:{rn.address}"] = ("error", "ray", f"Ray lost node {who} ({rn.address})", None)
+        for addr in (a for a in at_address if a not in alive):  # in Ray's order
+            who = names.get(addr, addr)
+            lost[f"ray-node:{addr}"] = ("error", "ray", f"Ray lost node {who} ({addr})", None)
 
         def ray_end(key: str, a: Alert) -> str:
             addr = key.split(":", 1)[1]

@@ -598,9 +598,8 @@ def ray_state_from_api(nodes_doc: Any, status_doc: Any, jobs_doc: Any) -> RaySta
             st.nodes_alive += 1
             st.gpus_total += total
     # dead: the addresses Ray lists no ALIVE record for (a rejoined worker's old record
-    # is not a node down now; `RayState.node_at`)
-    alive_at = {n.address for n in st.nodes if n.alive}
-    st.nodes_dead = len({n.address for n in st.nodes if not n.alive and n.address not in alive_at})
+    # is not a node down now)
+    st.nodes_dead = sum(1 for n in st.by_address().values() if not n.alive)
     if not usage_by_node:
         st.gpus_used = sum(n.gpus_used for n in st.nodes)
     st.jobs.extend(jobs_from_api(jobs_doc))
