@@ -50,7 +50,10 @@ class WorkerDict:
         torch_standin.set_rank(rank0, world_size)
         self.load: GpuLoad | None = None
         if self.node_dir is not None:
-            self.load = GpuLoad(self.node_dir, self.gpu_ids, period_s=min(1.0, max(0.2, step_s)))
+            # Refreshed once a second, the period the sim's card tool is rendered at
+            # (tui/sim/gmi.py RENDER_INTERVAL_S): written more often, no sample sees it.
+            # A phase change is written at once (`set_phase`).
+            self.load = GpuLoad(self.node_dir, self.gpu_ids, period_s=1.0)
             self.load.start()
             atexit.register(self.load.stop)
         elif rank0 == 0:
