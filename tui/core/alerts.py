@@ -196,9 +196,10 @@ class AlertRules:
         at_address = st.ray.by_address()  # the ALIVE record where an address has one
         alive = {addr for addr, rn in at_address.items() if rn.alive}
         lost: dict[str, Condition] = {}
-        for addr in (a for a in at_address if a not in alive):  # in Ray's order
-            who = names.get(addr, addr)
-            lost[f"ray-node:{addr}"] = ("error", "ray", f"Ray lost node {who} ({addr})", None)
+        for addr, rn in at_address.items():  # in Ray's order
+            if not rn.alive:
+                who = names.get(addr, addr)
+                lost[f"ray-node:{addr}"] = ("error", "ray", f"Ray lost node {who} ({addr})", None)
 
         def ray_end(key: str, a: Alert) -> str:
             addr = key.split(":", 1)[1]

@@ -33,8 +33,7 @@ def _verl_release() -> tuple[int, ...]:
 class WorkerDict:
     """The body of a GPU worker; `ray.remote` is applied by the trainer when placing it."""
 
-    def __init__(self, rank0: int, world_size: int, config: dict[str, Any],
-                 step_s: float) -> None:
+    def __init__(self, rank0: int, world_size: int, config: dict[str, Any]) -> None:
         import ray
 
         from verl.utils import torch_standin
@@ -50,10 +49,10 @@ class WorkerDict:
         torch_standin.set_rank(rank0, world_size)
         self.load: GpuLoad | None = None
         if self.node_dir is not None:
-            # Refreshed once a second, the period the sim's card tool is rendered at
-            # (tui/sim/gmi.py RENDER_INTERVAL_S): written more often, no sample sees it.
-            # A phase change is written at once (`set_phase`).
-            self.load = GpuLoad(self.node_dir, self.gpu_ids, period_s=1.0)
+            # Refreshed at GpuLoad's default period (1 s), the one the sim's card tool is
+            # rendered at (tui/sim/gmi.py RENDER_INTERVAL_S): written more often, no sample
+            # sees it. A phase change is written at once (`set_phase`).
+            self.load = GpuLoad(self.node_dir, self.gpu_ids)
             self.load.start()
             atexit.register(self.load.stop)
         elif rank0 == 0:

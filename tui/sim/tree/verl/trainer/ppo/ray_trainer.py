@@ -144,7 +144,6 @@ class RayPPOTrainer:
         self.step_s = float(os.environ.get("RLCONSOLE_SIM_STEP_S", str(perf.STEP_S_DEFAULT)))
         self._slow = 1.0  # a slowing fault's factor: the wall pace and the modelled timings x this, MFU / this
         self.workers: list[Any] = []
-        self._workers_phase: str | None = None  # the phase last sent to the workers
         self.placement_groups: list[Any] = []
         self.logger: Tracking | None = None
         self.global_steps = 0
@@ -241,13 +240,13 @@ class RayPPOTrainer:
                         num_cpus=0, num_gpus=1, max_concurrency=2,
                         scheduling_strategy=PlacementGroupSchedulingStrategy(
                             pg, placement_group_bundle_index=b),
-                    ).remote(i * ngpn + b, self.n_gpus, plain, self.step_s))
+                    ).remote(i * ngpn + b, self.n_gpus, plain))
             else:
                 self.workers.append(cls.options(
                     num_cpus=0, num_gpus=ngpn, max_concurrency=2,
                     scheduling_strategy=PlacementGroupSchedulingStrategy(
                         pg, placement_group_bundle_index=0),
-                ).remote(i * ngpn, self.n_gpus, plain, self.step_s))
+                ).remote(i * ngpn, self.n_gpus, plain))
         infos = ray.get([w.init_model.remote() for w in self.workers])
         ips = sorted({inf["node_ip"] for inf in infos})
         print(f"[sim] {len(self.workers)} WorkerDict actors hold {self.n_gpus} GPUs on "
@@ -272,12 +271,6 @@ class RayPPOTrainer:
                 raise StopTraining()
 
     def _phase(self, phase: str) -> None:
-        """Tell the workers what their cards look busy with, when that changes: a step
-        ends on "gen" and the next begins with it, and each call costs every worker a
-        Ray task (~4 ms of CPU on the sim's shared cores, four a step before)."""
-        if phase == self._workers_phase:
-            return
-        self._workers_phase = phase
         for w in self.workers:
             w.set_phase.remote(phase)  # fire and forget: only the gpu-load files change
 
@@ -392,7 +385,6 @@ class RayPPOTrainer:
                     "global_step": self.global_steps, "progress": progress, "lr": lr,
                     "advantages": adv[:64].tolist(), "num_micro_batches": 8, "speed": 1.0 / self._slow,
                 }) for w in self.workers])
-                self._workers_phase = "update"  # update_actor set it on each worker
                 self._sleep(perf.WALL_UPDATE[1])
                 metrics.update(outs[0])
 
@@ -487,7 +479,6 @@ class RayPPOTrainer:
         actor = os.path.join(folder, "actor")
         self._phase("ckpt")
         ray.get([w.save_checkpoint.remote(actor, self.global_steps) for w in self.workers])
-        self._workers_phase = "ckpt"  # save_checkpoint set it on each worker
         dist = os.path.join(actor, "dist_ckpt")
         os.makedirs(dist, exist_ok=True)
         with open(os.path.join(dist, ".metadata"), "wb") as f:
