@@ -52,10 +52,10 @@ def _own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 # --------------------------------------------------------------------------- long modules first
 
 LONG_MODULES: dict[str, float] = {
-    "test_backend_contract": 117, "test_demo_tmux": 167, "test_slurm": 165, "test_chain": 91,
-    "test_sim_nonroot": 134, "test_bench_chaos": 134, "test_sim_openssh": 91, "test_probes": 34,
+    "test_demo_tmux": 167, "test_slurm": 230, "test_chain": 91,
+    "test_sim_nonroot": 134, "test_bench_chaos": 134, "test_sim_openssh": 150, "test_probes": 34,
     "test_sim_tree": 105, "test_rayapi": 26, "test_tui_snapshots": 24, "test_layering": 23,
-    "test_tui_pilot": 22, "test_import": 21, "test_sampler_delta": 19,
+    "test_tui_pilot": 22, "test_import": 21, "test_sampler_delta": 19, "test_sim_faults": 250,
 }
 """Seconds a module's tests took together on two shared cores with three workers
 (each test's start and end per worker, 2026-12-07), for the modules that take more than ~20 s. `--dist loadfile`
@@ -71,13 +71,15 @@ in a clean-clone `.ci/run`, 755 s against 883 s with two."""
 
 RAY_SIM_MODULES: tuple[str, ...] = ("test_probes_ray", "test_alerts_live", "test_runs_sim", "test_destructive_guards",
                                     "test_tui_live_reopen", "test_chain_preflight", "test_backend_contract_live",
-                                    "test_setup_ray_live", "test_stop_live", "test_sim_faults")
-"""The modules on `ray_sim` (the worker's sim with Ray kept up), in the order they run: one
+                                    "test_setup_ray_live", "test_stop_live")
+"""Modules on `ray_sim` (the worker's sim with Ray kept up), in the order they run: one
 xdist work unit (`pytest_xdist_make_scheduler`), so they follow each other on one worker
 and each after the first finds Ray up (1-2 s) instead of bringing it up (20-30 s) and
-taking it down (4 s). `test_sim_faults` last: it ends with a lost node, a Ray not passed on."""
+taking it down (4 s). `test_sim_faults`, also on `ray_sim`, is a unit of its own (its
+thirteen jobs made the group the suite's longest lane, ~670 s of a ~750 s run): it
+brings Ray up on its worker's sim, or finds it kept when that worker ran the group."""
 
-RAY_SIM_SECONDS = 550.0
+RAY_SIM_SECONDS = 420.0
 """The group's modules' time together on two shared cores, three workers (2026-12-07):
 where the group sorts among LONG_MODULES (first: it is the longest unit)."""
 
@@ -285,21 +287,41 @@ def small_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         sim_down(state_dir=d)
 
 
-@pytest.fixture(scope="session")
-def sim_cluster(tmp_path_factory: pytest.TempPathFactory):
-    """A 4 x 8 simulated cluster for the whole test session (this xdist worker).
-
-    Yields a `SimInfo` (state dir, profile path, loaded profile). `sim down` runs at
-    the end even when tests fail."""
+def _session_sim(tmp_path_factory: pytest.TempPathFactory, nodes: int, cards: int) -> Iterator["SimInfo"]:
     from tui.core.profile import load_profile
     from tui.sim.cluster import sim_down, sim_up
 
     state = tmp_path_factory.mktemp("sim")
-    profile_path = sim_up(4, 8, state_dir=state)
+    profile_path = sim_up(nodes, cards, state_dir=state)
     try:
-        yield SimInfo(state, profile_path, load_profile(profile_path))
+        yield SimInfo(state, profile_path, load_profile(profile_path), nodes, cards)
     finally:
         sim_down(state_dir=state)
+
+
+@pytest.fixture(scope="session")
+def sim_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SimInfo"]:
+    """A 4 x 8 simulated cluster (the seed's shape) for the whole test session (this xdist
+    worker). Yields a `SimInfo` (state dir, profile path, loaded profile, shape). `sim down`
+    runs at the end even when tests fail."""
+    yield from _session_sim(tmp_path_factory, 4, 8)
+
+
+RAY_SIM_SHAPE: tuple[int, int] = (2, 4)
+"""The `ray_sim` modules' cluster: nodes x cards. Smaller than the seed's 4 x 8 because
+those modules submit some twenty jobs and bring Ray up twice: on 2 x 4 each job starts
+two WorkerDicts instead of four, and Ray runs two raylets and two sets of agents (issue
+37: the group was a fifth of the suite's CPU and its longest lane). What they prove
+(jobs, faults, alerts, stop, preflight on a live Ray) does not depend on the shape; the
+4 x 8 shape is proven whole by test_chain (the headless chain on the seed's shape) and
+test_sim (`sim up`), and the demo and bench_chaos run their own clusters."""
+
+
+@pytest.fixture(scope="session")
+def ray_sim_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SimInfo"]:
+    """The `ray_sim` modules' own simulated cluster (RAY_SIM_SHAPE), for the whole session
+    of the worker that runs their unit."""
+    yield from _session_sim(tmp_path_factory, *RAY_SIM_SHAPE)
 
 
 @dataclass
@@ -307,6 +329,12 @@ class SimInfo:
     state_dir: Path
     profile_path: Path
     profile: object
+    nodes: int = 4
+    cards: int = 8
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.cards
 
 
 def require_slurm() -> None:
@@ -474,7 +502,7 @@ def _ray_whole(info: SimInfo) -> str | None:
         return f"status exited {rc}: {out[-300:]}"
     doc = json.loads(out)
     ray, job = doc.get("ray") or {}, doc.get("job") or {}
-    if ray.get("nodes_alive") != 4 or ray.get("gpus_total") != 32:
+    if ray.get("nodes_alive") != info.nodes or ray.get("gpus_total") != info.gpus:
         return f"Ray has {ray.get('nodes_alive')} nodes, {ray.get('gpus_total')} GPUs"
     if job.get("status") in ("PENDING", "RUNNING"):
         return f"job {job.get('id')} is {job.get('status')}"
@@ -522,7 +550,7 @@ def _ray_tidied(info: SimInfo) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def ray_sim(sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory,
+def ray_sim(ray_sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory,
             request: pytest.FixtureRequest) -> Iterator[SimInfo]:
     """The session's simulated cluster with containers, model, Megatron checkpoint and Ray
     up, for a module that only submits jobs on it (issue 37: each such module spent 20-27
@@ -544,25 +572,25 @@ def ray_sim(sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory,
     mp = pytest.MonkeyPatch()
     state = tmp_path_factory.mktemp("ray-sim-console")
     mp.setenv("RLCONSOLE_STATE_DIR", str(state / "console"))
-    mp.setenv("RLCONSOLE_SIM_DIR", str(sim_cluster.state_dir))
-    key = str(sim_cluster.state_dir)
+    mp.setenv("RLCONSOLE_SIM_DIR", str(ray_sim_cluster.state_dir))
+    key = str(ray_sim_cluster.state_dir)
     try:
-        why = _ray_tidied(sim_cluster) if key in _RAY_KEPT else "no Ray kept"
+        why = _ray_tidied(ray_sim_cluster) if key in _RAY_KEPT else "no Ray kept"
         _RAY_KEPT.discard(key)
         print(f"ray_sim: {request.module.__name__}: " + ("Ray kept" if why is None else f"Ray brought up ({why})"),
               file=sys.stderr)
         if why is not None:
-            reset_sim(sim_cluster)
+            reset_sim(ray_sim_cluster)
             for action in ("containers", "model", "convert", "setup-ray"):
-                rc, out = _quiet_cli([action, "--profile", str(sim_cluster.profile_path), "--yes"])
-                assert rc == 0, f"{action} failed on the sim: {out[-2000:]}\n{ray_logs(sim_cluster.state_dir)}"
-        yield sim_cluster
-        why = _ray_tidied(sim_cluster) if getattr(request.module, "RAY_LEFT_WHOLE", True) else "RAY_LEFT_WHOLE"
+                rc, out = _quiet_cli([action, "--profile", str(ray_sim_cluster.profile_path), "--yes"])
+                assert rc == 0, f"{action} failed on the sim: {out[-2000:]}\n{ray_logs(ray_sim_cluster.state_dir)}"
+        yield ray_sim_cluster
+        why = _ray_tidied(ray_sim_cluster) if getattr(request.module, "RAY_LEFT_WHOLE", True) else "RAY_LEFT_WHOLE"
         if why is None:
             _RAY_KEPT.add(key)
         else:
             print(f"ray_sim: {request.module.__name__} left a Ray not passed on ({why}); the sim is put back",
                   file=sys.stderr)
-            reset_sim(sim_cluster)
+            reset_sim(ray_sim_cluster)
     finally:
         mp.undo()

@@ -145,32 +145,32 @@ async def test_cards_stall_node_and_ranges_on_the_live_path(live_job, tmp_path: 
         sess = w.backend.pool.session("node2")
         r = await asyncio.wait_for(sess.run(
             "sleep 600 >/dev/null 2>&1 & pid=$!; printf '{\"pid\": %s, \"util\": 50, \"mem_mib\": 80000, "
-            "\"temp_c\": 93}' $pid > $RLCONSOLE_SIM_NODE_DIR/gpu-load/6.hot.json; echo $pid", check=True), 60)
+            "\"temp_c\": 93}' $pid > $RLCONSOLE_SIM_NODE_DIR/gpu-load/2.hot.json; echo $pid", check=True), 60)
         pid = int(r.stdout.strip())
         try:
-            hot = await w.until(lambda: w.opened("card:node2:6:hot"), "node2 card 6 hot")
-            assert hot[0].message.startswith("node2 card 6 at 93°C (hot >= 85°C)") and hot[0].level == "warning"
-            mem = await w.until(lambda: w.opened("card:node2:6:mem"), "node2 card 6 memory near full")
+            hot = await w.until(lambda: w.opened("card:node2:2:hot"), "node2 card 2 hot")
+            assert hot[0].message.startswith("node2 card 2 at 93°C (hot >= 85°C)") and hot[0].level == "warning"
+            mem = await w.until(lambda: w.opened("card:node2:2:mem"), "node2 card 2 memory near full")
             assert "near full >= 95%" in mem[0].message
         finally:
-            await asyncio.wait_for(sess.run(f"kill {pid}; rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/6.hot.json"), 60)
-        await w.until(lambda: w.ended("card:node2:6:hot") and w.ended("card:node2:6:mem"), "the card episodes to end")
-        assert w.ended("card:node2:6:hot")[0].message == "node2 card 6 cooled down"
-        assert len(w.opened("card:node2:6:hot")) == 1  # once per episode, however many refreshes
+            await asyncio.wait_for(sess.run(f"kill {pid}; rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/2.hot.json"), 60)
+        await w.until(lambda: w.ended("card:node2:2:hot") and w.ended("card:node2:2:mem"), "the card episodes to end")
+        assert w.ended("card:node2:2:hot")[0].message == "node2 card 2 cooled down"
+        assert len(w.opened("card:node2:2:hot")) == 1  # once per episode, however many refreshes
 
         # -- a card drops out of its node's report (the sim's tool leaves it out)
-        sess = w.backend.pool.session("node3")
+        sess = w.backend.pool.session("node2")
         r = await asyncio.wait_for(sess.run(
             "sleep 600 >/dev/null 2>&1 & pid=$!; printf '{\"pid\": %s, \"absent\": true}' $pid "
-            "> $RLCONSOLE_SIM_NODE_DIR/gpu-load/7.gone.json; echo $pid", check=True), 60)
+            "> $RLCONSOLE_SIM_NODE_DIR/gpu-load/3.gone.json; echo $pid", check=True), 60)
         pid = int(r.stdout.strip())
         try:
-            gone = await w.until(lambda: w.opened("card:node3:missing"), "node3 card 7 missing")
-            assert gone[0].message == "node3 reports 7 of 8 cards (missing: 7)" and gone[0].level == "error"
+            gone = await w.until(lambda: w.opened("card:node2:missing"), "node2 card 3 missing")
+            assert gone[0].message == "node2 reports 3 of 4 cards (missing: 3)" and gone[0].level == "error"
         finally:
-            await asyncio.wait_for(sess.run(f"kill {pid}; rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/7.gone.json"), 60)
-        back = await w.until(lambda: w.ended("card:node3:missing"), "node3's card 7 back")
-        assert back[0].message == "node3 reports all its cards again"
+            await asyncio.wait_for(sess.run(f"kill {pid}; rm -f $RLCONSOLE_SIM_NODE_DIR/gpu-load/3.gone.json"), 60)
+        back = await w.until(lambda: w.ended("card:node2:missing"), "node2's card 3 back")
+        assert back[0].message == "node2 reports all its cards again"
 
         # -- the trainer stops making steps (SIGSTOP), then resumes
         pids = trainer_pids(sim)
@@ -192,16 +192,16 @@ async def test_cards_stall_node_and_ranges_on_the_live_path(live_job, tmp_path: 
         from tui.sim.cluster import sim_node
 
         mark = len(w.alerts)
-        await asyncio.to_thread(sim_node, "stop", "node3", sim)
+        await asyncio.to_thread(sim_node, "stop", "node2", sim)
         try:
-            down = await w.until(lambda: w.opened("node:node3", mark), "node3 down")
-            assert down[0].message.startswith("node node3 is down") and down[0].level == "error"
+            down = await w.until(lambda: w.opened("node:node2", mark), "node2 down")
+            assert down[0].message.startswith("node node2 is down") and down[0].level == "error"
         finally:
-            await asyncio.to_thread(sim_node, "start", "node3", sim)
-        back = await w.until(lambda: w.ended("node:node3", mark), "node3 back")
-        assert back[0].message == "node node3 is back"
-        assert len(w.opened("node:node3", mark)) == 1
-        assert "node:node3" not in w.backend.rules.open
+            await asyncio.to_thread(sim_node, "start", "node2", sim)
+        back = await w.until(lambda: w.ended("node:node2", mark), "node2 back")
+        assert back[0].message == "node node2 is back"
+        assert len(w.opened("node:node2", mark)) == 1
+        assert "node:node2" not in w.backend.rules.open
 
 
 async def test_driver_killed_then_ray_node_lost_on_the_live_path(live_job) -> None:
@@ -228,10 +228,10 @@ async def test_driver_killed_then_ray_node_lost_on_the_live_path(live_job) -> No
         assert len(w.opened("job-end")) == 1
 
         # -- a raylet dies: Ray lists its node as dead
-        raylets = sim_processes(sim, "node4", lambda a: Path(a[0].decode(errors="replace")).name == "raylet")
-        assert raylets, "no raylet of this sim's node4 found"
+        raylets = sim_processes(sim, "node2", lambda a: Path(a[0].decode(errors="replace")).name == "raylet")
+        assert raylets, "no raylet of this sim's node2 found"
         for p in raylets:
             os.kill(p, signal.SIGKILL)
         lost = await w.until(lambda: [x for x in w.alerts if x.key and x.key.startswith("ray-node:") and not x.ends],
-                             "Ray to lose node4")
-        assert lost[0].message == "Ray lost node node4 (127.0.0.5)" and lost[0].level == "error"
+                             "Ray to lose node2")
+        assert lost[0].message == "Ray lost node node2 (127.0.0.3)" and lost[0].level == "error"

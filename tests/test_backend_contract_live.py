@@ -1,6 +1,6 @@
-"""The backend contract (tests/test_backend_contract.py) on `LiveBackend` over the seed's
-shape, 4 nodes x 8 cards: the worker's simulated cluster with dockerd, the built-in SSH
-servers and Ray kept up between the modules that only submit jobs (`ray_sim`, issue 37).
+"""The backend contract (tests/test_backend_contract.py) on `LiveBackend` over the
+built-in SSH servers and dockerd: the `ray_sim` modules' simulated cluster (RAY_SIM_SHAPE),
+with Ray kept up between the modules that only submit jobs (issue 37).
 
 On that sim, containers, convert and setup-ray find their work done and say so (done or
 skipped: the contract accepts both); the job, its steps, metrics and log, the re-attach
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.integration
 def kit(ray_sim: Any) -> Kit:
     from tui.core.profile import load_profile
 
-    return live_kit("live", load_profile(ray_sim.profile_path), 4, 8)
+    return live_kit("live", load_profile(ray_sim.profile_path), ray_sim.nodes, ray_sim.cards)
 
 
-async def test_backend_contract_on_the_4x8_sim(kit: Kit) -> None:
+async def test_backend_contract_on_the_ray_sim(kit: Kit) -> None:
     await within(f"the whole contract on the {kit.name} backend", _contract(kit), OVERALL_S)

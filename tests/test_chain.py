@@ -59,7 +59,8 @@ def test_the_whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.Capture
     whole_chain(chain_sim, tmp_path, capsys)
 
 
-def whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], failures: bool = True) -> None:
+def whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], failures: bool = True,
+                stop_cluster: bool = True) -> None:
     """The chain on the sim at `chain_sim` (any shape, any SSH server: test_sim_openssh
     runs it on OpenSSH's sshd, tests/nonroot_chain.py as a user without Docker).
 
@@ -68,7 +69,11 @@ def whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     the actions' own logic, the same over any SSH server and container runtime, and run
     here on the 4 x 8 sim (test_the_whole_chain); the worker that cannot join alone is a
     third of a chain's time (its join deadline). Every step of the chain, its idempotent
-    second run and its output stay in either way."""
+    second run and its output stay in either way.
+
+    `stop_cluster=False` ends with the job stopped and Ray left up, for a caller that runs
+    more on this Ray (test_sim_openssh: the backend contract) and stops the cluster itself
+    (`stop_the_cluster`)."""
     P = ["--profile", str(chain_sim)]
     prof = load_profile(chain_sim)
     n = len(prof.nodes)
@@ -188,7 +193,13 @@ def whole_chain(chain_sim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert all((c.util_pct or 0) == 0 for nd in st.nodes for c in nd.gpus)
     rc, out, _ = run(["stop", *P, "--yes"], capsys)
     assert rc == 0 and "nothing to do" in out.splitlines()[-1]
-    rc, out, _ = run(["stop", *P, "--yes", "--cluster"], capsys)
+    if stop_cluster:
+        stop_the_cluster(chain_sim, capsys)
+
+
+def stop_the_cluster(chain_sim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The chain's last step: `stop --cluster`, and Ray is gone."""
+    rc, out, _ = run(["stop", "--profile", str(chain_sim), "--yes", "--cluster"], capsys)
     assert rc == 0, out[-2000:]
     st = snapshot(chain_sim)
     assert not st.ray.available

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def chain_sim(ray_sim: Any) -> Path:
-    """The worker's shared 4 x 8 sim with Ray up (`ray_sim`), with this module's own
+    """The worker's shared sim with Ray up (`ray_sim`), with this module's own
     console state dir."""
     return Path(ray_sim.profile_path)
 

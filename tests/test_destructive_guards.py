@@ -32,7 +32,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def guard_sim(ray_sim: Any) -> Path:
-    """The worker's shared 4 x 8 sim with Ray up (`ray_sim`; the test's own containers,
+    """The worker's shared sim with Ray up (`ray_sim`; the test's own containers,
     convert and setup-ray find them done). The test ends stopping Ray, which `ray_sim`
     starts again for the next module."""
     return Path(ray_sim.profile_path)
@@ -76,7 +76,7 @@ async def sh_on_head(profile: Profile, script: str) -> Any:
     return await console(profile, go)
 
 
-def test_submit_reservation_and_setup_ray_confirmation(guard_sim: Path, tmp_path: Path,
+def test_submit_reservation_and_setup_ray_confirmation(guard_sim: Path, ray_sim: Any, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     P = ["--profile", str(guard_sim)]
     prof = load_profile(guard_sim)
@@ -124,7 +124,7 @@ def test_submit_reservation_and_setup_ray_confirmation(guard_sim: Path, tmp_path
 
     # -- setup-ray with a profile Ray does not match: stops short, names the job, kills nothing
     data = yaml.safe_load(guard_sim.read_text())
-    data.setdefault("ray", {})["num_gpus"] = 4  # 16 GPUs wanted, Ray has 32: "not as the profile wants"
+    data.setdefault("ray", {})["num_gpus"] = ray_sim.cards // 2  # half the GPUs Ray has: "not as the profile wants"
     other = tmp_path / "other.yaml"
     other.write_text(yaml.safe_dump(data, sort_keys=False))
     evs = asyncio.run(drive(load_profile(other), "setup-ray"))

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def sim(ray_sim: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The worker's shared 4 x 8 sim with Ray up (`ray_sim`), through a profile of this
+    """The worker's shared sim with Ray up (`ray_sim`), through a profile of this
     module's: long jobs, a checkpoint every 2 steps, a step every 0.5 s (the job's own
     environment), the console refreshing every 0.5 s."""
     data = yaml.safe_load(Path(ray_sim.profile_path).read_text())
@@ -52,7 +52,7 @@ def _state(w: BgWatch, job_id: str) -> str | None:
     return states[-1] if states else None
 
 
-def test_two_runs_the_second_resumed(sim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_runs_the_second_resumed(sim: Path, ray_sim: Any, capsys: pytest.CaptureFixture[str]) -> None:
     P = ["--profile", str(sim)]
     name = load_profile(sim).name
     w = BgWatch(sim)
@@ -88,7 +88,7 @@ def test_two_runs_the_second_resumed(sim: Path, capsys: pytest.CaptureFixture[st
     assert main(["runs", "--json", *P]) == 0
     got = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     a, b = got[first.job_id], got[second.job_id]
-    assert a["gpu_hours"] > 0 and b["gpu_hours"] > 0 and a["cards"] == 32
+    assert a["gpu_hours"] > 0 and b["gpu_hours"] > 0 and a["cards"] == ray_sim.gpus
     assert b["parent"] == {"job_id": first.job_id, "step": parent["step"]} and a["parent"] is None
     assert a["status"] == b["status"] == "STOPPED" and b["step"] and b["total_steps"]
 

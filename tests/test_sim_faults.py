@@ -33,7 +33,7 @@ from tui.core.profile import load_profile
 pytestmark = pytest.mark.integration
 
 RAY_LEFT_WHOLE = False
-"""The last test loses node4 (its raylet killed): Ray may list it alive a while yet, so
+"""The last test loses node2 (its raylet killed): Ray may list it alive a while yet, so
 `ray_sim` puts the sim back rather than pass this Ray on."""
 
 WAIT_S = 180.0
@@ -240,10 +240,13 @@ async def test_console_palette_injects_a_fault_and_shows_its_diagnosis(sim: dict
 # name, overrides (dotted path -> value; `+` on the last part appends), the catalog id.
 REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ("hydra-no-such-key", {"trainer.no_such_key": 1}, "hydra-override-missing-key"),
-    ("batch-divide", {"actor_rollout_ref.actor.use_dynamic_bsz": False, "data.train_batch_size": 12,
+    # 13: odd, so no data-parallel size divides it (2 on the 2 x 4 sim: tp 1 x pp 4 on 8 cards)
+    ("batch-divide", {"actor_rollout_ref.actor.use_dynamic_bsz": False, "data.train_batch_size": 13,
                       "actor_rollout_ref.rollout.n": 1}, "batch-size-divisible"),
     ("dataset-missing", {"data.train_files": "/nonexistent/train.parquet"}, "dataset-missing"),
-    ("pp-layers", {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size": 8}, "megatron-pp-layers"),
+    # pp 8 with tp 1 fills the 2 x 4 sim (8 cards: no world-size refusal first) and does not divide 36 layers
+    ("pp-layers", {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size": 8,
+                   "actor_rollout_ref.actor.megatron.tensor_model_parallel_size": 1}, "megatron-pp-layers"),
 ]
 
 
@@ -285,7 +288,7 @@ def test_fault_fails_the_job_and_is_named(sim: dict[str, Any], w: BgWatch, kind:
     job_id = _submit(sim["profile"])  # also clears the previous case's fault
     args = ["sim", "fault", kind, "--at-step", "1"]
     if kind not in ("driver-killed",):
-        args += ["--node", "node3"]
+        args += ["--node", "node2"]
     assert main(args) == 0
     _failed_as(sim, w, job_id, mark, sig_id)
 
@@ -342,14 +345,14 @@ def test_stall_and_card_faults_keep_the_job_running(sim: dict[str, Any], w: BgWa
     assert cards[3]["temp_c"] >= 93
 
     # -- a card drops out of its node's report (its memory report lost)
-    assert main(["sim", "fault", "card-mem-lost", "--node", "node3", "--card", "5"]) == 0
-    gone = w.until(lambda: w.opened("card:node3:missing", mark), "node3 card 5 missing")
-    assert gone[0].message == "node3 reports 7 of 8 cards (missing: 5)"
-    node3 = next(n for n in _status(sim["profile"])["nodes"] if n["name"] == "node3")
-    assert sorted(c["index"] for c in node3["gpus"]) == [0, 1, 2, 3, 4, 6, 7]
+    assert main(["sim", "fault", "card-mem-lost", "--node", "node1", "--card", "1"]) == 0
+    gone = w.until(lambda: w.opened("card:node1:missing", mark), "node1 card 1 missing")
+    assert gone[0].message == "node1 reports 3 of 4 cards (missing: 1)"
+    node1 = next(n for n in _status(sim["profile"])["nodes"] if n["name"] == "node1")
+    assert sorted(c["index"] for c in node1["gpus"]) == [0, 2, 3]
     assert main(["sim", "fault", "clear"]) == 0
-    w.until(lambda: w.ended("card:node2:3:hot", mark) and w.ended("card:node3:missing", mark), "the cards back")
-    for key in ("card:node2:3:hot", "card:node2:3:mem", "card:node3:missing"):
+    w.until(lambda: w.ended("card:node2:3:hot", mark) and w.ended("card:node1:missing", mark), "the cards back")
+    for key in ("card:node2:3:hot", "card:node2:3:mem", "card:node1:missing"):
         assert len(w.opened(key, mark)) == 1, key
     assert _status(sim["profile"])["job"]["status"] == "RUNNING"
     assert not w.opened("job-end", mark)
@@ -363,12 +366,12 @@ def test_node_lost_fails_the_job_and_is_named(sim: dict[str, Any], w: BgWatch) -
     mark = len(w.alerts)
     job_id = w.backend.watcher.job_id
     assert w.backend.rules.job_status.get(job_id) == "RUNNING"
-    assert main(["sim", "fault", "node-lost", "--node", "node4"]) == 0
-    down = w.until(lambda: w.opened("node:node4", mark), "node4 down")
-    assert down[0].message.startswith("node node4 is down") and down[0].level == "error"
+    assert main(["sim", "fault", "node-lost", "--node", "node2"]) == 0
+    down = w.until(lambda: w.opened("node:node2", mark), "node2 down")
+    assert down[0].message.startswith("node node2 is down") and down[0].level == "error"
     _failed_as(sim, w, job_id, mark, "raylet-died")
     doc = _status(sim["profile"])
-    assert [n["reachable"] for n in doc["nodes"]] == [True, True, True, False]
-    assert len(w.opened("node:node4", mark)) == 1
+    assert [n["reachable"] for n in doc["nodes"]] == [True, False]
+    assert len(w.opened("node:node2", mark)) == 1
     assert main(["sim", "fault", "clear"]) == 0  # its sshd comes back
-    w.until(lambda: w.ended("node:node4", mark), "node4 back")
+    w.until(lambda: w.ended("node:node2", mark), "node2 back")

@@ -5,8 +5,9 @@ One Slurm sim for the module (2 nodes x 2 cards: the chain is the costly part). 
 is the headless one a user runs: status before any allocation (the nodes slurm1.. down,
 saying why), containers (gets the allocation: one sbatch holder job; a second containers
 reuses it), convert, setup-ray, submit, steps with the allocation's time left in
-`status --json`, `stop --cluster` refusing without --yes and naming the Slurm job, then
-`--yes` releasing it (squeue empty). Then `sim down` with a job queued cancels it and
+`status --json`, the walltime warning, then the backend contract on that allocation and
+Ray, then `stop --cluster` refusing without --yes and naming the Slurm job, and `--yes`
+releasing it (squeue empty). Then `sim down` with a job queued cancels it and
 stops every daemon by PID.
 """
 
@@ -196,6 +197,18 @@ def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str],
     assert f"the allocation (Slurm job {job}) ends in" in alert.message, alert.message
     assert "of 160: the last checkpoint before it is step" in alert.message, alert.message
 
+    # -- the backend contract on this allocation and this Ray: its containers, convert and
+    # setup-ray find their work done (done above over srun), one Slurm sim and one Ray
+    # bring-up for both (issue 37). The chain's job stopped first (a submit waits for it);
+    # the allocation given the time the contract needs (root may raise a job's limit).
+    rc, out, err = run(["stop", "--yes", *P], capsys)
+    assert rc == 0, out + err
+    r = subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=60"], capture_output=True, text=True,
+                       env=slurm_env(sim), timeout=30)
+    assert r.returncode == 0, r.stderr
+    asyncio.run(_contract_on_the_allocation(sim_profile))
+    capsys.readouterr()
+
     # -- stop --cluster: asks first, naming the Slurm job; --yes releases it
     rc, out, err = run(["stop", "--cluster", *P], capsys)
     assert rc != 0 and f"release Slurm job {job} (scancel)" in err, err
@@ -208,6 +221,24 @@ def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str],
     until("the queue to empty", lambda: squeue(sim) == [], 60)
     st = status_json(P, capsys)
     assert st["allocation"]["state"] == "NONE" and not any(n["reachable"] for n in st["nodes"])
+
+
+async def _contract_on_the_allocation(path: Path) -> None:
+    """tests/test_backend_contract.py's contract on LiveBackend over the srun transport, in
+    the allocation the profile has (its nodes found as a second console finds them)."""
+
+    from tests.test_backend_contract import OVERALL_S, _contract, live_kit, within
+    from tui.core import slurm as core_slurm
+    from tui.core.profile import load_profile
+
+    prof = load_profile(path)
+
+    async def allocation() -> list[Any]:
+        return [ev async for ev in core_slurm.acquire(prof, "containers")]
+    evs = await within("the allocation", allocation(), 120)
+    assert evs[-1].kind == "step" and [n.name for n in prof.nodes] == ["node1", "node2"], evs[-1]
+    await within("the whole contract on the live-slurm backend", _contract(live_kit("live-slurm", prof, 2, 2)),
+                 OVERALL_S)
 
 
 def _container_status(sim: Path, node: str) -> str:

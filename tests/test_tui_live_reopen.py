@@ -58,7 +58,7 @@ async def test_reopened_on_a_failed_job_then_a_new_one(ray_sim: Any, tmp_path: P
     prof = tmp_path / "reopen.yaml"
     prof.write_text(yaml.safe_dump(data, sort_keys=False))
     first = await asyncio.to_thread(_submit, prof)
-    assert await asyncio.to_thread(main, ["sim", "fault", "oom", "--at-step", "1", "--node", "node3"]) == 0
+    assert await asyncio.to_thread(main, ["sim", "fault", "oom", "--at-step", "1", "--node", "node2"]) == 0
     end = time.monotonic() + WAIT_S
     while (await asyncio.to_thread(_status, prof)).get("job", {}).get("status") != "FAILED":
         assert time.monotonic() < end, "the job to fail"
