@@ -13,7 +13,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 
@@ -287,7 +287,7 @@ def small_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         sim_down(state_dir=d)
 
 
-def _session_sim(tmp_path_factory: pytest.TempPathFactory, nodes: int, cards: int) -> Iterator["SimInfo"]:
+def _session_sim(tmp_path_factory: pytest.TempPathFactory, nodes: int, cards: int) -> Iterator[SimInfo]:
     from tui.core.profile import load_profile
     from tui.sim.cluster import sim_down, sim_up
 
@@ -300,7 +300,7 @@ def _session_sim(tmp_path_factory: pytest.TempPathFactory, nodes: int, cards: in
 
 
 @pytest.fixture(scope="session")
-def sim_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SimInfo"]:
+def sim_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimInfo]:
     """A 4 x 8 simulated cluster (the seed's shape) for the whole test session (this xdist
     worker). Yields a `SimInfo` (state dir, profile path, loaded profile, shape). `sim down`
     runs at the end even when tests fail."""
@@ -318,7 +318,7 @@ test_sim (`sim up`), and the demo and bench_chaos run their own clusters."""
 
 
 @pytest.fixture(scope="session")
-def ray_sim_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SimInfo"]:
+def ray_sim_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimInfo]:
     """The `ray_sim` modules' own simulated cluster (RAY_SIM_SHAPE), for the whole session
     of the worker that runs their unit."""
     yield from _session_sim(tmp_path_factory, *RAY_SIM_SHAPE)
@@ -413,9 +413,21 @@ def reset_sim(info: SimInfo) -> None:
         while gcs_up():
             assert time.monotonic() < deadline, "reset_sim: Ray's GCS still answers after ray stop --force on every node"
             time.sleep(1)
-    for p in (prof.paths.hf_model, prof.paths.mcore_checkpoint, prof.paths.checkpoint_dir, prof.paths.tensorboard_dir):
+    clear_run_outputs(prof, info.state_dir, model=True)
+
+
+def clear_run_outputs(prof: Any, sim_dir: Path, model: bool = False) -> None:
+    """Remove a run's checkpoints and TensorBoard files (with `model`, also the model and
+    its Megatron checkpoint), where they are the sim's own files: the next job starts a run
+    of its own instead of resuming another test's (VeRL resumes from the newest checkpoint
+    in its dir, and the console reads the run's TensorBoard dir: a test that waits for its
+    job's third step would find the earlier run's)."""
+    paths = [prof.paths.checkpoint_dir, prof.paths.tensorboard_dir]
+    if model:
+        paths += [prof.paths.hf_model, prof.paths.mcore_checkpoint]
+    for p in paths:
         path = Path(p)
-        if path.resolve().is_relative_to(Path(info.state_dir).resolve()):  # the sim's own files only
+        if path.resolve().is_relative_to(Path(sim_dir).resolve()):  # the sim's own files only
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -542,10 +554,7 @@ def _ray_tidied(info: SimInfo) -> str | None:
         rc, out = _quiet_cli(["stop", *base, "--yes", "--job", job])
         if rc != 0:
             return f"stop --job {job} exited {rc}: {out[-300:]}"
-    for p in (prof.paths.checkpoint_dir, prof.paths.tensorboard_dir):
-        path = Path(p)
-        if path.resolve().is_relative_to(Path(info.state_dir).resolve()):
-            shutil.rmtree(path, ignore_errors=True)
+    clear_run_outputs(prof, info.state_dir)
     return _ray_whole(info)
 
 

@@ -195,9 +195,10 @@ async def _contract(kit: Kit) -> None:
     assert job_id, "submit's done event names the job"
     b.contract_job_id = job_id
 
-    # -- steps and metrics arrive, for the submitted job
-    await until("metrics with step >= 3, reward and throughput",
-                lambda: rec.summaries and (rec.summaries[-1].step or 0) >= 3
+    # -- steps and metrics arrive, for the submitted job (not the job the console found
+    # when it started: on a Ray that ran one before, its metrics come first)
+    await until("metrics of the submitted job with step >= 3, reward and throughput",
+                lambda: rec.summaries and rec.summaries[-1].job_id == job_id and (rec.summaries[-1].step or 0) >= 3
                 and rec.summaries[-1].reward is not None
                 and rec.summaries[-1].throughput_per_node)
     await until("the state's job is the submitted one, RUNNING",
@@ -238,7 +239,8 @@ async def _contract(kit: Kit) -> None:
     await within("start() of a second backend", b2.start(), 60)
     await until("the re-attached job, RUNNING",
                 lambda: rec2.last_job is not None and rec2.last_job.id == job_id and rec2.last_job.status == "RUNNING")
-    await until("re-attached metrics", lambda: rec2.summaries and (rec2.summaries[-1].step or 0) >= 3)
+    await until("re-attached metrics", lambda: rec2.summaries and rec2.summaries[-1].job_id == job_id
+                and (rec2.summaries[-1].step or 0) >= 3)
 
     # -- stop the job: it shows STOPPED, with no step time or ETA
     evs = await _drain(b2, "stop")

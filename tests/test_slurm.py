@@ -227,11 +227,13 @@ async def _contract_on_the_allocation(path: Path) -> None:
     """tests/test_backend_contract.py's contract on LiveBackend over the srun transport, in
     the allocation the profile has (its nodes found as a second console finds them)."""
 
+    from tests.conftest import clear_run_outputs
     from tests.test_backend_contract import OVERALL_S, _contract, live_kit, within
     from tui.core import slurm as core_slurm
     from tui.core.profile import load_profile
 
     prof = load_profile(path)
+    clear_run_outputs(prof, path.parent)  # the chain's run: the contract's job starts its own
 
     async def allocation() -> list[Any]:
         return [ev async for ev in core_slurm.acquire(prof, "containers")]
