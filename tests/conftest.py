@@ -52,10 +52,10 @@ def _own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 # --------------------------------------------------------------------------- long modules first
 
 LONG_MODULES: dict[str, float] = {
-    "test_demo_tmux": 167, "test_slurm": 230, "test_chain": 91,
-    "test_sim_nonroot": 134, "test_bench_chaos": 134, "test_sim_openssh": 150, "test_probes": 34,
+    "test_demo_tmux": 167, "test_slurm": 192, "test_chain": 91,
+    "test_sim_nonroot": 134, "test_bench_chaos": 134, "test_sim_openssh": 104, "test_probes": 34,
     "test_sim_tree": 105, "test_rayapi": 26, "test_tui_snapshots": 24, "test_layering": 23,
-    "test_tui_pilot": 22, "test_import": 21, "test_sampler_delta": 19, "test_sim_faults": 250,
+    "test_tui_pilot": 22, "test_import": 21, "test_sampler_delta": 19, "test_sim_faults": 237,
 }
 """Seconds a module's tests took together on two shared cores with three workers
 (each test's start and end per worker, 2026-12-07), for the modules that take more than ~20 s. `--dist loadfile`
@@ -79,8 +79,8 @@ taking it down (4 s). `test_sim_faults`, also on `ray_sim`, is a unit of its own
 thirteen jobs made the group the suite's longest lane, ~670 s of a ~750 s run): it
 brings Ray up on its worker's sim, or finds it kept when that worker ran the group."""
 
-RAY_SIM_SECONDS = 420.0
-"""The group's modules' time together on two shared cores, three workers (2026-12-07):
+RAY_SIM_SECONDS = 280.0
+"""The group's modules' time together on two shared cores, three workers (2026-12-07, 276 s):
 where the group sorts among LONG_MODULES (first: it is the longest unit)."""
 
 
@@ -561,8 +561,8 @@ def _ray_tidied(info: SimInfo) -> str | None:
 @pytest.fixture(scope="module")
 def ray_sim(ray_sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory,
             request: pytest.FixtureRequest) -> Iterator[SimInfo]:
-    """The session's simulated cluster with containers, model, Megatron checkpoint and Ray
-    up, for a module that only submits jobs on it (issue 37: each such module spent 20-27
+    """The `ray_sim` modules' simulated cluster (`ray_sim_cluster`, RAY_SIM_SHAPE) with
+    containers, model, Megatron checkpoint and Ray up, for a module that only submits jobs on it (issue 37: each such module spent 20-27
     s bringing it up and 4 s taking it down). When the module before it on this worker
     was one too, its Ray is kept: tidied (`_ray_tidied`: faults cleared, jobs stopped,
     checkpoints gone, a lost node started again) instead of brought up again. Otherwise,
