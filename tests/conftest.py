@@ -329,8 +329,8 @@ class SimInfo:
     state_dir: Path
     profile_path: Path
     profile: object
-    nodes: int = 4
-    cards: int = 8
+    nodes: int
+    cards: int
 
     @property
     def gpus(self) -> int:
@@ -562,16 +562,17 @@ def _ray_tidied(info: SimInfo) -> str | None:
 def ray_sim(ray_sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory,
             request: pytest.FixtureRequest) -> Iterator[SimInfo]:
     """The `ray_sim` modules' simulated cluster (`ray_sim_cluster`, RAY_SIM_SHAPE) with
-    containers, model, Megatron checkpoint and Ray up, for a module that only submits jobs on it (issue 37: each such module spent 20-27
-    s bringing it up and 4 s taking it down). When the module before it on this worker
-    was one too, its Ray is kept: tidied (`_ray_tidied`: faults cleared, jobs stopped,
-    checkpoints gone, a lost node started again) instead of brought up again. Otherwise,
-    or when the tidied Ray is not whole, the sim is put back (`reset_sim`) and brought up
-    with the product's chain. Like `shared_sim`: the module's own console state dir and
-    RLCONSOLE_SIM_DIR; its profile variants in its own temp dir (a variant that must
-    live in the sim's dir, for the submit hook that clears the sim's faults, is removed
-    by the module); what a job needs in the variant's `env`. A module may find Ray's
-    job list holding earlier modules' (stopped) jobs.
+    containers, model, Megatron checkpoint and Ray up, for a module that only submits jobs
+    on it (issue 37: each such module spent 20-27 s bringing it up and 4 s taking it
+    down). When the module before it on this worker was one too, its Ray is kept: tidied
+    (`_ray_tidied`: faults cleared, jobs stopped, checkpoints gone, a lost node started
+    again) instead of brought up again. Otherwise, or when the tidied Ray is not whole, the
+    sim is put back (`reset_sim`) and brought up with the product's chain. Like
+    `shared_sim`: the module's own console state dir and RLCONSOLE_SIM_DIR; its profile
+    variants in its own temp dir (a variant that must live in the sim's dir, for the
+    submit hook that clears the sim's faults, is removed by the module); what a job needs
+    in the variant's `env`. A module may find Ray's job list holding earlier modules'
+    (stopped) jobs.
 
     A module whose last test leaves a node that Ray may still list as alive though its
     raylet is dead (Ray marks it dead some 15-30 s later) sets `RAY_LEFT_WHOLE = False`:
@@ -594,7 +595,8 @@ def ray_sim(ray_sim_cluster: SimInfo, tmp_path_factory: pytest.TempPathFactory,
                 rc, out = _quiet_cli([action, "--profile", str(ray_sim_cluster.profile_path), "--yes"])
                 assert rc == 0, f"{action} failed on the sim: {out[-2000:]}\n{ray_logs(ray_sim_cluster.state_dir)}"
         yield ray_sim_cluster
-        why = _ray_tidied(ray_sim_cluster) if getattr(request.module, "RAY_LEFT_WHOLE", True) else "RAY_LEFT_WHOLE"
+        passed_on = getattr(request.module, "RAY_LEFT_WHOLE", True)
+        why = _ray_tidied(ray_sim_cluster) if passed_on else "RAY_LEFT_WHOLE"
         if why is None:
             _RAY_KEPT.add(key)
         else:

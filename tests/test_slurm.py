@@ -226,7 +226,6 @@ def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str],
 async def _contract_on_the_allocation(path: Path) -> None:
     """tests/test_backend_contract.py's contract on LiveBackend over the srun transport, in
     the allocation the profile has (its nodes found as a second console finds them)."""
-
     from tests.conftest import clear_run_outputs
     from tests.test_backend_contract import OVERALL_S, _contract, live_kit, within
     from tui.core import slurm as core_slurm
