@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Awaitable, Callable, TypeVar
 
 import pytest
@@ -122,6 +123,17 @@ def live_kit(name: str, prof: Any, n_nodes: int, n_cards: int) -> Kit:
         return st.ray.available and st.ray.nodes_alive == n_nodes, job.status if job else None
 
     return Kit(name, lambda: LiveBackend(prof), live_world, n_nodes, n_nodes * n_cards)
+
+
+async def live_contract(name: str, prof: Any, sim_dir: Path, n_nodes: int, n_cards: int) -> None:
+    """The whole contract on LiveBackend, on a sim whose Ray an earlier test brought up
+    (the OpenSSH and the Slurm chain): that run's checkpoints and TensorBoard files
+    cleared first, so the contract's job starts a run of its own instead of resuming it."""
+    from tests.conftest import clear_run_outputs
+
+    clear_run_outputs(prof, sim_dir)
+    await within(f"the whole contract on the {name} backend", _contract(live_kit(name, prof, n_nodes, n_cards)),
+                 OVERALL_S)
 
 
 def _events_ok(name: str, evs: list[Any]) -> None:

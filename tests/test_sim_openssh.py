@@ -284,14 +284,10 @@ async def test_backend_contract_on_openssh(ossh_sim: Path, capsys: pytest.Captur
     done or skipped; the chain above did each from nothing on these nodes, and does it here
     when it failed before). One OpenSSH sim and one Ray bring-up for both (issue 37).
     Then the chain's last step, `stop --cluster`."""
-    from tests.conftest import clear_run_outputs
-    from tests.test_backend_contract import OVERALL_S, _contract, live_kit, within
+    from tests.test_backend_contract import live_contract
     from tests.test_chain import stop_the_cluster
 
-    prof = load_profile(ossh_sim)
-    clear_run_outputs(prof, ossh_sim.parent)  # the chain's run: the contract's job starts its own
-    kit = live_kit("live-openssh", prof, 2, 2)
-    await within("the whole contract on the live-openssh backend", _contract(kit), OVERALL_S)
+    await live_contract("live-openssh", load_profile(ossh_sim), ossh_sim.parent, 2, 2)
     await asyncio.to_thread(stop_the_cluster, ossh_sim, capsys)
 
 

@@ -226,20 +226,17 @@ def test_chain_through_slurm(slurm_sim: Any, capsys: pytest.CaptureFixture[str],
 async def _contract_on_the_allocation(path: Path) -> None:
     """tests/test_backend_contract.py's contract on LiveBackend over the srun transport, in
     the allocation the profile has (its nodes found as a second console finds them)."""
-    from tests.conftest import clear_run_outputs
-    from tests.test_backend_contract import OVERALL_S, _contract, live_kit, within
+    from tests.test_backend_contract import live_contract, within
     from tui.core import slurm as core_slurm
     from tui.core.profile import load_profile
 
     prof = load_profile(path)
-    clear_run_outputs(prof, path.parent)  # the chain's run: the contract's job starts its own
 
     async def allocation() -> list[Any]:
         return [ev async for ev in core_slurm.acquire(prof, "containers")]
     evs = await within("the allocation", allocation(), 120)
     assert evs[-1].kind == "step" and [n.name for n in prof.nodes] == ["node1", "node2"], evs[-1]
-    await within("the whole contract on the live-slurm backend", _contract(live_kit("live-slurm", prof, 2, 2)),
-                 OVERALL_S)
+    await live_contract("live-slurm", prof, path.parent, 2, 2)
 
 
 def _container_status(sim: Path, node: str) -> str:

@@ -194,7 +194,6 @@ class AlertRules:
         console opened after a worker's restart called it lost)."""
         names = {n.address: n.name for n in st.nodes}
         at_address = st.ray.by_address()  # the ALIVE record where an address has one
-        alive = {addr for addr, rn in at_address.items() if rn.alive}
         lost: dict[str, Condition] = {}
         for addr, rn in at_address.items():  # in Ray's order
             if not rn.alive:
@@ -204,7 +203,8 @@ class AlertRules:
         def ray_end(key: str, a: Alert) -> str:
             addr = key.split(":", 1)[1]
             who = names.get(addr, addr)
-            return f"Ray node {who} is alive again" if addr in alive else f"Ray no longer lists node {who}"
+            back = addr in at_address and at_address[addr].alive
+            return f"Ray node {who} is alive again" if back else f"Ray no longer lists node {who}"
 
         return self._settle("ray-node:", lost, at, ray_end)
 
