@@ -228,3 +228,47 @@ def test_a_loop_killed_outright_leaves_no_file(tmp_path: Path) -> None:
         proc.wait(timeout=30)
     assert not list(tmp_path.glob("rlconsole-events.*"))
     assert not list(tmp_path.glob("*events*"))
+
+
+SLOW_MKTEMP = """#!/bin/sh
+# mktemp that makes its file, says its name, then takes a while to exit: the window in
+# which the loop has a file on disk but has not yet unlinked it
+f="$TMPDIR/rlconsole-events.slow"
+: >"$f"
+echo "$f"
+exec >&-
+: >'{made}'
+sleep 2
+"""
+
+
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+def test_a_loop_ended_while_it_makes_its_events_file_leaves_none(tmp_path: Path, shell: str) -> None:
+    """A TERM (the console going away, sshd ending the session) while the loop's mktemp
+    runs: the EXIT trap is set before the file exists and names what mktemp made, so
+    nothing is left in $TMPDIR. (Before, a file made in that window stayed: one was found
+    in a machine's /tmp after a run.)"""
+    docker = FakeDocker(tmp_path / "docker")
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    made = tmp_path / "mktemp-ran"
+    (slow / "mktemp").write_text(SLOW_MKTEMP.format(made=made))
+    (slow / "mktemp").chmod(0o755)
+    cards = FakeCards(tmp_path / "cards")
+    proc = subprocess.Popen([shutil.which(shell) or shell, "-c", sampler_script(_profile(), 0.05)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={"PATH": f"{slow}:{docker.dir / 'bin'}:{cards.path}", "LANG": "C.UTF-8",
+                                 "HOME": str(tmp_path), "TMPDIR": str(tmp_path)})
+    try:
+        deadline = time.monotonic() + 30  # a bound, not a measurement
+        while not made.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert made.exists(), "the loop never ran its mktemp"
+        assert list(tmp_path.glob("rlconsole-events.*"))  # the window: the file is there
+        os.kill(proc.pid, signal.SIGTERM)  # the loop's shell alone, mid-mktemp
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    assert not list(tmp_path.glob("rlconsole-events.*"))

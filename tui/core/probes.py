@@ -156,9 +156,15 @@ def _container_watch(profile: Profile) -> str:
     events = container_events_command(profile)
     assert docker and events
     return (
-        "rlc_dko=; rlc_dkr=; rlc_evp=; rlc_evu=0; rlc_evr=0; rlc_dn=0\n"
-        'rlc_evf=$(mktemp "${TMPDIR:-/tmp}/rlconsole-events.XXXXXX" 2>/dev/null) || rlc_evf=\n'
-        "rlc_evn=$rlc_evf\n"
+        "rlc_dko=; rlc_dkr=; rlc_evp=; rlc_evu=0; rlc_evr=0; rlc_dn=0; rlc_evn=\n"
+        # The traps before the file, and the name the EXIT trap removes (`rlc_evn`) set by
+        # mktemp's own command: a loop told to end while mktemp runs leaves nothing (the
+        # shell runs the trap after that command, the name already set). Only a SIGKILL
+        # before the unlink below can leave the file; no trap runs for that one.
+        "trap '[ -n \"$rlc_evn\" ] && rm -f \"$rlc_evn\"; [ -n \"$rlc_evp\" ] && kill \"$rlc_evp\" 2>/dev/null' EXIT\n"
+        "trap 'exit 0' HUP INT TERM PIPE\n"
+        'rlc_evn=$(mktemp "${TMPDIR:-/tmp}/rlconsole-events.XXXXXX" 2>/dev/null) || rlc_evn=\n'
+        "rlc_evf=$rlc_evn\n"
         # Linux: the file kept open on fd 9 and unlinked at once, so a loop killed with
         # SIGKILL leaves nothing behind; read and truncated through /dev/fd/9 (the kernel
         # resolves it for the process that opens it, in any PID namespace)
@@ -166,8 +172,6 @@ def _container_watch(profile: Profile) -> str:
         '  exec 9>>"$rlc_evf"\n'
         '  if [ /dev/fd/9 -ef "$rlc_evf" ] 2>/dev/null && rm -f "$rlc_evf"; then rlc_evf=/dev/fd/9; rlc_evn=; fi\n'
         "fi\n"
-        "trap '[ -n \"$rlc_evn\" ] && rm -f \"$rlc_evn\"; [ -n \"$rlc_evp\" ] && kill \"$rlc_evp\" 2>/dev/null' EXIT\n"
-        "trap 'exit 0' HUP INT TERM PIPE\n"
         f"rlc_inspect() {{\nrlc_dko=$({docker} 2>&1); rlc_dkr=$?\n}}\n"
         "rlc_watch() {\n"
         "rlc_due=\n"
