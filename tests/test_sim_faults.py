@@ -51,6 +51,7 @@ class BgWatch:
 
     def __init__(self, profile_path: Path) -> None:
         self.alerts: list[Alert] = []
+        self.ended_jobs: list[str] = []
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="bg-watch", daemon=True)
         self.thread.start()
@@ -85,6 +86,12 @@ class BgWatch:
                 seen = "\n  ".join(a.one_line() + (" [ends]" if a.ends else "") for a in self.alerts[-15:])
                 raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last alerts:\n  {seen}")
             time.sleep(0.2)
+
+    def ends_stayed_one(self) -> None:
+        """Each job seen to end so far has one end alert still (none raised again since)."""
+        for job_id in self.ended_jobs:
+            ends = [a.one_line() for a in self.opened("job-end") if job_id in a.message]
+            assert len(ends) == 1, f"job {job_id}'s end alerted {len(ends)} times: {ends}"
 
     def opened(self, key: str, since: int = 0) -> list[Alert]:
         return [a for a in list(self.alerts)[since:] if a.key == key and not a.ends]
@@ -133,6 +140,7 @@ def watch(sim: dict[str, Any]) -> Iterator[BgWatch]:
     w = BgWatch(sim["profile"])
     try:
         yield w
+        w.ends_stayed_one()  # the last job's too, the module's remaining refreshes later
     finally:
         w.close()
 
@@ -161,10 +169,12 @@ def _status(profile: Path) -> dict[str, Any]:
 
 
 def _job_end(w: BgWatch, job_id: str, since: int) -> Alert:
+    """The job's end alert. That it stays one is checked later, when many refreshes have
+    passed (`BgWatch.ends_stayed_one`: at each later end and when the module's watch
+    stops), rather than by waiting here for a few refreshes after each end."""
     ends = w.until(lambda: [a for a in w.opened("job-end", since) if job_id in a.message], f"job {job_id} to end")
-    # it stays one: a few refreshes later there is still one alert for this end
-    time.sleep(3 * REFRESH_S)
-    assert len([a for a in w.opened("job-end", since) if job_id in a.message]) == 1
+    w.ends_stayed_one()
+    w.ended_jobs.append(job_id)
     return ends[0]
 
 
