@@ -252,61 +252,6 @@ def _container_status(sim: Path, node: str) -> str:
     return r.stdout.strip()
 
 
-async def _console_gets_an_allocation(path: Path, sim: Path) -> None:
-    import asyncio
-
-    from tui.backend.live import LiveBackend
-    from tui.core.profile import load_profile
-
-    b = LiveBackend(load_profile(path))
-    states: list[Any] = []
-    b.subscribe_state(states.append)
-
-    async def until_state(what: str, cond: Any, timeout: float = 120) -> Any:
-        async def poll() -> Any:
-            while True:
-                if states and cond(states[-1]):
-                    return states[-1]
-                await asyncio.sleep(0.2)
-        try:
-            return await asyncio.wait_for(poll(), timeout)
-        except asyncio.TimeoutError:
-            pytest.fail(f"timed out waiting for {what}; last state: {states[-1] if states else None}")
-
-    await asyncio.wait_for(b.start(), 60)
-    try:
-        st = await until_state("the nodes slurm1.. down, no allocation",
-                               lambda s: s.allocation is not None and s.allocation.state == "NONE")
-        assert [n.name for n in st.nodes] == ["slurm1", "slurm2"] and not any(n.reachable for n in st.nodes)
-        evs = [ev async for ev in b.run_action("containers")]
-        # (the containers may be up from an earlier test: the sim's outlive an allocation)
-        assert evs[-1].kind in ("done", "skip"), [e.one_line() for e in evs[-6:]]
-        assert any("asking Slurm for 2 nodes" in e.message for e in evs)
-        # the console's nodes keep their names and learn where they are: reachable, cards reporting
-        st = await until_state("both nodes reachable in the allocation, with their cards",
-                               lambda s: s.allocation.state == "RUNNING"
-                               and all(n.reachable and n.gpu and len(n.gpu.cards) == 2 for n in s.nodes))
-        assert st.allocation.nodes == ["node1", "node2"] and [n.address for n in st.nodes] == ["127.0.0.2", "127.0.0.3"]
-        assert "release Slurm job" in b.describe_stop(cluster=True)  # what X asks
-        evs = [ev async for ev in b.run_action("stop", cluster=True)]
-        assert evs[-1].kind == "done" and any("cancelled" in e.message for e in evs), [e.one_line() for e in evs]
-        await until_state("the allocation gone, nodes down",
-                          lambda s: s.allocation.state == "NONE" and not any(n.reachable for n in s.nodes))
-    finally:
-        await asyncio.wait_for(b.stop(), 60)
-    assert squeue(sim) == [] or until("the queue to empty", lambda: squeue(sim) == [], 60)
-
-
-def test_console_gets_an_allocation_and_its_nodes(slurm_sim: Any) -> None:
-    """The console started before any allocation (nodes slurm1.., down): `u`'s action gets
-    one and the same nodes come up, cards reporting; X's action releases it."""
-    import asyncio
-
-    sim, path = slurm_sim
-    until("an empty queue", lambda: squeue(sim) == [], 60)
-    asyncio.run(asyncio.wait_for(_console_gets_an_allocation(path, sim), CHAIN_S))
-
-
 async def _keys_u_c_r_s_and_x(path: Path, sim: Path) -> None:
     from tests.pilot_helpers import SIZE, key_runs, settle
     from tests.pilot_helpers import until as pilot_until
@@ -322,13 +267,19 @@ async def _keys_u_c_r_s_and_x(path: Path, sim: Path) -> None:
         b = app.backend
         main = app.main_screen
 
-        await pilot_until(pilot, lambda: b.state is not None and b.state.allocation is not None, 60)
+        # before any allocation: the nodes are slurm1.., down, and the allocation NONE
+        await pilot_until(pilot, lambda: b.state is not None and b.state.allocation is not None
+                          and b.state.allocation.state == "NONE", 60)
+        assert [n.name for n in b.state.nodes] == ["slurm1", "slurm2"] and not any(n.reachable for n in b.state.nodes)
         await pilot.press("u")
         await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 120)
         assert "Ask Slurm for 2 nodes x 2 GPUs for 4:00:00 in partition sim" in app.screen.message
         await pilot.press("y")
+        # the console's nodes keep their names and learn where they are: reachable, cards reporting
         await pilot_until(pilot, lambda: b.state is not None and b.state.allocation.state == "RUNNING"
-                          and all(n.reachable for n in b.state.nodes), 180)
+                          and all(n.reachable and n.gpu and len(n.gpu.cards) == 2 for n in b.state.nodes), 180)
+        assert b.state.allocation.nodes == ["node1", "node2"]
+        assert [n.address for n in b.state.nodes] == ["127.0.0.2", "127.0.0.3"]
         await settle(pilot)
         await pilot_until(pilot, lambda: "Slurm job" in str(app.screen.query_one(RayPane).render()), 30)
         await pilot_until(pilot, lambda: "containers" not in main.running, 180)
@@ -340,15 +291,17 @@ async def _keys_u_c_r_s_and_x(path: Path, sim: Path) -> None:
         await pilot_until(pilot, lambda: isinstance(app.screen, ConfirmationModal), 120)
         assert f"release Slurm job {job} (scancel)" in app.screen.message
         await pilot.press("y")
-        await pilot_until(pilot, lambda: b.state.allocation.state == "NONE", 180)
+        await pilot_until(pilot, lambda: b.state.allocation.state == "NONE"
+                          and not any(n.reachable for n in b.state.nodes), 180)
 
 
 def test_console_keys_u_c_r_s_and_x_on_slurm(slurm_sim: Any) -> None:
-    """In the console, the seed's procedure on a Slurm cluster: `u` asks before a new
-    allocation (naming what it asks Slurm for), the nodes come up and the Ray pane names the
-    Slurm job; `c`, `r` and `s` (its plan confirmed) convert, start Ray and submit over srun,
-    and training steps reach the Training pane; `X` asks naming the job it releases, and
-    releases it."""
+    """In the console, the seed's procedure on a Slurm cluster, started before any
+    allocation (nodes slurm1.., down): `u` asks before a new allocation (naming what it asks
+    Slurm for), gets one, and the same nodes come up where Slurm put them, cards reporting,
+    the Ray pane naming the Slurm job; `c`, `r` and `s` (its plan confirmed) convert, start
+    Ray and submit over srun, and training steps reach the Training pane; `X` asks naming
+    the job it releases, releases it, and the nodes go down."""
     import asyncio
 
     sim, path = slurm_sim
