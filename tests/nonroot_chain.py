@@ -4,10 +4,12 @@ Not collected by itself (not a `test_*.py` file): tests/test_sim_nonroot.py runs
 with pytest as an unprivileged user whose PATH has no dockerd, docker or sshd. `sim up`
 with its defaults must then choose the sim's own container runtime and no PID namespaces,
 say so, and carry the whole chain (tests/test_chain.py's `whole_chain`: containers, model,
-convert, setup-ray, submit, steps, logs, stop, stop --cluster; its failure cases, the
-actions' own logic, run once in tests/test_chain.py), then the console's keys u c r s x.
+convert, setup-ray, submit, steps, logs, stop; its failure cases, the actions' own
+logic, run once in tests/test_chain.py), then, on what the chain left up, the console's
+keys u c r s x (u c r find their work done: the same actions brought it up from nothing
+just before; s starts a new run), then `stop --cluster`.
 
-Last, with Ray up again (the console's `r`), one node's own `ray stop --force` (the
+Before that last step, with Ray up, one node's own `ray stop --force` (the
 product's command, run in the node's container) stops that node's Ray only. Without PID
 namespaces every simulated node shares the machine's process table, and Ray's `ray stop
 --force` on a real machine stops every Ray it finds there (LAB.md): the sim's `ray` must
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_chain import whole_chain
+from tests.test_chain import stop_the_cluster, whole_chain
 from tui.core.profile import load_profile
 from tui.sim.cluster import sim_down, sim_status, sim_up
 from tui.sim.simdocker import RUNTIME, _alive  # _alive: alive and not a zombie, the sim's own reading
@@ -45,13 +47,13 @@ def test_chain_without_root_or_docker(tmp_path: Path, capsys: pytest.CaptureFixt
         assert st.docker_why and st.docker_why.startswith("no dockerd"), st.docker_why
         assert f"docker:     {RUNTIME}" in st.to_text()
         assert load_profile(profile).sim_containers == RUNTIME  # the console's header says it
-        whole_chain(profile, tmp_path, capsys, failures=False)
-        # then the console, as `rlconsole demo` opens it on this sim: u c r s, and steps arrive
+        # the chain from nothing, its job stopped at the end and Ray left up
+        whole_chain(profile, tmp_path, capsys, failures=False, stop_cluster=False)
+        # then the console, as `rlconsole demo` opens it on this sim: u c r s (the first
+        # three find their work done; s submits a new run), and steps arrive
         asyncio.run(asyncio.wait_for(_console_u_c_r_s(profile), 600))
         asyncio.run(asyncio.wait_for(_ray_stop_stays_on_its_node(profile), 300))
-        from tui.cli import main
-
-        assert main(["stop", "--cluster", "--profile", str(profile), "--yes"]) == 0, capsys.readouterr().out[-3000:]
+        stop_the_cluster(profile, capsys)
     finally:
         sim_down(sim)
 
