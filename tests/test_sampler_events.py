@@ -102,11 +102,13 @@ def _status(text: str | None) -> str | None:
     return None if text is None else parse_sample(text, _profile())[1].status
 
 
-def _loop(tmp_path: Path, docker: FakeDocker, shell: str = "sh") -> subprocess.Popen[bytes]:
+def _loop(tmp_path: Path, docker: FakeDocker, shell: str = "sh", first_on_path: Path | None = None
+          ) -> subprocess.Popen[bytes]:
     cards = FakeCards(tmp_path / "cards")
     script = sampler_script(_profile(), 0.05, heartbeat_s=3600)
     argv = [shutil.which(shell) or shell, *(["sh"] if shell == "busybox" else []), "-c", script]
-    env = {"PATH": f"{docker.dir / 'bin'}:{cards.path}", "LANG": "C.UTF-8", "HOME": str(tmp_path),
+    first = f"{first_on_path}:" if first_on_path is not None else ""
+    env = {"PATH": f"{first}{docker.dir / 'bin'}:{cards.path}", "LANG": "C.UTF-8", "HOME": str(tmp_path),
            "TMPDIR": str(tmp_path)}
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                             env=env)
@@ -254,11 +256,7 @@ def test_a_loop_ended_while_it_makes_its_events_file_leaves_none(tmp_path: Path,
     made = tmp_path / "mktemp-ran"
     (slow / "mktemp").write_text(SLOW_MKTEMP.format(made=made))
     (slow / "mktemp").chmod(0o755)
-    cards = FakeCards(tmp_path / "cards")
-    proc = subprocess.Popen([shutil.which(shell) or shell, "-c", sampler_script(_profile(), 0.05)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                            env={"PATH": f"{slow}:{docker.dir / 'bin'}:{cards.path}", "LANG": "C.UTF-8",
-                                 "HOME": str(tmp_path), "TMPDIR": str(tmp_path)})
+    proc = _loop(tmp_path, docker, shell, first_on_path=slow)
     try:
         deadline = time.monotonic() + 30  # a bound, not a measurement
         while not made.exists() and time.monotonic() < deadline:
